@@ -1,0 +1,646 @@
+// Package cloud is the typed client and capability model of the Smart Device
+// Cloud Control Interface: device lists, capability definitions, state, scenes,
+// control and value validation.
+//
+// It is the only package that knows the cloud's wire format. It imports nothing
+// of ours and knows nothing of MQTT, scheduling or Home Assistant; callers
+// decide when to call it (internal/scheduler owns every request budget).
+package cloud
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Capability types, in the spec's canonical spelling. NormalizeType maps the
+// spellings real devices and the spec's examples also use onto these.
+const (
+	TypeOnOff            = "devices.capabilities.on_off"
+	TypeToggle           = "devices.capabilities.toggle"
+	TypeColorSetting     = "devices.capabilities.color_setting"
+	TypeMode             = "devices.capabilities.mode"
+	TypeRange            = "devices.capabilities.range"
+	TypeWorkMode         = "devices.capabilities.work_mode"
+	TypeSegmentColor     = "devices.capabilities.segment_color_setting"
+	TypeMusicSetting     = "devices.capabilities.music_setting"
+	TypeDynamicScene     = "devices.capabilities.dynamic_scene"
+	TypeDIYColorSetting  = "devices.capabilities.diy_color_setting"
+	TypeTemperature      = "devices.capabilities.temperature_setting"
+	TypeOnline           = "devices.capabilities.online"
+	TypeProperty         = "devices.capabilities.property"
+	TypeEvent            = "devices.capabilities.event"
+	capabilityTypePrefix = "devices.capabilities."
+)
+
+// Device types listed by the spec. Others (the fixtures have
+// devices.types.fan) are kept as reported.
+const (
+	DeviceLight             = "devices.types.light"
+	DeviceAirPurifier       = "devices.types.air_purifier"
+	DeviceThermometer       = "devices.types.thermometer"
+	DeviceSocket            = "devices.types.socket"
+	DeviceSensor            = "devices.types.sensor"
+	DeviceHeater            = "devices.types.heater"
+	DeviceHumidifier        = "devices.types.humidifier"
+	DeviceDehumidifier      = "devices.types.dehumidifier"
+	DeviceIceMaker          = "devices.types.ice_maker"
+	DeviceAromaDiffuser     = "devices.types.aroma_diffuser"
+	DeviceBox               = "devices.types.box"
+	DeviceAirQualityMonitor = "devices.types.air_quality_monitor"
+	deviceTypePrefix        = "devices.types."
+)
+
+// Data types of a parameters definition or struct field.
+const (
+	DataEnum    = "ENUM"
+	DataInteger = "INTEGER"
+	DataStruct  = "STRUCT"
+	DataArray   = "Array"
+)
+
+// Instances the bridge treats specially.
+const (
+	InstancePower             = "powerSwitch"
+	InstanceOnline            = "online"
+	InstanceBrightness        = "brightness"
+	InstanceColorRGB          = "colorRgb"
+	InstanceColorTemperatureK = "colorTemperatureK"
+	InstanceLightScene        = "lightScene"
+	InstanceDIYScene          = "diyScene"
+	InstanceSnapshot          = "snapshot"
+	InstanceWorkMode          = "workMode"
+	InstanceMusicMode         = "musicMode"
+	InstanceSegmentedColorRGB = "segmentedColorRgb"
+	InstanceSegmentBrightness = "segmentedBrightness"
+	InstanceTargetTemperature = "targetTemperature"
+	InstanceSliderTemperature = "sliderTemperature"
+	InstanceSensorTemperature = "sensorTemperature"
+	InstanceSensorHumidity    = "sensorHumidity"
+	InstanceHumidity          = "humidity"
+)
+
+var knownCapabilityTypes = map[string]bool{
+	TypeOnOff: true, TypeToggle: true, TypeColorSetting: true, TypeMode: true,
+	TypeRange: true, TypeWorkMode: true, TypeSegmentColor: true, TypeMusicSetting: true,
+	TypeDynamicScene: true, TypeDIYColorSetting: true, TypeTemperature: true,
+	TypeOnline: true, TypeProperty: true, TypeEvent: true,
+}
+
+var knownDeviceTypes = map[string]bool{
+	DeviceLight: true, DeviceAirPurifier: true, DeviceThermometer: true, DeviceSocket: true,
+	DeviceSensor: true, DeviceHeater: true, DeviceHumidifier: true, DeviceDehumidifier: true,
+	DeviceIceMaker: true, DeviceAromaDiffuser: true, DeviceBox: true, DeviceAirQualityMonitor: true,
+}
+
+// KnownCapabilityType reports whether t (normalised) is a capability type of the spec.
+func KnownCapabilityType(t string) bool { return knownCapabilityTypes[t] }
+
+// KnownDeviceType reports whether t (normalised) is a device type of the spec.
+func KnownDeviceType(t string) bool { return knownDeviceTypes[t] }
+
+// NormalizeType maps the spellings of capability types seen in the wild onto
+// the spec's: "devices.capability.X", "device.capabilities.X" and
+// "device.capability.X" mean "devices.capabilities.X", and the examples'
+// "temperature_range" means "temperature_setting". Anything else is returned
+// unchanged (trimmed), so unknown types survive a round trip.
+func NormalizeType(t string) string {
+	t = strings.TrimSpace(t)
+	for _, p := range []string{"devices.capability.", "device.capabilities.", "device.capability."} {
+		if rest, ok := strings.CutPrefix(t, p); ok {
+			t = capabilityTypePrefix + rest
+			break
+		}
+	}
+	if t == capabilityTypePrefix+"temperature_range" {
+		t = TypeTemperature
+	}
+	return t
+}
+
+// NormalizeDeviceType maps "devices.type.X", "device.types.X" and
+// "device.type.X" onto "devices.types.X"; anything else is returned unchanged.
+func NormalizeDeviceType(t string) string {
+	t = strings.TrimSpace(t)
+	for _, p := range []string{"devices.type.", "device.types.", "device.type."} {
+		if rest, ok := strings.CutPrefix(t, p); ok {
+			return deviceTypePrefix + rest
+		}
+	}
+	return t
+}
+
+// Device is one element of the device list.
+type Device struct {
+	SKU          string       `json:"sku"`
+	Device       string       `json:"device"`
+	Name         string       `json:"deviceName,omitempty"`
+	Type         string       `json:"type,omitempty"`
+	Capabilities []Capability `json:"capabilities"`
+
+	// Problems lists capabilities that could not be decoded and were left out;
+	// a malformed capability never costs the whole device or list.
+	Problems []string `json:"-"`
+}
+
+// Capability is a capability in definition form (device list, scene queries).
+type Capability struct {
+	Type       string      `json:"type"`
+	Instance   string      `json:"instance"`
+	Parameters *Parameters `json:"parameters,omitempty"`
+
+	// Event capabilities only.
+	AlarmType  *int        `json:"alarmType,omitempty"`
+	EventState *EventState `json:"eventState,omitempty"`
+}
+
+// EventState lists the states an event capability can report.
+type EventState struct {
+	Options []EventOption `json:"options"`
+}
+
+// EventOption is one reportable event state.
+type EventOption struct {
+	Name    string `json:"name"`
+	Value   any    `json:"value"`
+	Message string `json:"message,omitempty"`
+}
+
+// Parameters defines the value a capability accepts and reports.
+type Parameters struct {
+	DataType string   `json:"dataType"`
+	Options  []Option `json:"options,omitempty"`
+	Range    *Range   `json:"range,omitempty"`
+	Unit     string   `json:"unit,omitempty"`
+	Fields   []Field  `json:"fields,omitempty"`
+}
+
+// Range bounds an integer. Precision is the step; 0 (absent) means 1.
+type Range struct {
+	Min       int `json:"min"`
+	Max       int `json:"max"`
+	Precision int `json:"precision,omitempty"`
+}
+
+// Step is the range's precision, 1 when the definition gives none.
+func (r Range) Step() int {
+	if r.Precision <= 0 {
+		return 1
+	}
+	return r.Precision
+}
+
+// Option is an element of an ENUM or Array option list. Value is a normalised
+// JSON value (see Normalize): an int64 for most options, a string for some
+// (temperature units), an object for dynamic scenes, nil where a dependent
+// option only names a mode.
+//
+// For a struct member whose options depend on another member (work mode's
+// modeValue), each option is named after the other member's option and holds
+// either nested Options, a DefaultValue, or a Range.
+type Option struct {
+	Name         string   `json:"name,omitempty"`
+	Value        any      `json:"value"`
+	Message      string   `json:"message,omitempty"`
+	DataType     string   `json:"dataType,omitempty"`
+	Options      []Option `json:"options,omitempty"`
+	DefaultValue any      `json:"defaultValue,omitempty"`
+	Range        *Range   `json:"range,omitempty"`
+	Required     *bool    `json:"required,omitempty"`
+}
+
+// Field is a member of a STRUCT value.
+type Field struct {
+	FieldName    string   `json:"fieldName"`
+	DataType     string   `json:"dataType"`
+	Required     bool     `json:"required,omitempty"`
+	DefaultValue any      `json:"defaultValue,omitempty"`
+	Options      []Option `json:"options,omitempty"`
+	Range        *Range   `json:"range,omitempty"`
+	Unit         string   `json:"unit,omitempty"`
+	Size         *Range   `json:"size,omitempty"`
+	ElementRange *Range   `json:"elementRange,omitempty"`
+	ElementType  string   `json:"elementType,omitempty"`
+}
+
+// UnmarshalJSON decodes a device and normalises its type strings. A capability
+// that cannot be decoded is left out and named in Problems.
+func (d *Device) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		SKU          string            `json:"sku"`
+		Device       string            `json:"device"`
+		Name         string            `json:"deviceName"`
+		Type         string            `json:"type"`
+		Capabilities []json.RawMessage `json:"capabilities"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*d = Device{SKU: raw.SKU, Device: raw.Device, Name: raw.Name, Type: NormalizeDeviceType(raw.Type)}
+	for i, rc := range raw.Capabilities {
+		var c Capability
+		if err := json.Unmarshal(rc, &c); err != nil {
+			d.Problems = append(d.Problems, fmt.Sprintf("capability %d: %v", i, err))
+			continue
+		}
+		d.Capabilities = append(d.Capabilities, c)
+	}
+	return nil
+}
+
+// UnmarshalJSON decodes a capability definition and normalises its type.
+func (c *Capability) UnmarshalJSON(b []byte) error {
+	type plain Capability
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	p.Type = NormalizeType(p.Type)
+	if p.Instance == "" {
+		return fmt.Errorf("capability %q has no instance", p.Type)
+	}
+	*c = Capability(p)
+	return nil
+}
+
+// UnmarshalJSON accepts integer bounds written as JSON numbers with or without
+// a fraction (a whole-valued 5.0 is 5); anything else is an error.
+func (r *Range) UnmarshalJSON(b []byte) error {
+	var raw struct{ Min, Max, Precision json.Number }
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	var err error
+	if r.Min, err = wholeNumber(raw.Min); err != nil {
+		return fmt.Errorf("range min: %w", err)
+	}
+	if r.Max, err = wholeNumber(raw.Max); err != nil {
+		return fmt.Errorf("range max: %w", err)
+	}
+	if r.Precision, err = wholeNumber(raw.Precision); err != nil {
+		return fmt.Errorf("range precision: %w", err)
+	}
+	return nil
+}
+
+func wholeNumber(n json.Number) (int, error) {
+	if n == "" {
+		return 0, nil
+	}
+	if i, err := n.Int64(); err == nil {
+		return int(i), nil
+	}
+	f, err := n.Float64()
+	if err != nil || f != float64(int(f)) {
+		return 0, fmt.Errorf("%s is not a whole number", n)
+	}
+	return int(f), nil
+}
+
+// UnmarshalJSON decodes an option and normalises its values.
+func (o *Option) UnmarshalJSON(b []byte) error {
+	type plain Option
+	var p plain
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&p); err != nil {
+		return err
+	}
+	p.Value = normalizeDecoded(p.Value)
+	p.DefaultValue = normalizeDecoded(p.DefaultValue)
+	*o = Option(p)
+	return nil
+}
+
+// UnmarshalJSON decodes a struct field and normalises its default value.
+func (f *Field) UnmarshalJSON(b []byte) error {
+	type plain Field
+	var p plain
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&p); err != nil {
+		return err
+	}
+	p.DefaultValue = normalizeDecoded(p.DefaultValue)
+	*f = Field(p)
+	return nil
+}
+
+// UnmarshalJSON decodes an event option and normalises its value.
+func (o *EventOption) UnmarshalJSON(b []byte) error {
+	type plain EventOption
+	var p plain
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&p); err != nil {
+		return err
+	}
+	p.Value = normalizeDecoded(p.Value)
+	*o = EventOption(p)
+	return nil
+}
+
+// Capability returns the device's capability with that instance, if any.
+func (d Device) Capability(instance string) (Capability, bool) {
+	for _, c := range d.Capabilities {
+		if c.Instance == instance {
+			return c, true
+		}
+	}
+	return Capability{}, false
+}
+
+// String names the device for messages: "H6072/AA:BB:…".
+func (d Device) String() string { return d.SKU + "/" + d.Device }
+
+// Field returns the struct member definition with that name, if any.
+func (p *Parameters) Field(name string) (Field, bool) {
+	if p == nil {
+		return Field{}, false
+	}
+	for _, f := range p.Fields {
+		if f.FieldName == name {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// Controllable reports whether the capability accepts control commands:
+// it has a parameters definition and is not a state- or report-only type.
+func (c Capability) Controllable() bool {
+	switch c.Type {
+	case TypeOnline, TypeProperty, TypeEvent:
+		return false
+	}
+	return c.Parameters != nil
+}
+
+// Readable reports whether the state endpoint may return this capability
+// (everything but events).
+func (c Capability) Readable() bool { return c.Type != TypeEvent }
+
+// DeviceList is the body of a device-list answer.
+type DeviceList struct {
+	Code    int      `json:"code"`
+	Message string   `json:"message"`
+	Data    []Device `json:"data"`
+}
+
+// CapabilityState is a capability in state form.
+type CapabilityState struct {
+	Type     string     `json:"type"`
+	Instance string     `json:"instance"`
+	State    StateValue `json:"state"`
+}
+
+// StateValue holds a state's value, normalised (see Normalize). The empty
+// string means the instance cannot be queried.
+type StateValue struct {
+	Value any `json:"value"`
+}
+
+// UnmarshalJSON normalises the capability type.
+func (c *CapabilityState) UnmarshalJSON(b []byte) error {
+	type plain CapabilityState
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	p.Type = NormalizeType(p.Type)
+	*c = CapabilityState(p)
+	return nil
+}
+
+// UnmarshalJSON normalises the value.
+func (s *StateValue) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if len(raw.Value) == 0 {
+		s.Value = nil
+		return nil
+	}
+	v, err := Normalize(raw.Value)
+	if err != nil {
+		return err
+	}
+	s.Value = v
+	return nil
+}
+
+// DeviceState is the payload of a state answer.
+type DeviceState struct {
+	SKU          string            `json:"sku"`
+	Device       string            `json:"device"`
+	Capabilities []CapabilityState `json:"capabilities"`
+}
+
+// Online reports the online capability's value; known is false when the
+// answer has none or it is not a boolean.
+func (s DeviceState) Online() (online, known bool) {
+	for _, c := range s.Capabilities {
+		if c.Type == TypeOnline || c.Instance == InstanceOnline {
+			b, ok := c.State.Value.(bool)
+			return b, ok
+		}
+	}
+	return false, false
+}
+
+// Values returns every queryable instance's value keyed by instance: the
+// online capability, events and empty-string (not queryable) values are left
+// out.
+func (s DeviceState) Values() map[string]any {
+	out := make(map[string]any, len(s.Capabilities))
+	for _, c := range s.Capabilities {
+		if c.Type == TypeOnline || c.Type == TypeEvent || c.Instance == InstanceOnline {
+			continue
+		}
+		if str, ok := c.State.Value.(string); ok && str == "" {
+			continue
+		}
+		if c.State.Value == nil {
+			continue
+		}
+		out[c.Instance] = c.State.Value
+	}
+	return out
+}
+
+// Normalize decodes a JSON value into the canonical Go form used for every
+// capability value in this project: int64 for whole numbers, float64 for
+// others, string, bool, nil, []any and map[string]any of the same. Values in
+// this form compare with Equal and marshal back to the same JSON.
+func Normalize(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("trailing data after JSON value")
+	}
+	return normalizeDecoded(v), nil
+}
+
+// NormalizeValue brings a Go value built by hand (int, float64, map of ints…)
+// into the canonical form of Normalize.
+func NormalizeValue(v any) any {
+	switch x := v.(type) {
+	case nil, bool, string, int64, float64:
+		return normalizeDecoded(x)
+	case int:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case uint32:
+		return int64(x)
+	case float32:
+		return normalizeDecoded(float64(x))
+	case json.Number:
+		return normalizeDecoded(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = NormalizeValue(e)
+		}
+		return out
+	case []int:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = int64(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = NormalizeValue(e)
+		}
+		return out
+	}
+	// Anything else: round-trip through JSON.
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	n, err := Normalize(b)
+	if err != nil {
+		return v
+	}
+	return n
+}
+
+func normalizeDecoded(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return x.String()
+		}
+		if f == float64(int64(f)) && f >= -9e15 && f <= 9e15 {
+			return int64(f)
+		}
+		return f
+	case float64:
+		if x == float64(int64(x)) && x >= -9e15 && x <= 9e15 {
+			return int64(x)
+		}
+		return x
+	case []any:
+		for i := range x {
+			x[i] = normalizeDecoded(x[i])
+		}
+		return x
+	case map[string]any:
+		for k := range x {
+			x[k] = normalizeDecoded(x[k])
+		}
+		return x
+	}
+	return v
+}
+
+// Equal reports whether two normalised values are the same.
+func Equal(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !Equal(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !Equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return a == b
+}
+
+// Scenes is the payload of a scene or DIY-scene answer: the device and the
+// scene capability (dynamic_scene/lightScene or diy_color_setting/diyScene)
+// whose options are the scenes.
+type Scenes struct {
+	SKU          string       `json:"sku"`
+	Device       string       `json:"device"`
+	Capabilities []Capability `json:"capabilities"`
+}
+
+// Options returns every scene option of the answer, whatever capability holds it.
+func (s Scenes) Options() []Option {
+	var out []Option
+	for _, c := range s.Capabilities {
+		if c.Parameters != nil {
+			out = append(out, c.Parameters.Options...)
+		}
+	}
+	return out
+}
+
+// ControlResult is what the cloud answered to a successful control request.
+// The spec does not show the success body; the live service echoes the
+// capability with a state status (see shared fixtures README), kept here when
+// present.
+type ControlResult struct {
+	RequestID  string       `json:"requestId"`
+	Code       int          `json:"code"`
+	Msg        string       `json:"msg"`
+	Capability *ControlEcho `json:"capability,omitempty"`
+}
+
+// ControlEcho is the capability echoed by a control answer.
+type ControlEcho struct {
+	Type     string        `json:"type"`
+	Instance string        `json:"instance"`
+	Value    any           `json:"value"`
+	State    *ControlState `json:"state,omitempty"`
+}
+
+// ControlState is the outcome the live service reports inside a control answer.
+type ControlState struct {
+	Status    string `json:"status"`
+	ErrorCode any    `json:"errorCode,omitempty"`
+	ErrorMsg  string `json:"errorMsg,omitempty"`
+}
