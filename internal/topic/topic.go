@@ -1,0 +1,134 @@
+// Package topic is the MQTT topic layout of the bridge, in one place, so that
+// the bridge, its Home Assistant discovery and its documentation agree.
+//
+// Every topic is under a base (MQTT_BASE_TOPIC, default "cloud2mqtt"):
+//
+//	<base>/bridge/state                 online|offline, retained (the will)
+//	<base>/bridge/devices               JSON array of devices, retained
+//	<base>/bridge/stats                 JSON of the bridge's counters, retained
+//	<base>/bridge/request/<action>      requests: refresh, scenes, health
+//	<base>/bridge/response/<action>     {status, data, error, transaction}
+//	<base>/<id>/state                   JSON object of the device's values, retained
+//	<base>/<id>/availability            online|offline, retained
+//	<base>/<id>/set                     JSON object {instance: value, ...}
+//	<base>/<id>/set/<instance>          a plain value for one instance
+//	<base>/<id>/get                     ask for a confirming read now
+//	<base>/<id>/error                   JSON {instance, value, error, code}, not retained
+//	<base>/<id>/event                   JSON {"event_type": ..., ...}, not retained
+//	<base>/<id>/light                   Home Assistant light (JSON schema) state, retained
+//	<base>/<id>/light/set               Home Assistant light (JSON schema) commands
+//	<base>/<id>/segment/<n>/set         Home Assistant per-segment light commands
+//
+// It does not know about brokers or payloads.
+package topic
+
+import (
+	"strconv"
+	"strings"
+)
+
+// DefaultBase is the default MQTT_BASE_TOPIC.
+const DefaultBase = "cloud2mqtt"
+
+// Layout builds the bridge's topics under one base.
+type Layout struct {
+	Base string
+}
+
+// New returns the layout under base, trimmed of slashes; empty means DefaultBase.
+func New(base string) Layout {
+	base = strings.Trim(strings.TrimSpace(base), "/")
+	if base == "" {
+		base = DefaultBase
+	}
+	return Layout{Base: base}
+}
+
+// BridgeState is the bridge's online/offline topic (the will).
+func (l Layout) BridgeState() string { return l.Base + "/bridge/state" }
+
+// BridgeDevices is the retained device list topic.
+func (l Layout) BridgeDevices() string { return l.Base + "/bridge/devices" }
+
+// BridgeStats is the retained topic of the bridge's counters.
+func (l Layout) BridgeStats() string { return l.Base + "/bridge/stats" }
+
+// BridgeRequest is the topic a request for action arrives on; "+" subscribes to all.
+func (l Layout) BridgeRequest(action string) string { return l.Base + "/bridge/request/" + action }
+
+// BridgeResponse is the topic the answer to action goes to.
+func (l Layout) BridgeResponse(action string) string { return l.Base + "/bridge/response/" + action }
+
+// State is a device's retained JSON state.
+func (l Layout) State(id string) string { return l.Base + "/" + id + "/state" }
+
+// Availability is a device's online/offline topic.
+func (l Layout) Availability(id string) string { return l.Base + "/" + id + "/availability" }
+
+// Set is a device's JSON command topic.
+func (l Layout) Set(id string) string { return l.Base + "/" + id + "/set" }
+
+// SetInstance is a device's plain-value command topic for one instance.
+func (l Layout) SetInstance(id, instance string) string { return l.Set(id) + "/" + instance }
+
+// Get asks for a confirming read.
+func (l Layout) Get(id string) string { return l.Base + "/" + id + "/get" }
+
+// Error carries rejected or failed commands.
+func (l Layout) Error(id string) string { return l.Base + "/" + id + "/error" }
+
+// Event carries device events.
+func (l Layout) Event(id string) string { return l.Base + "/" + id + "/event" }
+
+// Light is the Home Assistant light (JSON schema) state topic of a device.
+func (l Layout) Light(id string) string { return l.Base + "/" + id + "/light" }
+
+// LightSet is the Home Assistant light (JSON schema) command topic of a device.
+func (l Layout) LightSet(id string) string { return l.Light(id) + "/set" }
+
+// SegmentSet is the Home Assistant command topic of one segment's light.
+func (l Layout) SegmentSet(id string, segment int) string {
+	return l.Base + "/" + id + "/segment/" + strconv.Itoa(segment) + "/set"
+}
+
+// DeviceID forms a device's topic id from its model and device id: the SKU
+// and the device id lowercased, with every character outside [a-z0-9]
+// dropped from the device id, joined by "_" ("H6072" and
+// "AA:BB:CC:DD:EE:FF:00:11" give "h6072_aabbccddeeff0011"). It depends only
+// on what the cloud uses to address the device, so it is stable across
+// renames, and it uses only [A-Za-z0-9_-].
+func DeviceID(sku, device string) string {
+	clean := func(s string, keepDash bool) string {
+		var b strings.Builder
+		for _, r := range strings.ToLower(s) {
+			switch {
+			case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+				b.WriteRune(r)
+			case keepDash && (r == '-' || r == '_'):
+				b.WriteRune('-')
+			}
+		}
+		return b.String()
+	}
+	s, d := clean(sku, true), clean(device, false)
+	switch {
+	case s == "" && d == "":
+		return "device"
+	case s == "":
+		return d
+	case d == "":
+		return s
+	}
+	return s + "_" + d
+}
+
+// Parse splits a topic under the base into the device id and the rest
+// ("h6072_aabb", "set/brightness"); ok is false for topics outside the base.
+func (l Layout) Parse(t string) (id, rest string, ok bool) {
+	r, ok := strings.CutPrefix(t, l.Base+"/")
+	if !ok {
+		return "", "", false
+	}
+	id, rest, _ = strings.Cut(r, "/")
+	return id, rest, id != ""
+}
