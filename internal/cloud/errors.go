@@ -1,0 +1,164 @@
+package cloud
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrorKind sorts cloud failures by what the caller should do about them:
+// fix the key, wait, give up on the request, or try again later.
+type ErrorKind int
+
+// The kinds of failure. The zero value is deliberately not one of them, so an
+// APIError built without a kind is never mistaken for an auth failure.
+const (
+	// ErrAuth: the API key was refused (401/403). Retrying cannot help.
+	ErrAuth ErrorKind = iota + 1
+	// ErrRateLimited: 429; RetryAfter says how long to wait when the service said so.
+	ErrRateLimited
+	// ErrRequest: 400 and other 4xx; the request itself was refused (a bad
+	// value, a device that does not belong to the account). Never retried.
+	ErrRequest
+	// ErrNotFound: 404; the device or the instance does not exist. Never retried.
+	ErrNotFound
+	// ErrTransient: 5xx, timeouts, resets, and answers that are not the JSON
+	// we expect. The same request may succeed later.
+	ErrTransient
+)
+
+// String names the kind for logs and metrics labels.
+func (k ErrorKind) String() string {
+	switch k {
+	case ErrAuth:
+		return "auth"
+	case ErrRateLimited:
+		return "rate limited"
+	case ErrRequest:
+		return "request"
+	case ErrNotFound:
+		return "not found"
+	case ErrTransient:
+		return "transient"
+	}
+	return fmt.Sprintf("unknown(%d)", int(k))
+}
+
+// APIError is a failed cloud request, whether the service said so with an
+// HTTP status, with the body's code, with a control answer's failure status,
+// or the answer never arrived in a usable form. Callers decide on Kind (or the
+// Is* helpers) and show Error() to people.
+type APIError struct {
+	Kind     ErrorKind
+	Endpoint string // "devices", "state", "scenes", "diy-scenes" or "control"
+
+	SKU, Device, Instance string // what the request was about, where it was about a device
+
+	HTTPStatus int    // 0 when no answer arrived
+	Code       int    // the body's code (or a control failure's errorCode); 0 when absent
+	Msg        string // the service's message, or what was wrong with the answer
+
+	// RetryAfter is the service's Retry-After, capped at maxRetryAfter; 0
+	// when it gave none.
+	RetryAfter time.Duration
+
+	Err error // the underlying cause (network, JSON), if any
+}
+
+// Error reads like "cloud: control H6072/AA:BB:…: brightness: parameter value
+// out of range (code 400)". It never contains the API key: messages taken
+// from the service are redacted before they are stored in Msg.
+func (e *APIError) Error() string {
+	var b strings.Builder
+	b.WriteString("cloud: ")
+	b.WriteString(e.Endpoint)
+	if e.SKU != "" || e.Device != "" {
+		b.WriteString(" ")
+		b.WriteString(e.SKU)
+		b.WriteString("/")
+		b.WriteString(e.Device)
+	}
+	if e.Instance != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Instance)
+	}
+	b.WriteString(": ")
+	if e.Msg != "" {
+		b.WriteString(e.Msg)
+	} else {
+		b.WriteString(e.Kind.String())
+	}
+	var status []string
+	if e.HTTPStatus != 0 && e.HTTPStatus != 200 && e.HTTPStatus != e.Code {
+		status = append(status, fmt.Sprintf("HTTP %d", e.HTTPStatus))
+	}
+	if e.Code != 0 && e.Code != 200 {
+		status = append(status, fmt.Sprintf("code %d", e.Code))
+	}
+	if len(status) > 0 {
+		b.WriteString(" (")
+		b.WriteString(strings.Join(status, ", "))
+		b.WriteString(")")
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	switch e.Kind {
+	case ErrAuth:
+		b.WriteString("; check CLOUD_API_KEY")
+	case ErrRateLimited:
+		if e.RetryAfter > 0 {
+			fmt.Fprintf(&b, "; retry after %s", e.RetryAfter)
+		} else {
+			b.WriteString("; slow down and retry later")
+		}
+	case ErrNotFound:
+		b.WriteString("; check that the device is still in the account and has this capability")
+	}
+	return b.String()
+}
+
+// Unwrap gives errors.Is/As the underlying cause (for example
+// context.DeadlineExceeded or a *url.Error).
+func (e *APIError) Unwrap() error { return e.Err }
+
+func kindOf(err error) (ErrorKind, *APIError) {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Kind, ae
+	}
+	return 0, nil
+}
+
+// IsAuth reports whether the API key was refused.
+func IsAuth(err error) bool {
+	k, _ := kindOf(err)
+	return k == ErrAuth
+}
+
+// IsRateLimited reports whether the service answered 429, and how long it
+// asked to wait (0 when it did not say).
+func IsRateLimited(err error) (retryAfter time.Duration, ok bool) {
+	k, ae := kindOf(err)
+	if k != ErrRateLimited {
+		return 0, false
+	}
+	return ae.RetryAfter, true
+}
+
+// IsTransient reports whether the same request may succeed if tried again
+// later: server errors, timeouts, resets and unreadable answers. A cancelled
+// context is not transient.
+func IsTransient(err error) bool {
+	k, _ := kindOf(err)
+	return k == ErrTransient
+}
+
+// IsRejected reports whether the service refused the request itself (400 or
+// 404 class): sending it again unchanged cannot succeed.
+func IsRejected(err error) bool {
+	k, _ := kindOf(err)
+	return k == ErrRequest || k == ErrNotFound
+}
