@@ -70,9 +70,9 @@ const (
 	maxSensitivity = 100
 )
 
-// spec is the part of a definition a value is checked against: a capability's
+// valueSpec is the part of a definition a value is checked against: a capability's
 // parameters or one struct member.
-type spec struct {
+type valueSpec struct {
 	dataType    string
 	options     []Option
 	rng         *Range
@@ -85,9 +85,9 @@ type spec struct {
 	onOff       bool // on_off/toggle: 1 or 0 even when the options are missing
 }
 
-func paramSpec(c Capability) spec {
+func paramSpec(c Capability) valueSpec {
 	p := c.Parameters
-	s := spec{dataType: p.DataType, options: p.Options, rng: p.Range, fields: p.Fields}
+	s := valueSpec{dataType: p.DataType, options: p.Options, rng: p.Range, fields: p.Fields}
 	if s.rng == nil && c.Instance == InstanceColorRGB && s.dataType == DataInteger {
 		s.rng = &Range{Min: 0, Max: maxColor, Precision: 1}
 	}
@@ -95,8 +95,8 @@ func paramSpec(c Capability) spec {
 	return s
 }
 
-func fieldSpec(f Field) spec {
-	s := spec{
+func fieldSpec(f Field) valueSpec {
+	s := valueSpec{
 		dataType: f.DataType, options: f.Options, rng: f.Range, size: f.Size,
 		elemRange: f.ElementRange, elementType: f.ElementType, def: f.DefaultValue, required: f.Required,
 	}
@@ -111,15 +111,15 @@ func fieldSpec(f Field) spec {
 	return s
 }
 
-// checker carries the instance name into every error.
-type checker struct{ instance string }
+// valueChecker carries the instance name into every error.
+type valueChecker struct{ instance string }
 
-func (ck checker) fail(cat Category, field, format string, args ...any) *ValueError {
+func (ck valueChecker) fail(cat Category, field, format string, args ...any) *ValueError {
 	return &ValueError{Category: cat, Instance: ck.instance, Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
-// readOnly is the error for a capability that takes no commands.
-func readOnly(c Capability) *ValueError {
+// readOnlyError is the error for a capability that takes no commands.
+func readOnlyError(c Capability) *ValueError {
 	what := c.Type
 	if c.Parameters == nil && c.Type != TypeOnline && c.Type != TypeProperty && c.Type != TypeEvent {
 		what += " without a parameters definition"
@@ -136,17 +136,17 @@ func readOnly(c Capability) *ValueError {
 // with CategoryUnknown.
 func Validate(c Capability, v any) error {
 	if !c.Controllable() {
-		return readOnly(c)
+		return readOnlyError(c)
 	}
 	v = NormalizeValue(v)
-	if err := (checker{c.Instance}).value("", paramSpec(c), v); err != nil {
+	if err := (valueChecker{c.Instance}).value("", paramSpec(c), v); err != nil {
 		return err
 	}
 	return nil
 }
 
 // value checks v against s; field is the member path for messages.
-func (ck checker) value(field string, s spec, v any) *ValueError {
+func (ck valueChecker) value(field string, s valueSpec, v any) *ValueError {
 	if v == nil {
 		return ck.fail(CategoryMissing, field, "no value; %s", ck.accepts(s))
 	}
@@ -168,7 +168,7 @@ func (ck checker) value(field string, s spec, v any) *ValueError {
 }
 
 // accepts describes what a definition takes, for messages.
-func (ck checker) accepts(s spec) string {
+func (ck valueChecker) accepts(s valueSpec) string {
 	switch s.dataType {
 	case DataEnum:
 		if len(s.options) == 0 {
@@ -203,9 +203,9 @@ func describeOptions(opts []Option) string {
 		}
 		switch {
 		case o.Name != "" && o.Value != nil:
-			parts = append(parts, fmt.Sprintf("%s (%s)", o.Name, show(o.Value)))
+			parts = append(parts, fmt.Sprintf("%s (%s)", o.Name, showValue(o.Value)))
 		case o.Value != nil:
-			parts = append(parts, show(o.Value))
+			parts = append(parts, showValue(o.Value))
 		default:
 			parts = append(parts, o.Name)
 		}
@@ -213,7 +213,7 @@ func describeOptions(opts []Option) string {
 	return strings.Join(parts, ", ")
 }
 
-func describeElements(s spec) string {
+func describeElements(s valueSpec) string {
 	switch {
 	case s.elemRange != nil:
 		return fmt.Sprintf("distinct integers from %d to %d", s.elemRange.Min, s.elemRange.Max)
@@ -231,8 +231,8 @@ func fieldNames(fs []Field) []string {
 	return out
 }
 
-// show renders a value for a message: JSON, cut at 60 bytes.
-func show(v any) string {
+// showValue renders a value for a message: JSON, cut at 60 bytes.
+func showValue(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprintf("%v", v)
@@ -244,8 +244,8 @@ func show(v any) string {
 	return s
 }
 
-// kind names a value's JSON type for messages.
-func kind(v any) string {
+// valueKind names a value's JSON type for messages.
+func valueKind(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"
@@ -263,19 +263,19 @@ func kind(v any) string {
 	return fmt.Sprintf("a %T", v)
 }
 
-// intResult says whether a value is a usable integer.
-type intResult int
+// intCheck says whether a value is a usable integer.
+type intCheck int
 
 const (
-	intOK intResult = iota
+	intOK intCheck = iota
 	intNotNumber
 	intFraction
 	intTooLarge
 )
 
-// asInt returns a whole number as an int64; floats with a fraction, NaN,
+// asWholeInt returns a whole number as an int64; floats with a fraction, NaN,
 // infinities and numbers beyond int64 are reported as such.
-func asInt(v any) (int64, intResult) {
+func asWholeInt(v any) (int64, intCheck) {
 	switch x := v.(type) {
 	case int64:
 		return x, intOK
@@ -295,20 +295,20 @@ func asInt(v any) (int64, intResult) {
 
 // integer checks an INTEGER value against an optional range and its step
 // (precision): value-min must be a multiple of the step.
-func (ck checker) integer(field string, r *Range, v any) *ValueError {
-	n, res := asInt(v)
+func (ck valueChecker) integer(field string, r *Range, v any) *ValueError {
+	n, res := asWholeInt(v)
 	switch res {
 	case intNotNumber:
-		return ck.fail(CategoryType, field, "expected an integer, got %s %s", kind(v), show(v))
+		return ck.fail(CategoryType, field, "expected an integer, got %s %s", valueKind(v), showValue(v))
 	case intFraction:
-		return ck.fail(CategoryType, field, "expected an integer, got %s which is not a whole number", show(v))
+		return ck.fail(CategoryType, field, "expected an integer, got %s which is not a whole number", showValue(v))
 	case intTooLarge:
-		return ck.fail(CategoryRange, field, "%s is too large for an integer", show(v))
+		return ck.fail(CategoryRange, field, "%s is too large for an integer", showValue(v))
 	}
 	return ck.inRange(field, "", r, n)
 }
 
-func (ck checker) inRange(field, what string, r *Range, n int64) *ValueError {
+func (ck valueChecker) inRange(field, what string, r *Range, n int64) *ValueError {
 	if r == nil {
 		return nil
 	}
@@ -327,32 +327,32 @@ func (ck checker) inRange(field, what string, r *Range, n int64) *ValueError {
 // enum checks that v is one of the option values. An option list that is
 // empty (dynamic scenes before the scene endpoint filled it) accepts any
 // integer or {paramId,id} object; on_off and toggle accept 1 or 0 then.
-func (ck checker) enum(field string, s spec, v any) *ValueError {
-	v = canonical(v)
+func (ck valueChecker) enum(field string, s valueSpec, v any) *ValueError {
+	v = canonicalNumber(v)
 	if len(s.options) == 0 {
 		if s.onOff {
-			if n, res := asInt(v); res == intOK && (n == 0 || n == 1) {
+			if n, res := asWholeInt(v); res == intOK && (n == 0 || n == 1) {
 				return nil
 			}
-			if _, res := asInt(v); res == intNotNumber {
-				return ck.fail(CategoryType, field, "expected 1 (on) or 0 (off), got %s %s", kind(v), show(v))
+			if _, res := asWholeInt(v); res == intNotNumber {
+				return ck.fail(CategoryType, field, "expected 1 (on) or 0 (off), got %s %s", valueKind(v), showValue(v))
 			}
-			return ck.fail(CategoryRange, field, "%s is not 1 (on) or 0 (off)", show(v))
+			return ck.fail(CategoryRange, field, "%s is not 1 (on) or 0 (off)", showValue(v))
 		}
-		if _, res := asInt(v); res == intOK {
+		if _, res := asWholeInt(v); res == intOK {
 			return nil
 		}
 		if isSceneObject(v) {
 			return nil
 		}
-		return ck.fail(CategoryType, field, "expected an option value (an integer or a {paramId,id} object), got %s %s", kind(v), show(v))
+		return ck.fail(CategoryType, field, "expected an option value (an integer or a {paramId,id} object), got %s %s", valueKind(v), showValue(v))
 	}
-	if _, res := asInt(v); res == intFraction {
-		return ck.fail(CategoryType, field, "expected one of %s, got %s which is not a whole number", describeOptions(s.options), show(v))
+	if _, res := asWholeInt(v); res == intFraction {
+		return ck.fail(CategoryType, field, "expected one of %s, got %s which is not a whole number", describeOptions(s.options), showValue(v))
 	}
 	sameKind := false
 	for _, o := range s.options {
-		if Equal(canonical(o.Value), v) {
+		if Equal(canonicalNumber(o.Value), v) {
 			return nil
 		}
 		if sameJSONKind(o.Value, v) {
@@ -360,15 +360,15 @@ func (ck checker) enum(field string, s spec, v any) *ValueError {
 		}
 	}
 	if !sameKind {
-		return ck.fail(CategoryType, field, "expected one of %s, got %s %s", describeOptions(s.options), kind(v), show(v))
+		return ck.fail(CategoryType, field, "expected one of %s, got %s %s", describeOptions(s.options), valueKind(v), showValue(v))
 	}
-	return ck.fail(CategoryRange, field, "%s is not one of the options %s", show(v), describeOptions(s.options))
+	return ck.fail(CategoryRange, field, "%s is not one of the options %s", showValue(v), describeOptions(s.options))
 }
 
-// canonical turns whole floats into int64 so option values compare with Equal.
-func canonical(v any) any {
+// canonicalNumber turns whole floats into int64 so option values compare with Equal.
+func canonicalNumber(v any) any {
 	if f, ok := v.(float64); ok {
-		if n, res := asInt(f); res == intOK {
+		if n, res := asWholeInt(f); res == intOK {
 			return n
 		}
 	}
@@ -376,12 +376,12 @@ func canonical(v any) any {
 }
 
 func sameJSONKind(a, b any) bool {
-	_, an := asInt(canonical(a))
-	_, bn := asInt(canonical(b))
+	_, an := asWholeInt(canonicalNumber(a))
+	_, bn := asWholeInt(canonicalNumber(b))
 	if an != intNotNumber && bn != intNotNumber {
 		return true
 	}
-	return kind(a) == kind(b)
+	return valueKind(a) == valueKind(b)
 }
 
 // isSceneObject reports whether v is a dynamic scene value {paramId, id}.
@@ -390,8 +390,8 @@ func isSceneObject(v any) bool {
 	if !ok || len(m) != 2 {
 		return false
 	}
-	_, r1 := asInt(m["paramId"])
-	_, r2 := asInt(m["id"])
+	_, r1 := asWholeInt(m["paramId"])
+	_, r2 := asWholeInt(m["id"])
 	return r1 == intOK && r2 == intOK
 }
 
@@ -399,11 +399,11 @@ func isSceneObject(v any) bool {
 // required member without a default present, each member by its definition.
 // Members whose options depend on another member (work mode's modeValue) are
 // checked against the option chosen there.
-func (ck checker) structure(field string, s spec, v any) *ValueError {
+func (ck valueChecker) structure(field string, s valueSpec, v any) *ValueError {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return ck.fail(CategoryType, field, "expected an object with members %s, got %s %s",
-			strings.Join(fieldNames(s.fields), ", "), kind(v), show(v))
+			strings.Join(fieldNames(s.fields), ", "), valueKind(v), showValue(v))
 	}
 	known := make(map[string]bool, len(s.fields))
 	for _, f := range s.fields {
@@ -417,7 +417,7 @@ func (ck checker) structure(field string, s spec, v any) *ValueError {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return ck.fail(CategoryFormat, join(field, unknown[0]), "unknown member %q; allowed members are %s",
+		return ck.fail(CategoryFormat, memberPath(field, unknown[0]), "unknown member %q; allowed members are %s",
 			unknown[0], strings.Join(fieldNames(s.fields), ", "))
 	}
 	// Independent members first, so a dependent member is checked against a
@@ -426,7 +426,7 @@ func (ck checker) structure(field string, s spec, v any) *ValueError {
 		if isDependent(f) {
 			continue
 		}
-		path := join(field, f.FieldName)
+		path := memberPath(field, f.FieldName)
 		mv, present := m[f.FieldName]
 		if !present {
 			if f.Required && f.DefaultValue == nil {
@@ -452,7 +452,7 @@ func (ck checker) structure(field string, s spec, v any) *ValueError {
 	return nil
 }
 
-func join(path, name string) string {
+func memberPath(path, name string) string {
 	if path == "" {
 		return name
 	}
@@ -536,9 +536,9 @@ func chosenDependent(fields []Field, dep Field, m map[string]any) (Option, strin
 	if !ok {
 		return Option{}, "", false
 	}
-	cv := canonical(m[ctl.FieldName])
+	cv := canonicalNumber(m[ctl.FieldName])
 	for _, o := range ctl.Options {
-		if Equal(canonical(o.Value), cv) {
+		if Equal(canonicalNumber(o.Value), cv) {
 			d, ok := optionByName(dep.Options, o.Name)
 			return d, o.Name, ok
 		}
@@ -549,8 +549,8 @@ func chosenDependent(fields []Field, dep Field, m map[string]any) (Option, strin
 // dependent checks a member whose options depend on the chosen option of
 // another member: nested options (one of them), a defaultValue (only that
 // value, or omitted) or a range.
-func (ck checker) dependent(field string, fields []Field, f Field, m map[string]any) *ValueError {
-	path := join(field, f.FieldName)
+func (ck valueChecker) dependent(field string, fields []Field, f Field, m map[string]any) *ValueError {
+	path := memberPath(field, f.FieldName)
 	mv, present := m[f.FieldName]
 	if present && mv == nil {
 		return ck.fail(CategoryEmpty, path, "member %s is null; omit it or send an integer", f.FieldName)
@@ -579,20 +579,20 @@ func (ck checker) dependent(field string, fields []Field, f Field, m map[string]
 	}
 	switch {
 	case len(d.Options) > 0:
-		if err := ck.enum(path, spec{dataType: DataEnum, options: d.Options}, mv); err != nil {
+		if err := ck.enum(path, valueSpec{dataType: DataEnum, options: d.Options}, mv); err != nil {
 			err.Msg += " (mode " + mode + ")"
 			return err
 		}
 		return nil
 	case d.DefaultValue != nil:
-		if Equal(canonical(mv), canonical(d.DefaultValue)) {
+		if Equal(canonicalNumber(mv), canonicalNumber(d.DefaultValue)) {
 			return nil
 		}
-		if _, res := asInt(canonical(mv)); res != intOK && kind(mv) != kind(d.DefaultValue) {
-			return ck.fail(CategoryType, path, "expected %s for mode %s, got %s %s", show(d.DefaultValue), mode, kind(mv), show(mv))
+		if _, res := asWholeInt(canonicalNumber(mv)); res != intOK && valueKind(mv) != valueKind(d.DefaultValue) {
+			return ck.fail(CategoryType, path, "expected %s for mode %s, got %s %s", showValue(d.DefaultValue), mode, valueKind(mv), showValue(mv))
 		}
 		return ck.fail(CategoryRange, path, "mode %s takes only %s %s (or omit it), got %s",
-			mode, f.FieldName, show(d.DefaultValue), show(mv))
+			mode, f.FieldName, showValue(d.DefaultValue), showValue(mv))
 	default:
 		if err := ck.integer(path, d.Range, mv); err != nil {
 			err.Msg += " (mode " + mode + ")"
@@ -608,7 +608,7 @@ func describeDependent(d Option) string {
 	case len(d.Options) > 0:
 		return "send one of " + describeOptions(d.Options)
 	case d.DefaultValue != nil:
-		return "send " + show(d.DefaultValue)
+		return "send " + showValue(d.DefaultValue)
 	case d.Range != nil:
 		return fmt.Sprintf("send an integer from %d to %d", d.Range.Min, d.Range.Max)
 	}
@@ -617,10 +617,10 @@ func describeDependent(d Option) string {
 
 // array checks an Array member: a non-empty list within size, of distinct
 // integers in elementRange or among the option values.
-func (ck checker) array(field string, s spec, v any) *ValueError {
+func (ck valueChecker) array(field string, s valueSpec, v any) *ValueError {
 	list, ok := v.([]any)
 	if !ok {
-		return ck.fail(CategoryType, field, "expected a list of %s, got %s %s", describeElements(s), kind(v), show(v))
+		return ck.fail(CategoryType, field, "expected a list of %s, got %s %s", describeElements(s), valueKind(v), showValue(v))
 	}
 	if len(list) == 0 {
 		return ck.fail(CategoryEmpty, field, "empty list; send a list of %s", describeElements(s))
@@ -635,12 +635,12 @@ func (ck checker) array(field string, s spec, v any) *ValueError {
 			return ck.fail(CategoryEmpty, field, "%snull; send a list of %s", what, describeElements(s))
 		}
 		if intElems {
-			n, res := asInt(e)
+			n, res := asWholeInt(e)
 			switch res {
 			case intNotNumber, intFraction:
-				return ck.fail(CategoryType, field, "%sexpected an integer, got %s %s", what, kind(e), show(e))
+				return ck.fail(CategoryType, field, "%sexpected an integer, got %s %s", what, valueKind(e), showValue(e))
 			case intTooLarge:
-				return ck.fail(CategoryRange, field, "%s%s is too large", what, show(e))
+				return ck.fail(CategoryRange, field, "%s%s is too large", what, showValue(e))
 			}
 			if err := ck.inRange(field, what, s.elemRange, n); err != nil {
 				return err
@@ -649,18 +649,18 @@ func (ck checker) array(field string, s spec, v any) *ValueError {
 		if s.elemRange == nil && len(s.options) > 0 {
 			found := false
 			for _, o := range s.options {
-				if Equal(canonical(o.Value), canonical(e)) {
+				if Equal(canonicalNumber(o.Value), canonicalNumber(e)) {
 					found = true
 					break
 				}
 			}
 			if !found {
-				return ck.fail(CategoryRange, field, "%s%s is not one of %s", what, show(e), describeOptions(s.options))
+				return ck.fail(CategoryRange, field, "%s%s is not one of %s", what, showValue(e), describeOptions(s.options))
 			}
 		}
 		for j := range i {
-			if Equal(canonical(list[j]), canonical(e)) {
-				return ck.fail(CategoryDuplicate, field, "%s appears more than once", show(e))
+			if Equal(canonicalNumber(list[j]), canonicalNumber(e)) {
+				return ck.fail(CategoryDuplicate, field, "%s appears more than once", showValue(e))
 			}
 		}
 	}
@@ -682,20 +682,20 @@ func Example(c Capability) (any, bool) {
 	if s.onOff && len(s.options) == 0 && s.dataType == DataEnum {
 		return int64(0), true
 	}
-	v, ok := example(s)
+	v, ok := exampleFor(s)
 	if !ok || Validate(c, v) != nil {
 		return nil, false
 	}
 	return v, true
 }
 
-func example(s spec) (any, bool) {
+func exampleFor(s valueSpec) (any, bool) {
 	switch s.dataType {
 	case DataEnum:
 		if len(s.options) == 0 {
 			return nil, false
 		}
-		return cloneValue(canonical(s.options[0].Value)), s.options[0].Value != nil
+		return cloneValue(canonicalNumber(s.options[0].Value)), s.options[0].Value != nil
 	case DataInteger:
 		if s.rng == nil {
 			return int64(0), true
@@ -713,7 +713,7 @@ func example(s spec) (any, bool) {
 			case f.DefaultValue != nil:
 				m[f.FieldName] = cloneValue(f.DefaultValue)
 			case f.Required:
-				v, ok := example(fieldSpec(f))
+				v, ok := exampleFor(fieldSpec(f))
 				if !ok {
 					return nil, false
 				}
@@ -740,7 +740,7 @@ func example(s spec) (any, bool) {
 				m[f.FieldName] = cloneValue(d.DefaultValue)
 			case !required:
 			case len(d.Options) > 0:
-				m[f.FieldName] = cloneValue(canonical(d.Options[0].Value))
+				m[f.FieldName] = cloneValue(canonicalNumber(d.Options[0].Value))
 			case d.Range != nil:
 				m[f.FieldName] = int64(d.Range.Min)
 			default:
@@ -752,10 +752,13 @@ func example(s spec) (any, bool) {
 	return nil, false
 }
 
-func exampleArray(s spec) (any, bool) {
+func exampleArray(s valueSpec) (any, bool) {
 	n := 1
 	if s.size != nil && s.size.Min > 1 {
 		n = s.size.Min
+	}
+	if n > maxSegmentExpand {
+		return nil, false
 	}
 	out := make([]any, 0, n)
 	switch {
@@ -768,7 +771,7 @@ func exampleArray(s spec) (any, bool) {
 			if len(out) == n {
 				break
 			}
-			out = append(out, cloneValue(canonical(o.Value)))
+			out = append(out, cloneValue(canonicalNumber(o.Value)))
 		}
 	default:
 		for i := range n {

@@ -345,29 +345,29 @@ func TestExampleEveryFixtureCapability(t *testing.T) {
 		if !ok {
 			emptyEnum := c.Parameters != nil && c.Parameters.DataType == DataEnum && len(c.Parameters.Options) == 0
 			if c.Controllable() && !emptyEnum {
-				t.Errorf("%s: no example for controllable %s", fc.name, c.Type)
+				t.Errorf("%s: no exampleFor for controllable %s", fc.name, c.Type)
 			}
 			continue
 		}
 		withExample++
 		if err := Validate(c, v); err != nil {
-			t.Errorf("%s: example %s rejected: %v", fc.name, show(v), err)
+			t.Errorf("%s: exampleFor %s rejected: %v", fc.name, showValue(v), err)
 		}
 		again, _ := Example(c)
 		if !Equal(v, again) {
-			t.Errorf("%s: example not deterministic: %s then %s", fc.name, show(v), show(again))
+			t.Errorf("%s: exampleFor not deterministic: %s then %s", fc.name, showValue(v), showValue(again))
 		}
 		// The value marshals and reads back the same.
 		b, err := json.Marshal(v)
 		if err != nil {
-			t.Fatalf("%s: marshal example: %v", fc.name, err)
+			t.Fatalf("%s: marshal exampleFor: %v", fc.name, err)
 		}
 		if back := js(t, string(b)); !Equal(back, v) {
-			t.Errorf("%s: example %s does not survive JSON", fc.name, b)
+			t.Errorf("%s: exampleFor %s does not survive JSON", fc.name, b)
 		}
 	}
 	if withExample < 100 {
-		t.Errorf("only %d capabilities had an example; the fixtures hold far more", withExample)
+		t.Errorf("only %d capabilities had an exampleFor; the fixtures hold far more", withExample)
 	}
 }
 
@@ -395,7 +395,7 @@ func TestExampleValues(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			v, ok := Example(tc.cap)
 			if !ok || !Equal(v, js(t, tc.want)) {
-				t.Fatalf("Example = %s, %v; want %s", show(v), ok, tc.want)
+				t.Fatalf("Example = %s, %v; want %s", showValue(v), ok, tc.want)
 			}
 		})
 	}
@@ -406,7 +406,7 @@ func TestExampleValues(t *testing.T) {
 			{FieldName: "segment", DataType: DataArray, Required: true, Size: &Range{Min: 3, Max: 5}, ElementRange: &Range{Min: 0, Max: 1}}}}},
 	} {
 		if v, ok := Example(c); ok {
-			t.Errorf("Example(%s) = %s, want none", c.Instance, show(v))
+			t.Errorf("Example(%s) = %s, want none", c.Instance, showValue(v))
 		}
 	}
 }
@@ -425,7 +425,7 @@ func TestWithDefaults(t *testing.T) {
 		validates bool
 	}{
 		{"temperature from definition defaults", temp, `{"temperature":20}`, `{"temperature":20,"autoStop":0,"unit":"Celsius"}`, true},
-		{"temperature spec defaults", tempNoDefaults, `{"temperature":20}`, `{"temperature":20,"autoStop":0,"unit":"Celsius"}`, true},
+		{"temperature valueSpec defaults", tempNoDefaults, `{"temperature":20}`, `{"temperature":20,"autoStop":0,"unit":"Celsius"}`, true},
 		{"temperature keeps given", temp, `{"temperature":20,"unit":"Fahrenheit","autoStop":1}`, `{"temperature":20,"unit":"Fahrenheit","autoStop":1}`, true},
 		{"null member takes default", temp, `{"temperature":20,"unit":null}`, `{"temperature":20,"autoStop":0,"unit":"Celsius"}`, true},
 		{"work mode dependent default", fixtureCapability(t, "H7121", InstanceWorkMode), `{"workMode":16}`, `{"workMode":16,"modeValue":0}`, true},
@@ -441,13 +441,13 @@ func TestWithDefaults(t *testing.T) {
 			before := js(t, tc.in)
 			got := WithDefaults(tc.cap, in)
 			if !Equal(got, js(t, tc.want)) {
-				t.Fatalf("WithDefaults(%s) = %s, want %s", tc.in, show(got), tc.want)
+				t.Fatalf("WithDefaults(%s) = %s, want %s", tc.in, showValue(got), tc.want)
 			}
 			if !Equal(in, before) {
-				t.Fatalf("WithDefaults modified its input: %s", show(in))
+				t.Fatalf("WithDefaults modified its input: %s", showValue(in))
 			}
 			if err := Validate(tc.cap, got); (err == nil) != tc.validates {
-				t.Fatalf("Validate(%s) = %v, want valid=%v", show(got), err, tc.validates)
+				t.Fatalf("Validate(%s) = %v, want valid=%v", showValue(got), err, tc.validates)
 			}
 		})
 	}
