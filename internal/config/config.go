@@ -1,0 +1,273 @@
+// Package config is the daemon's configuration: every setting comes from an
+// environment variable (parsed with caarlos0/env from an injected map, so tests
+// and -check never touch the process environment), secrets may also come from
+// files or systemd credentials, and Validate names the variable and the fix of
+// every problem at once.
+//
+// The struct tags are the single source of truth: Vars lists every variable
+// with its default and meaning from them, config.example.env is generated from
+// Vars (a test keeps it in step), and String, MarshalZerologObject and Table
+// print every setting with the secrets redacted.
+//
+// It is not for flags (the -demo flag sets Config.Demo) and it does not
+// connect to anything: building clients from a Config is the bridge's job.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is every setting of the daemon. Build it with Load, set Demo from the
+// flag, then call Validate.
+//
+// Field groups are for the reader; the variable names are fixed by the env
+// tags. The doc tags feed Vars and config.example.env: keep them one line.
+type Config struct {
+	Cloud  Cloud         `group:"Cloud API"`
+	Poll   Poll          `group:"Polling"`
+	Limits Limits        `group:"Rate limits (the cloud's documented table; lower them when other apps share the account)"`
+	MQTT   MQTT          `group:"MQTT"`
+	HA     HomeAssistant `group:"Home Assistant"`
+	HTTP   HTTP          `group:"HTTP"`
+	Log    Log           `group:"Logging"`
+
+	// Demo is set by the -demo flag, never from the environment: the daemon
+	// runs against its built-in simulated cloud, so CLOUD_BASE_URL and
+	// CLOUD_API_KEY are not required.
+	Demo bool `env:"-"`
+
+	// Where each secret came from, for Table: "" (unset), the variable's name,
+	// or "systemd credential <name>".
+	apiKeySource   string
+	passwordSource string
+	// Variables whose value did not parse or could not be read: Validate does
+	// not report them a second time (their field holds the zero value, not the
+	// user's value). The value is the raw text for Table, "" for secrets.
+	unparsed map[string]string
+}
+
+// Cloud is how to reach the vendor's cloud API.
+type Cloud struct {
+	BaseURL    string        `env:"CLOUD_BASE_URL" redact:"url" doc:"Base address of the cloud API, http(s)://host; required unless -demo (paths /router/api/v1/... are appended)"`
+	APIKey     Secret        `env:"CLOUD_API_KEY" doc:"API key for the cloud (secret); or CLOUD_API_KEY_FILE, or the systemd credential cloud_api_key"`
+	APIKeyFile string        `env:"CLOUD_API_KEY_FILE" doc:"File holding the API key (absolute path; a trailing newline is ignored); not together with CLOUD_API_KEY"`
+	KeyHeader  string        `env:"CLOUD_API_KEY_HEADER" envDefault:"Service-API-Key" doc:"HTTP header that carries the API key"`
+	Timeout    time.Duration `env:"CLOUD_TIMEOUT" envDefault:"10s" doc:"Timeout of one cloud request"`
+	EventsURL  string        `env:"CLOUD_EVENTS_URL" redact:"url" doc:"Cloud event stream, mqtts://host:8883 style; empty = events off"`
+	DailyLimit int           `env:"CLOUD_DAILY_LIMIT" envDefault:"0" doc:"Most cloud requests per day (the account's quota); 0 = no daily limit"`
+}
+
+// Poll is how often the daemon reads from the cloud on its own.
+type Poll struct {
+	Interval           time.Duration `env:"POLL_INTERVAL" envDefault:"60s" doc:"How often each device's state is read; at least 2s (the cloud allows 30 state reads per minute per device)"`
+	DeviceListInterval time.Duration `env:"DEVICE_LIST_INTERVAL" envDefault:"10m" doc:"How often the device list is read to find added or removed devices; at least 1m"`
+	SceneInterval      time.Duration `env:"SCENE_INTERVAL" envDefault:"6h" doc:"How often each light's scene lists are read; at least 1m"`
+}
+
+// Limits are the cloud's rate limits the scheduler keeps to. The defaults are
+// the spec's table; per-minute budgets have a burst equal to the rate.
+type Limits struct {
+	DevicesPerMinute       int `env:"LIMIT_DEVICES_PER_MINUTE" envDefault:"30" doc:"Device list reads per minute for the account"`
+	ControlPerSecond       int `env:"LIMIT_CONTROL_PER_SECOND" envDefault:"12" doc:"Control commands per second for the account"`
+	ControlBurst           int `env:"LIMIT_CONTROL_BURST" envDefault:"80" doc:"Control commands the account may send at once"`
+	DeviceControlPerSecond int `env:"LIMIT_DEVICE_CONTROL_PER_SECOND" envDefault:"2" doc:"Control commands per second for each device"`
+	DeviceControlBurst     int `env:"LIMIT_DEVICE_CONTROL_BURST" envDefault:"6" doc:"Control commands each device may receive at once"`
+	StatePerMinute         int `env:"LIMIT_STATE_PER_MINUTE" envDefault:"30" doc:"State reads per minute for each device"`
+	ScenesPerMinute        int `env:"LIMIT_SCENES_PER_MINUTE" envDefault:"30" doc:"Scene list reads per minute for each device"`
+}
+
+// MQTT is the broker connection.
+type MQTT struct {
+	URL          string `env:"MQTT_URL" envDefault:"tcp://127.0.0.1:1883" redact:"url" doc:"Broker URL: tcp://, ssl://, mqtts://, ws:// or wss://host:port, or the word embedded for the built-in broker"`
+	Listen       string `env:"MQTT_LISTEN" envDefault:"127.0.0.1:1883" doc:"Address (host:port) the embedded broker listens on when MQTT_URL=embedded"`
+	Username     string `env:"MQTT_USERNAME" doc:"Broker user name; empty = anonymous"`
+	Password     Secret `env:"MQTT_PASSWORD" doc:"Broker password (secret); or MQTT_PASSWORD_FILE, or the systemd credential mqtt_password"`
+	PasswordFile string `env:"MQTT_PASSWORD_FILE" doc:"File holding the broker password (absolute path; a trailing newline is ignored); not together with MQTT_PASSWORD"`
+	CAFile       string `env:"MQTT_CA_FILE" doc:"PEM file of the CA(s) the broker's certificate is checked against; empty = the system's CAs"`
+	CertFile     string `env:"MQTT_CERT_FILE" doc:"PEM client certificate for TLS client authentication; together with MQTT_KEY_FILE"`
+	KeyFile      string `env:"MQTT_KEY_FILE" doc:"PEM private key of MQTT_CERT_FILE"`
+	ClientID     string `env:"MQTT_CLIENT_ID" doc:"MQTT client id; empty = a stable id derived from the base topic"`
+	BaseTopic    string `env:"MQTT_BASE_TOPIC" envDefault:"cloud2mqtt" doc:"Topic every bridge topic is under; no + or #, no leading or trailing /"`
+}
+
+// HomeAssistant is the MQTT discovery for Home Assistant.
+type HomeAssistant struct {
+	Discovery       bool   `env:"HA_DISCOVERY" envDefault:"true" doc:"Publish Home Assistant MQTT discovery configs (true or false)"`
+	DiscoveryPrefix string `env:"HA_DISCOVERY_PREFIX" envDefault:"homeassistant" doc:"Home Assistant's discovery prefix"`
+	StatusTopic     string `env:"HA_STATUS_TOPIC" envDefault:"homeassistant/status" doc:"Home Assistant's birth topic; discovery is sent again when it says online"`
+}
+
+// HTTP is the optional HTTP endpoint (health and metrics).
+type HTTP struct {
+	Addr string `env:"HTTP_ADDR" doc:"Address (host:port) of the HTTP endpoint for health and metrics; empty = off"`
+}
+
+// Log is the daemon's log output.
+type Log struct {
+	Level  string `env:"LOG_LEVEL" envDefault:"info" doc:"Log level: trace, debug, info, warn or error"`
+	Format string `env:"LOG_FORMAT" envDefault:"auto" doc:"Log format: auto (console on a terminal, json otherwise), console or json"`
+}
+
+// The systemd credential names (LoadCredential=<name>:<path> in the unit) the
+// secrets are read from when neither the variable nor its *_FILE is set.
+const (
+	CredentialAPIKey       = "cloud_api_key"
+	CredentialMQTTPassword = "mqtt_password"
+)
+
+// credentialsDirectoryVar is set by systemd for a unit with LoadCredential=.
+const credentialsDirectoryVar = "CREDENTIALS_DIRECTORY"
+
+// Load parses the environment environ (a map, such as env.ToMap(os.Environ()))
+// into a Config: the defaults of the tags, then the secrets (X, else X_FILE,
+// else the systemd credential in $CREDENTIALS_DIRECTORY). It does not call
+// Validate: set Demo first, then call it.
+//
+// The error joins one line per variable that does not parse or secret that
+// cannot be read. Even then the returned Config holds every value that did
+// parse, so a caller may report errors.Join(err, cfg.Validate()) in one go;
+// Validate does not repeat the variables that failed here.
+func Load(environ map[string]string) (Config, error) {
+	if environ == nil {
+		// A nil Environment makes caarlos0/env read the process environment.
+		environ = map[string]string{}
+	}
+	cfg := Config{unparsed: map[string]string{}}
+	var problems []error
+	if err := env.ParseWithOptions(&cfg, env.Options{Environment: environ}); err != nil {
+		problems = append(problems, parseProblems(err, environ, cfg.unparsed)...)
+	}
+
+	credDir := environ[credentialsDirectoryVar]
+	key, src, err := loadSecret(environ, "CLOUD_API_KEY", "CLOUD_API_KEY_FILE", credDir, CredentialAPIKey)
+	if err != nil {
+		problems = append(problems, err)
+		cfg.unparsed["CLOUD_API_KEY"] = ""
+	}
+	cfg.Cloud.APIKey, cfg.apiKeySource = Secret(key), src
+
+	pw, src, err := loadSecret(environ, "MQTT_PASSWORD", "MQTT_PASSWORD_FILE", credDir, CredentialMQTTPassword)
+	if err != nil {
+		problems = append(problems, err)
+		cfg.unparsed["MQTT_PASSWORD"] = ""
+	}
+	cfg.MQTT.Password, cfg.passwordSource = Secret(pw), src
+
+	if len(problems) > 0 {
+		return cfg, fmt.Errorf("config: %w", errors.Join(problems...))
+	}
+	return cfg, nil
+}
+
+// parseProblems turns caarlos0/env's errors into lines that name the variable
+// and say what a valid value looks like, and marks those variables unparsed.
+func parseProblems(err error, environ map[string]string, unparsed map[string]string) []error {
+	byField := fieldVars()
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if !errors.As(e, &pe) {
+			out = append(out, e)
+			continue
+		}
+		name, ok := byField[pe.Name]
+		if !ok {
+			out = append(out, e)
+			continue
+		}
+		unparsed[name] = environ[name]
+		want := "a valid value"
+		switch pe.Type {
+		case reflect.TypeFor[time.Duration]():
+			want = "a duration: a number with a unit, like 90s, 10m or 6h"
+		case reflect.TypeFor[int]():
+			want = "a whole number"
+		case reflect.TypeFor[bool]():
+			want = "true or false"
+		}
+		out = append(out, fmt.Errorf("%s=%q is not %s", name, environ[name], want))
+	}
+	return out
+}
+
+// loadSecret resolves one secret: the variable itself, else the file named
+// by fileVar, else the systemd credential. Setting both the variable and its
+// file is an error, so nobody wonders which one is used. The file's content
+// loses its trailing newline (editors add one); nothing else is trimmed.
+//
+// Errors never carry the secret, nor the file variable's value: a key pasted
+// into X_FILE by mistake must not end up in a log line.
+func loadSecret(environ map[string]string, v, fileVar, credDir, cred string) (value, source string, err error) {
+	direct, file := environ[v], environ[fileVar]
+	switch {
+	case direct != "" && file != "":
+		return "", "", fmt.Errorf("%s and %s are both set: set only one of them", v, fileVar)
+	case direct != "":
+		return direct, v, nil
+	case file != "":
+		if !filepath.IsAbs(file) {
+			return "", "", fmt.Errorf("%s is not an absolute path (its value is not shown, in case it is the secret itself): set it to the file's full path", fileVar)
+		}
+		s, err := readSecretFile(file)
+		if err != nil {
+			return "", "", fmt.Errorf("%s: %w: check the path and that the daemon's user may read the file", fileVar, err)
+		}
+		return s, fileVar, nil
+	case credDir != "":
+		path := filepath.Join(credDir, cred)
+		s, err := readSecretFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", "", nil
+		}
+		if err != nil {
+			return "", "", fmt.Errorf("systemd credential %s (for %s): %w: check LoadCredential=%s:<file> in the unit", cred, v, err, cred)
+		}
+		return s, "systemd credential " + cred, nil
+	}
+	return "", "", nil
+}
+
+// readSecretFile reads a secret file, trimmed of its trailing line breaks.
+// Its errors do not repeat the path.
+func readSecretFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return "", fmt.Errorf("cannot read the file: %w", pe.Err)
+		}
+		return "", fmt.Errorf("cannot read the file: %w", err)
+	}
+	s := strings.TrimRight(string(b), "\r\n")
+	if s == "" {
+		return "", errors.New("the file is empty")
+	}
+	return s, nil
+}
+
+// APIKeySource says where the API key came from: "" when unset, else the
+// variable's name or "systemd credential cloud_api_key".
+func (c Config) APIKeySource() string { return c.apiKeySource }
+
+// PasswordSource says where the MQTT password came from, like APIKeySource.
+func (c Config) PasswordSource() string { return c.passwordSource }
+
+// Embedded reports whether MQTT_URL asks for the built-in broker.
+func (c Config) Embedded() bool { return strings.EqualFold(c.MQTT.URL, EmbeddedBroker) }
+
+// EmbeddedBroker is the MQTT_URL value that starts the built-in broker on
+// MQTT_LISTEN instead of connecting to an external one.
+const EmbeddedBroker = "embedded"

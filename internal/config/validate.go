@@ -1,0 +1,287 @@
+package config
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"cloud2mqtt/internal/logging"
+)
+
+// Floors of the intervals. The poll floor is the cloud's state budget (30
+// reads per minute per device); the others keep the account's shared budget
+// for the reads that matter.
+const (
+	MinPollInterval       = 2 * time.Second
+	MinDeviceListInterval = time.Minute
+	MinSceneInterval      = time.Minute
+)
+
+// Validate reports every problem of the configuration at once, one line per
+// problem, each naming the variable and the fix. It never prints a secret.
+// Call it after Load and after setting Demo.
+func (c Config) Validate() error {
+	v := validator{unparsed: c.unparsed}
+
+	// Cloud.
+	switch {
+	case c.Cloud.BaseURL == "" && !c.Demo:
+		v.add("CLOUD_BASE_URL", "CLOUD_BASE_URL is empty: set it to the cloud API's base address, like https://api.example.com (or run with -demo)")
+	case c.Cloud.BaseURL != "":
+		v.httpURL("CLOUD_BASE_URL", c.Cloud.BaseURL)
+	}
+	switch {
+	case !c.Cloud.APIKey.IsSet() && !c.Demo:
+		v.add("CLOUD_API_KEY", "CLOUD_API_KEY is empty: set it, or CLOUD_API_KEY_FILE, or a systemd credential named "+CredentialAPIKey)
+	case strings.IndexFunc(c.Cloud.APIKey.Reveal(), func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		v.add("CLOUD_API_KEY", "CLOUD_API_KEY contains a space, line break or control character (not shown): check that it, or its file, holds only the key")
+	}
+	if !isToken(c.Cloud.KeyHeader) {
+		v.add("CLOUD_API_KEY_HEADER", fmt.Sprintf("CLOUD_API_KEY_HEADER=%q is not an HTTP header name: use letters, digits and -, like Service-API-Key", c.Cloud.KeyHeader))
+	}
+	if c.Cloud.Timeout <= 0 {
+		v.add("CLOUD_TIMEOUT", fmt.Sprintf("CLOUD_TIMEOUT=%s must be positive, like 10s", FormatDuration(c.Cloud.Timeout)))
+	}
+	if c.Cloud.EventsURL != "" {
+		v.brokerURL("CLOUD_EVENTS_URL", c.Cloud.EventsURL, "like mqtts://events.example.com:8883; empty turns events off")
+	}
+	if c.Cloud.DailyLimit < 0 {
+		v.add("CLOUD_DAILY_LIMIT", fmt.Sprintf("CLOUD_DAILY_LIMIT=%d is negative: set the most requests per day, or 0 for no daily limit", c.Cloud.DailyLimit))
+	}
+
+	// Polling.
+	if c.Poll.Interval < MinPollInterval {
+		v.add("POLL_INTERVAL", fmt.Sprintf("POLL_INTERVAL=%s is below the %s floor (the cloud allows 30 state reads per minute per device)", FormatDuration(c.Poll.Interval), FormatDuration(MinPollInterval)))
+	}
+	if c.Poll.DeviceListInterval < MinDeviceListInterval {
+		v.add("DEVICE_LIST_INTERVAL", fmt.Sprintf("DEVICE_LIST_INTERVAL=%s is below the %s floor (the device list budget is shared by the whole account)", FormatDuration(c.Poll.DeviceListInterval), FormatDuration(MinDeviceListInterval)))
+	}
+	if c.Poll.SceneInterval < MinSceneInterval {
+		v.add("SCENE_INTERVAL", fmt.Sprintf("SCENE_INTERVAL=%s is below the %s floor (scene lists rarely change; the bridge/request/scenes request reads them on demand)", FormatDuration(c.Poll.SceneInterval), FormatDuration(MinSceneInterval)))
+	}
+
+	// Rate limits.
+	for _, l := range []struct {
+		name  string
+		value int
+		what  string
+	}{
+		{"LIMIT_DEVICES_PER_MINUTE", c.Limits.DevicesPerMinute, "a rate"},
+		{"LIMIT_CONTROL_PER_SECOND", c.Limits.ControlPerSecond, "a rate"},
+		{"LIMIT_CONTROL_BURST", c.Limits.ControlBurst, "a burst"},
+		{"LIMIT_DEVICE_CONTROL_PER_SECOND", c.Limits.DeviceControlPerSecond, "a rate"},
+		{"LIMIT_DEVICE_CONTROL_BURST", c.Limits.DeviceControlBurst, "a burst"},
+		{"LIMIT_STATE_PER_MINUTE", c.Limits.StatePerMinute, "a rate"},
+		{"LIMIT_SCENES_PER_MINUTE", c.Limits.ScenesPerMinute, "a rate"},
+	} {
+		if l.value < 1 {
+			v.add(l.name, fmt.Sprintf("%s=%d must be at least 1 (%s of zero would never send a request): set it to the cloud's limit or lower", l.name, l.value, l.what))
+		}
+	}
+
+	// MQTT.
+	tlsURL := false
+	switch {
+	case c.Embedded():
+		if _, err := hostPort(c.MQTT.Listen); err != nil {
+			v.add("MQTT_LISTEN", fmt.Sprintf("MQTT_LISTEN=%q %v: use host:port, like 127.0.0.1:1883", c.MQTT.Listen, err))
+		}
+	default:
+		tlsURL = v.brokerURL("MQTT_URL", c.MQTT.URL, "like tcp://127.0.0.1:1883, or the word embedded for the built-in broker")
+	}
+	if c.MQTT.Password.IsSet() && c.MQTT.Username == "" {
+		v.add("MQTT_USERNAME", "MQTT_PASSWORD is set but MQTT_USERNAME is empty: MQTT sends a password only with a user name, so set MQTT_USERNAME")
+	}
+	if (c.MQTT.CertFile == "") != (c.MQTT.KeyFile == "") {
+		v.add("MQTT_CERT_FILE", "MQTT_CERT_FILE and MQTT_KEY_FILE must be set together")
+	}
+	tlsFiles := c.MQTT.CAFile != "" || c.MQTT.CertFile != "" || c.MQTT.KeyFile != ""
+	if tlsFiles && !tlsURL {
+		v.add("MQTT_URL", "MQTT_CA_FILE, MQTT_CERT_FILE or MQTT_KEY_FILE is set but MQTT_URL is not a TLS URL: use ssl://, mqtts:// or wss://, or unset the files")
+	}
+	if c.MQTT.CAFile != "" {
+		if b, err := readFile("MQTT_CA_FILE", c.MQTT.CAFile); err != nil {
+			v.add("MQTT_CA_FILE", err.Error())
+		} else if !x509.NewCertPool().AppendCertsFromPEM(b) {
+			v.add("MQTT_CA_FILE", fmt.Sprintf("MQTT_CA_FILE=%s holds no PEM certificate: point it at the CA's certificate (-----BEGIN CERTIFICATE-----)", c.MQTT.CAFile))
+		}
+	}
+	if c.MQTT.CertFile != "" && c.MQTT.KeyFile != "" {
+		_, certErr := readFile("MQTT_CERT_FILE", c.MQTT.CertFile)
+		_, keyErr := readFile("MQTT_KEY_FILE", c.MQTT.KeyFile)
+		switch {
+		case certErr != nil || keyErr != nil:
+			if certErr != nil {
+				v.add("MQTT_CERT_FILE", certErr.Error())
+			}
+			if keyErr != nil {
+				v.add("MQTT_KEY_FILE", keyErr.Error())
+			}
+		default:
+			if _, err := tls.LoadX509KeyPair(c.MQTT.CertFile, c.MQTT.KeyFile); err != nil {
+				v.add("MQTT_CERT_FILE", fmt.Sprintf("MQTT_CERT_FILE and MQTT_KEY_FILE are not a PEM certificate and its private key (%v): check both files", err))
+			}
+		}
+	}
+	if strings.IndexFunc(c.MQTT.ClientID, unicode.IsControl) >= 0 || strings.ContainsAny(c.MQTT.ClientID, "+#/") {
+		v.add("MQTT_CLIENT_ID", fmt.Sprintf("MQTT_CLIENT_ID=%q contains a control character, +, # or /: use letters, digits, - and _, or leave it empty", c.MQTT.ClientID))
+	}
+	v.topicBase("MQTT_BASE_TOPIC", c.MQTT.BaseTopic, "cloud2mqtt")
+
+	// Home Assistant.
+	v.topicBase("HA_DISCOVERY_PREFIX", c.HA.DiscoveryPrefix, "homeassistant")
+	v.topicName("HA_STATUS_TOPIC", c.HA.StatusTopic, "homeassistant/status")
+
+	// HTTP.
+	if c.HTTP.Addr != "" {
+		if _, err := hostPort(c.HTTP.Addr); err != nil {
+			v.add("HTTP_ADDR", fmt.Sprintf("HTTP_ADDR=%q %v: use host:port, like 127.0.0.1:8080 or :8080, or leave it empty to turn HTTP off", c.HTTP.Addr, err))
+		}
+	}
+
+	// Logging.
+	if _, err := logging.ParseLevel(c.Log.Level); err != nil {
+		v.add("LOG_LEVEL", fmt.Sprintf("LOG_LEVEL=%q is not a level: use one of %s", c.Log.Level, strings.Join(logging.Levels(), ", ")))
+	}
+	if _, err := logging.ParseFormat(c.Log.Format); err != nil {
+		v.add("LOG_FORMAT", fmt.Sprintf("LOG_FORMAT=%q is not a format: use auto (console on a terminal, json otherwise), console or json", c.Log.Format))
+	}
+
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("config: %w", errors.Join(v.problems...))
+}
+
+// validator collects problems, skipping variables Load already reported.
+type validator struct {
+	unparsed map[string]string
+	problems []error
+}
+
+func (v *validator) add(name, msg string) {
+	if _, ok := v.unparsed[name]; ok {
+		return
+	}
+	v.problems = append(v.problems, errors.New(msg))
+}
+
+// httpURL checks an http(s) URL with a host. It shows the value with any
+// password in it redacted.
+func (v *validator) httpURL(name, s string) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
+		v.add(name, fmt.Sprintf("%s=%q is not an http:// or https:// URL with a host: use the base address, like https://api.example.com", name, redactURL(s)))
+		return
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		v.add(name, fmt.Sprintf("%s=%q has a query or fragment: give only scheme, host and optional path", name, redactURL(s)))
+	}
+}
+
+// brokerSchemes are the MQTT URL schemes, and whether each uses TLS.
+var brokerSchemes = map[string]bool{"tcp": false, "ssl": true, "mqtts": true, "ws": false, "wss": true}
+
+// brokerURL checks an MQTT broker URL and reports whether it uses TLS.
+func (v *validator) brokerURL(name, s, example string) bool {
+	u, err := url.Parse(s)
+	if err != nil {
+		v.add(name, fmt.Sprintf("%s=%q is not a URL: %s", name, redactURL(s), example))
+		return false
+	}
+	isTLS, ok := brokerSchemes[strings.ToLower(u.Scheme)]
+	if !ok {
+		v.add(name, fmt.Sprintf("%s=%q has scheme %q: use tcp, ssl, mqtts, ws or wss, %s", name, redactURL(s), u.Scheme, example))
+		return false
+	}
+	if u.Hostname() == "" {
+		v.add(name, fmt.Sprintf("%s=%q has no host: %s", name, redactURL(s), example))
+		return isTLS
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			v.add(name, fmt.Sprintf("%s=%q has port %q: use 1 to 65535, %s", name, redactURL(s), p, example))
+		}
+	}
+	return isTLS
+}
+
+// topicBase checks a topic prefix: not empty, no wildcards, no leading or
+// trailing slash, no empty level.
+func (v *validator) topicBase(name, s, example string) {
+	if !v.topicName(name, s, example) {
+		return
+	}
+	if strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") {
+		v.add(name, fmt.Sprintf("%s=%q starts or ends with /: remove it, like %s", name, s, example))
+	}
+}
+
+// topicName checks a topic one may publish to: not empty, no + or #, no
+// empty level inside, no NUL or control character.
+func (v *validator) topicName(name, s, example string) bool {
+	switch {
+	case strings.TrimSpace(s) == "":
+		v.add(name, fmt.Sprintf("%s is empty: set a topic like %s", name, example))
+	case strings.ContainsAny(s, "+#"):
+		v.add(name, fmt.Sprintf("%s=%q contains the wildcard + or #: use a plain topic like %s", name, s, example))
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		v.add(name, fmt.Sprintf("%s=%q contains a control character: use a plain topic like %s", name, s, example))
+	case strings.Contains(strings.Trim(s, "/"), "//"):
+		v.add(name, fmt.Sprintf("%s=%q has an empty level (//): use a topic like %s", name, s, example))
+	default:
+		return true
+	}
+	return false
+}
+
+// hostPort checks a listen address host:port (host may be empty).
+func hostPort(s string) (string, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", errors.New("is not host:port")
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return "", errors.New("has a port that is not 0 to 65535")
+	}
+	return host, nil
+}
+
+// readFile reads a (non-secret) file named by variable name.
+func readFile(name, path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%s cannot be read (%w): check the path and that the daemon's user may read it", name, path, unwrapPath(err))
+	}
+	return b, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// isToken reports whether s is an HTTP header name (RFC 9110 token).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
+			return false
+		}
+	}
+	return true
+}

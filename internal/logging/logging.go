@@ -1,0 +1,96 @@
+// Package logging builds the daemon's zerolog logger from LOG_LEVEL and
+// LOG_FORMAT: human-readable console output on a terminal, one JSON object
+// per line otherwise (journald, Docker, log shippers).
+//
+// It sets no zerolog globals, so two loggers (two bridges in one test) do not
+// interfere. It is not for redaction: the config redacts its own secrets.
+package logging
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+)
+
+// The LOG_FORMAT values.
+const (
+	FormatAuto    = "auto"
+	FormatConsole = "console"
+	FormatJSON    = "json"
+)
+
+// Levels are the LOG_LEVEL values, most verbose first.
+var levels = []string{"trace", "debug", "info", "warn", "error"}
+
+// Levels returns the accepted LOG_LEVEL values.
+func Levels() []string { return append([]string(nil), levels...) }
+
+// Formats returns the accepted LOG_FORMAT values.
+func Formats() []string { return []string{FormatAuto, FormatConsole, FormatJSON} }
+
+// ParseLevel parses a LOG_LEVEL value, case-insensitively.
+func ParseLevel(s string) (zerolog.Level, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "trace":
+		return zerolog.TraceLevel, nil
+	case "debug":
+		return zerolog.DebugLevel, nil
+	case "info":
+		return zerolog.InfoLevel, nil
+	case "warn":
+		return zerolog.WarnLevel, nil
+	case "error":
+		return zerolog.ErrorLevel, nil
+	}
+	return zerolog.NoLevel, fmt.Errorf("logging: LOG_LEVEL=%q is not a level: use one of %s", s, strings.Join(levels, ", "))
+}
+
+// ParseFormat parses a LOG_FORMAT value, case-insensitively, and returns the
+// canonical name.
+func ParseFormat(s string) (string, error) {
+	f := strings.ToLower(strings.TrimSpace(s))
+	switch f {
+	case FormatAuto, FormatConsole, FormatJSON:
+		return f, nil
+	}
+	return "", fmt.Errorf("logging: LOG_FORMAT=%q is not a format: use auto, console or json", s)
+}
+
+// New returns a logger writing to w at level in format. Format auto means
+// console when isTerminal (the caller checks its output with IsTerminal),
+// JSON otherwise. Console output is coloured only on a terminal. Every line
+// has a timestamp.
+func New(w io.Writer, level, format string, isTerminal bool) (zerolog.Logger, error) {
+	lvl, err := ParseLevel(level)
+	if err != nil {
+		return zerolog.Nop(), err
+	}
+	f, err := ParseFormat(format)
+	if err != nil {
+		return zerolog.Nop(), err
+	}
+	if f == FormatAuto {
+		f = FormatJSON
+		if isTerminal {
+			f = FormatConsole
+		}
+	}
+	if f == FormatConsole {
+		w = zerolog.ConsoleWriter{Out: w, NoColor: !isTerminal, TimeFormat: time.DateTime}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// IsTerminal reports whether f is a terminal (a Cygwin/MSYS one included).
+func IsTerminal(f *os.File) bool {
+	if f == nil {
+		return false
+	}
+	fd := f.Fd()
+	return isatty.IsTerminal(fd) || isatty.IsCygwinTerminal(fd)
+}
