@@ -89,7 +89,12 @@ func (ck valueChecker) friendlyCapability(c Capability, v any) (any, error) {
 		return ck.friendly("", s, c.Instance == InstanceColorRGB, v)
 	}
 	k := structKindOf(c)
-	if _, isObject := v.(map[string]any); !isObject && v != nil && v != "" {
+	scalar := false
+	switch v.(type) {
+	case string, int64, float64:
+		scalar = v != ""
+	}
+	if scalar {
 		// A scalar for a struct: the one member it stands for.
 		switch k {
 		case structWorkMode:
