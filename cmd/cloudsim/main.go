@@ -1,0 +1,105 @@
+// Command cloudsim serves the simulated cloud service standalone, for demo
+// mode, manual testing and benchmarks against a real HTTP port.
+//
+//	cloudsim -addr 127.0.0.1:8081 -key mykey [-catalogue devices.json] [-errors-as-200]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"cloud2mqtt/internal/cloudsim"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+}
+
+// run serves the simulator until ctx ends.
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("cloudsim", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	addr := fs.String("addr", "127.0.0.1:8081", "address to listen on (host:port; port 0 picks a free one)")
+	key := fs.String("key", cloudsim.DefaultAPIKey, "the API key clients must send")
+	header := fs.String("key-header", cloudsim.DefaultKeyHeader, "the header that carries the API key")
+	catalogue := fs.String("catalogue", "demo", `device-list JSON file of the account's devices, or "demo" for the built-in catalogue`)
+	scenes := fs.String("scenes", "", "optional scenes-endpoint answer (JSON) to serve for every light without scenes of its own")
+	errorsAs200 := fs.Bool("errors-as-200", false, "answer 400/404 failures with HTTP 200 and the code in the body, like the live service")
+	empty429 := fs.Bool("empty-429-body", false, "answer 429 with an empty body")
+	seed := fs.Uint64("seed", 1, "seed of the sensor drift and fractional faults")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("cloudsim: unexpected arguments %q: every setting is a flag (see -h)", fs.Args())
+	}
+	if *key == "" {
+		return errors.New("cloudsim: -key is empty: give the key clients must send")
+	}
+
+	var cat *cloudsim.Catalogue
+	if *catalogue == "demo" {
+		cat = cloudsim.DemoCatalogue()
+	} else {
+		var err error
+		if cat, err = cloudsim.LoadCatalogue(*catalogue); err != nil {
+			return err
+		}
+	}
+	if *scenes != "" {
+		b, err := os.ReadFile(*scenes)
+		if err != nil {
+			return fmt.Errorf("cloudsim: read -scenes: %w", err)
+		}
+		if cat.DefaultScenes, err = cloudsim.ParseSceneList(b); err != nil {
+			return fmt.Errorf("cloudsim: -scenes %s: %w", *scenes, err)
+		}
+	}
+
+	sim := cloudsim.New(cloudsim.Options{
+		APIKey: *key, KeyHeader: *header, Catalogue: cat,
+		ErrorsAs200: *errorsAs200, EmptyRateLimitBody: *empty429, Seed: *seed,
+	})
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("cloudsim: listen on %s: %w; choose another -addr", *addr, err)
+	}
+	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "cloudsim: serving %d devices at http://%s\n", len(sim.Devices()), ln.Addr())
+	fmt.Fprintf(stdout, "cloudsim: CLOUD_BASE_URL=http://%s %s: %s\n", ln.Addr(), *header, *key)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("cloudsim: serve: %w", err)
+	case <-ctx.Done():
+	}
+	sim.Faults().Clear()
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("cloudsim: serve: %w", err)
+	}
+	return nil
+}
