@@ -184,25 +184,28 @@ func TestDemoCatalogueCoverage(t *testing.T) {
 		}
 	}
 	families := map[string]want{
-		"segmented light": {cloud.DeviceLight, []string{"segment_color_setting:segmentedColorRgb", "segment_color_setting:segmentedBrightness", "color_setting:colorRgb", "color_setting:colorTemperatureK", "toggle:gradientToggle", "music_setting:musicMode", "dynamic_scene:diyScene", "dynamic_scene:snapshot"}, nil},
-		"static light scenes":   {cloud.DeviceLight, []string{"dynamic_scene:lightScene"}, nonEmptyOptions("lightScene")},
-		"snapshots":             {cloud.DeviceLight, []string{"dynamic_scene:snapshot"}, nonEmptyOptions("snapshot")},
-		"DIY in the list":       {cloud.DeviceLight, []string{"dynamic_scene:diyScene"}, nonEmptyOptions("diyScene")},
-		"dynamic scenes only":   {cloud.DeviceLight, []string{"dynamic_scene:lightScene"}, func(m map[string]cloud.Capability) bool { return len(m["lightScene"].Parameters.Options) == 0 }},
-		"segments as options":   {cloud.DeviceLight, []string{"segment_color_setting:segmentedColorRgb"}, func(m map[string]cloud.Capability) bool { f, _ := m["segmentedColorRgb"].Parameters.Field("segment"); return len(f.Options) > 0 }},
-		"two-socket plug":       {cloud.DeviceSocket, []string{"on_off:powerSwitch", "toggle:socketToggle1", "toggle:socketToggle2"}, nil},
-		"humidifier":            {cloud.DeviceHumidifier, []string{"work_mode:workMode", "range:humidity", "toggle:nightlightToggle", "event:lackWaterEvent", "mode:nightlightScene"}, dependentModeValue},
-		"dehumidifier":          {cloud.DeviceDehumidifier, []string{"on_off:powerSwitch", "work_mode:workMode", "range:humidity"}, nil},
-		"heater":                {cloud.DeviceHeater, []string{"temperature_setting:targetTemperature", "property:sensorTemperature", "toggle:oscillationToggle"}, nil},
-		"kettle":                {cloud.DeviceHeater, []string{"temperature_setting:sliderTemperature"}, nil},
-		"air purifier":          {cloud.DeviceAirPurifier, []string{"work_mode:workMode", "mode:fanSpeed", "property:filterLifeTime", "property:airQuality", "property:pm25"}, nil},
-		"ice maker":             {cloud.DeviceIceMaker, []string{"toggle:iceMakingToggle", "work_mode:workMode", "event:iceFullEvent", "event:lackWaterEvent"}, nil},
-		"aroma diffuser":        {cloud.DeviceAromaDiffuser, []string{"mode:presetScene"}, nil},
-		"box":                   {cloud.DeviceBox, []string{"mode:hdmiSource", "range:volume"}, nil},
-		"thermometer":           {cloud.DeviceThermometer, []string{"property:sensorTemperature", "property:sensorHumidity"}, nil},
-		"sensor":                {cloud.DeviceSensor, []string{"property:sensorTemperature", "property:sensorHumidity"}, nil},
-		"air quality monitor":   {cloud.DeviceAirQualityMonitor, []string{"property:carbonDioxideConcentration", "property:pm25", "property:sensorTemperature", "property:sensorHumidity"}, nil},
-		"fan":                   {"devices.types.fan", []string{"toggle:oscillationToggle", "work_mode:workMode"}, nil},
+		"segmented light":     {cloud.DeviceLight, []string{"segment_color_setting:segmentedColorRgb", "segment_color_setting:segmentedBrightness", "color_setting:colorRgb", "color_setting:colorTemperatureK", "toggle:gradientToggle", "music_setting:musicMode", "dynamic_scene:diyScene", "dynamic_scene:snapshot"}, nil},
+		"static light scenes": {cloud.DeviceLight, []string{"dynamic_scene:lightScene"}, nonEmptyOptions("lightScene")},
+		"snapshots":           {cloud.DeviceLight, []string{"dynamic_scene:snapshot"}, nonEmptyOptions("snapshot")},
+		"DIY in the list":     {cloud.DeviceLight, []string{"dynamic_scene:diyScene"}, nonEmptyOptions("diyScene")},
+		"dynamic scenes only": {cloud.DeviceLight, []string{"dynamic_scene:lightScene"}, func(m map[string]cloud.Capability) bool { return len(m["lightScene"].Parameters.Options) == 0 }},
+		"segments as options": {cloud.DeviceLight, []string{"segment_color_setting:segmentedColorRgb"}, func(m map[string]cloud.Capability) bool {
+			f, _ := m["segmentedColorRgb"].Parameters.Field("segment")
+			return len(f.Options) > 0
+		}},
+		"two-socket plug":     {cloud.DeviceSocket, []string{"on_off:powerSwitch", "toggle:socketToggle1", "toggle:socketToggle2"}, nil},
+		"humidifier":          {cloud.DeviceHumidifier, []string{"work_mode:workMode", "range:humidity", "toggle:nightlightToggle", "event:lackWaterEvent", "mode:nightlightScene"}, dependentModeValue},
+		"dehumidifier":        {cloud.DeviceDehumidifier, []string{"on_off:powerSwitch", "work_mode:workMode", "range:humidity"}, nil},
+		"heater":              {cloud.DeviceHeater, []string{"temperature_setting:targetTemperature", "property:sensorTemperature", "toggle:oscillationToggle"}, nil},
+		"kettle":              {cloud.DeviceHeater, []string{"temperature_setting:sliderTemperature"}, nil},
+		"air purifier":        {cloud.DeviceAirPurifier, []string{"work_mode:workMode", "mode:fanSpeed", "property:filterLifeTime", "property:airQuality", "property:pm25"}, nil},
+		"ice maker":           {cloud.DeviceIceMaker, []string{"toggle:iceMakingToggle", "work_mode:workMode", "event:iceFullEvent", "event:lackWaterEvent"}, nil},
+		"aroma diffuser":      {cloud.DeviceAromaDiffuser, []string{"mode:presetScene"}, nil},
+		"box":                 {cloud.DeviceBox, []string{"mode:hdmiSource", "range:volume"}, nil},
+		"thermometer":         {cloud.DeviceThermometer, []string{"property:sensorTemperature", "property:sensorHumidity"}, nil},
+		"sensor":              {cloud.DeviceSensor, []string{"property:sensorTemperature", "property:sensorHumidity"}, nil},
+		"air quality monitor": {cloud.DeviceAirQualityMonitor, []string{"property:carbonDioxideConcentration", "property:pm25", "property:sensorTemperature", "property:sensorHumidity"}, nil},
+		"fan":                 {"devices.types.fan", []string{"toggle:oscillationToggle", "work_mode:workMode"}, nil},
 	}
 	for name, w := range families {
 		t.Run(name, func(t *testing.T) {
