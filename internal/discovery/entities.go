@@ -1,0 +1,515 @@
+package discovery
+
+import (
+	"strconv"
+	"strings"
+
+	"cloud2mqtt/internal/cloud"
+)
+
+// entities builds every entity of a device, without the common members.
+func entities(cfg Config, dev cloud.Device, id string) []*entity {
+	p := analyse(dev)
+	l := cfg.Layout
+	b := &builder{cfg: cfg, p: p, id: id, state: l.State(id)}
+
+	if p.light != nil {
+		b.add(lightEntity(cfg, id, p.light))
+	}
+	switch p.kind {
+	case roleHumidifier:
+		b.humidifier()
+	case roleFan:
+		b.fan()
+	}
+	for _, c := range dev.Capabilities {
+		if p.owned[c.Instance] {
+			continue
+		}
+		switch c.Type {
+		case cloud.TypeOnOff:
+			b.powerSwitch(c)
+		case cloud.TypeToggle:
+			b.toggle(c)
+		case cloud.TypeTemperature:
+			b.climate(c)
+		case cloud.TypeWorkMode:
+			b.workModeSelect(c)
+		case cloud.TypeMusicSetting:
+			b.music(c)
+		case cloud.TypeSegmentColor:
+			// all segment capabilities together, once
+			if c.Instance == firstSegmentInstance(dev) {
+				b.segments()
+			}
+		case cloud.TypeProperty:
+			b.sensor(c)
+		case cloud.TypeEvent:
+			b.event(c)
+		case cloud.TypeOnline:
+			// the connectivity sensor below covers it
+		default:
+			b.generic(c)
+		}
+	}
+	b.connectivity()
+	return b.out
+}
+
+func firstSegmentInstance(dev cloud.Device) string {
+	for _, c := range dev.Capabilities {
+		if c.Type == cloud.TypeSegmentColor {
+			return c.Instance
+		}
+	}
+	return ""
+}
+
+type builder struct {
+	cfg   Config
+	p     *plan
+	id    string
+	state string
+	out   []*entity
+	roles map[string]bool
+}
+
+// add appends e unless its role is taken (two capabilities with the same
+// instance under different types): the first one wins.
+func (b *builder) add(e *entity) {
+	if b.roles == nil {
+		b.roles = map[string]bool{}
+	}
+	key := e.component + "/" + e.role
+	if b.roles[key] || b.roles["*/"+e.role] {
+		return
+	}
+	b.roles[key] = true
+	b.roles["*/"+e.role] = true
+	b.out = append(b.out, e)
+}
+
+func (b *builder) set(instance string) string { return b.cfg.Layout.SetInstance(b.id, instance) }
+
+// onOffEntity is a switch-like payload over a 1/0 instance.
+func (b *builder) onOff(instance string, p map[string]any) map[string]any {
+	p["command_topic"] = b.set(instance)
+	p["state_topic"] = b.state
+	p["value_template"] = "{{ " + stateGet(instance) + " }}"
+	p["payload_on"] = "1"
+	p["payload_off"] = "0"
+	p["state_on"] = "1"
+	p["state_off"] = "0"
+	return p
+}
+
+// powerSwitch: the main switch of a device no richer entity powers.
+func (b *builder) powerSwitch(c cloud.Capability) {
+	if c.Parameters == nil {
+		return
+	}
+	name := any("Power")
+	if b.p.light == nil && b.p.kind == "" && !b.p.climate {
+		name = nil // the device is a switch
+	}
+	b.add(&entity{component: "switch", role: c.Instance,
+		payload: b.onOff(c.Instance, map[string]any{"name": name})})
+}
+
+func (b *builder) toggle(c cloud.Capability) {
+	if c.Parameters == nil {
+		return
+	}
+	p := map[string]any{"name": displayName(c.Instance)}
+	if strings.HasPrefix(c.Instance, "socketToggle") {
+		p["device_class"] = "outlet"
+	}
+	b.add(&entity{component: "switch", role: c.Instance, payload: b.onOff(c.Instance, p)})
+}
+
+func (b *builder) humidifier() {
+	dev := b.p.dev
+	hum, _ := dev.Capability(cloud.InstanceHumidity)
+	r := intRange(hum)
+	dc := "humidifier"
+	if dev.Type == cloud.DeviceDehumidifier {
+		dc = "dehumidifier"
+	}
+	p := map[string]any{
+		"name":                          nil,
+		"device_class":                  dc,
+		"command_topic":                 b.set(cloud.InstancePower),
+		"state_topic":                   b.state,
+		"state_value_template":          "{{ " + stateGet(cloud.InstancePower) + " }}",
+		"payload_on":                    "1",
+		"payload_off":                   "0",
+		"target_humidity_command_topic": b.set(cloud.InstanceHumidity),
+		"target_humidity_state_topic":   b.state,
+		"target_humidity_state_template": "{{ " + stateGet(cloud.InstanceHumidity) + " }}",
+		"min_humidity":                  r.Min,
+		"max_humidity":                  r.Max,
+	}
+	if c, ok := dev.Capability(cloud.InstanceWorkMode); ok {
+		if wm, ok := workModeOf(c); ok {
+			p["modes"] = labels(wm.choices)
+			p["mode_command_topic"] = b.set(c.Instance)
+			p["mode_command_template"] = enumCommandTemplate(wm.choices)
+			p["mode_state_topic"] = b.state
+			p["mode_state_template"] = workModeStateTemplate(c.Instance, wm.choices)
+		}
+	}
+	if b.p.has(cloud.InstanceSensorHumidity) {
+		p["current_humidity_topic"] = b.state
+		p["current_humidity_template"] = "{{ " + stateGet(cloud.InstanceSensorHumidity) + " }}"
+	}
+	b.add(&entity{component: "humidifier", role: roleHumidifier, payload: p})
+}
+
+func (b *builder) fan() {
+	dev := b.p.dev
+	p := map[string]any{
+		"name":                 nil,
+		"command_topic":        b.set(cloud.InstancePower),
+		"state_topic":          b.state,
+		"state_value_template": "{{ " + stateGet(cloud.InstancePower) + " }}",
+		"payload_on":           "1",
+		"payload_off":          "0",
+	}
+	if c, ok := dev.Capability(cloud.InstanceWorkMode); ok {
+		if wm, ok := workModeOf(c); ok {
+			if wm.hasSpeed {
+				n := len(wm.speedValues)
+				levels := map[string]any{}   // level (1..n) → modeValue
+				positions := map[string]any{} // modeValue → level
+				for i, v := range wm.speedValues {
+					levels[strconv.Itoa(i+1)] = v
+					if k, ok := scalarKey(v); ok {
+						positions[k] = i + 1
+					}
+				}
+				mode := strconv.FormatInt(wm.speedMode, 10)
+				p["speed_range_min"] = 1
+				p["speed_range_max"] = n
+				p["percentage_command_topic"] = b.set(c.Instance)
+				p["percentage_command_template"] = "{% set m = " + jval(levels) + " %}" +
+					"{{ {\"workMode\": " + mode + ", \"modeValue\": m[value | string]} | tojson }}"
+				p["percentage_state_topic"] = b.state
+				p["percentage_value_template"] = "{% set s = " + jval(positions) + " %}" +
+					"{% set v = " + stateGet(c.Instance) + " %}" +
+					"{% if v is mapping and v.get(\"workMode\") == " + mode + " %}" +
+					"{{ s.get(v.get(\"modeValue\") | string, \"None\") }}{% else %}None{% endif %}"
+			}
+			if presets := wm.withoutSpeed(); len(presets) > 0 {
+				p["preset_modes"] = labels(presets)
+				p["preset_mode_command_topic"] = b.set(c.Instance)
+				p["preset_mode_command_template"] = enumCommandTemplate(presets)
+				p["preset_mode_state_topic"] = b.state
+				p["preset_mode_value_template"] = workModeStateTemplate(c.Instance, presets)
+			}
+		}
+	}
+	if b.p.has("oscillationToggle") {
+		p["oscillation_command_topic"] = b.set("oscillationToggle")
+		p["oscillation_state_topic"] = b.state
+		p["oscillation_value_template"] = "{{ " + stateGet("oscillationToggle") + " }}"
+		p["payload_oscillation_on"] = "1"
+		p["payload_oscillation_off"] = "0"
+	}
+	b.add(&entity{component: "fan", role: roleFan, payload: p})
+}
+
+// climate: a temperature_setting capability as a thermostat whose modes
+// off/heat are the device's power.
+func (b *builder) climate(c cloud.Capability) {
+	if c.Parameters == nil {
+		return
+	}
+	tf, ok := c.Parameters.Field("temperature")
+	if !ok {
+		return
+	}
+	unit := "Celsius"
+	if uf, ok := c.Parameters.Field("unit"); ok {
+		if s, ok := uf.DefaultValue.(string); ok && s != "" {
+			unit = s
+		}
+	}
+	haUnit := "C"
+	if strings.EqualFold(unit, "Fahrenheit") {
+		haUnit = "F"
+	}
+	name := any(nil)
+	if b.p.light != nil && b.p.light.role == roleLight || b.p.kind != "" || b.countType(cloud.TypeTemperature) > 1 {
+		name = displayName(c.Instance)
+	}
+	// The command is the whole cloud value: defaults of the other members,
+	// the temperature rounded to a whole number and the declared unit.
+	obj := []string{}
+	for _, f := range c.Parameters.Fields {
+		switch f.FieldName {
+		case "temperature":
+			obj = append(obj, "\"temperature\": value | round(0) | int")
+		case "unit":
+			obj = append(obj, "\"unit\": "+jstr(unit))
+		default:
+			if f.DefaultValue != nil {
+				obj = append(obj, jstr(f.FieldName)+": "+jval(f.DefaultValue))
+			}
+		}
+	}
+	p := map[string]any{
+		"name":                         name,
+		"temperature_unit":             haUnit,
+		"temperature_command_topic":    b.set(c.Instance),
+		"temperature_command_template": "{{ {" + strings.Join(obj, ", ") + "} | tojson }}",
+		"temperature_state_topic":      b.state,
+		"temperature_state_template": "{% set v = " + stateGet(c.Instance) + " %}" +
+			"{{ v.get(\"temperature\") if v is mapping else \"None\" }}",
+		"precision": 1.0,
+	}
+	if r := tf.Range; r != nil && r.Max > r.Min {
+		p["min_temp"] = r.Min
+		p["max_temp"] = r.Max
+		p["temp_step"] = r.Step()
+	}
+	if b.p.powerOwner == "climate" {
+		p["modes"] = []any{"off", "heat"}
+		p["mode_command_topic"] = b.set(cloud.InstancePower)
+		p["mode_command_template"] = "{{ 1 if value == \"heat\" else 0 }}"
+		p["mode_state_topic"] = b.state
+		p["mode_state_template"] = "{% set v = " + stateGet(cloud.InstancePower) + " %}" +
+			"{{ \"None\" if v is none else (\"heat\" if v == 1 else \"off\") }}"
+	} else {
+		p["modes"] = []any{"heat"}
+	}
+	if b.p.has(cloud.InstanceSensorTemperature) {
+		p["current_temperature_topic"] = b.state
+		p["current_temperature_template"] = "{{ " + stateGet(cloud.InstanceSensorTemperature) + " }}"
+	}
+	b.add(&entity{component: "climate", role: c.Instance, payload: p})
+}
+
+func (b *builder) countType(t string) int {
+	n := 0
+	for _, c := range b.p.dev.Capabilities {
+		if c.Type == t {
+			n++
+		}
+	}
+	return n
+}
+
+func (b *builder) workModeSelect(c cloud.Capability) {
+	if c.Parameters == nil {
+		return
+	}
+	wm, ok := workModeOf(c)
+	if !ok {
+		return
+	}
+	b.add(&entity{component: "select", role: c.Instance, payload: map[string]any{
+		"name":             displayName(c.Instance),
+		"options":          labels(wm.choices),
+		"command_topic":    b.set(c.Instance),
+		"command_template": enumCommandTemplate(wm.choices),
+		"state_topic":      b.state,
+		"value_template":   workModeStateTemplate(c.Instance, wm.choices),
+	}})
+}
+
+// music: the music mode as a select and its sensitivity as a number. Both
+// send a partial object on set/musicMode; the bridge completes it with the
+// last known value and the definition's defaults (see Complete).
+func (b *builder) music(c cloud.Capability) {
+	if c.Parameters == nil {
+		return
+	}
+	mf, ok := c.Parameters.Field("musicMode")
+	if !ok {
+		return
+	}
+	cs := enumChoices(mf.Options)
+	if len(cs) > 0 {
+		b.add(&entity{component: "select", role: c.Instance, payload: map[string]any{
+			"name":             displayName(c.Instance),
+			"options":          labels(cs),
+			"command_topic":    b.set(c.Instance),
+			"command_template": commandMap(cs) + "{{ {\"musicMode\": m[value]} | tojson }}",
+			"state_topic":      b.state,
+			"value_template": stateMap(cs) + "{% set v = " + stateGet(c.Instance) + " %}" +
+				"{{ s.get(v.get(\"musicMode\") | string, \"None\") if v is mapping else \"None\" }}",
+		}})
+	}
+	if sf, ok := c.Parameters.Field("sensitivity"); ok && sf.Range != nil && sf.Range.Max > sf.Range.Min {
+		p := map[string]any{
+			"name":             "Music sensitivity",
+			"command_topic":    b.set(c.Instance),
+			"command_template": "{{ {\"sensitivity\": value | round(0) | int} | tojson }}",
+			"state_topic":      b.state,
+			"value_template": "{% set v = " + stateGet(c.Instance) + " %}" +
+				"{{ v.get(\"sensitivity\", \"None\") if v is mapping else \"None\" }}",
+			"min":             sf.Range.Min,
+			"max":             sf.Range.Max,
+			"step":            sf.Range.Step(),
+			"mode":            "slider",
+			"entity_category": "config",
+		}
+		if u := unitOf(sf.Unit); u != "" {
+			p["unit_of_measurement"] = u
+		}
+		b.add(&entity{component: "number", role: c.Instance + "_sensitivity", payload: p})
+	}
+}
+
+// segments: one optimistic light per segment, disabled until the user
+// enables it.
+func (b *builder) segments() {
+	sp := segmentPlanOf(b.p.dev)
+	if sp == nil {
+		return
+	}
+	for _, n := range sp.indexes {
+		p := map[string]any{
+			"name":                  "Segment " + strconv.Itoa(n+1),
+			"schema":                "json",
+			"command_topic":         b.cfg.Layout.SegmentSet(b.id, n),
+			"optimistic":            true,
+			"enabled_by_default":    false,
+			"supported_color_modes": sp.modes(),
+			"brightness":            sp.brightness != nil,
+			"flash":                 false,
+			"transition":            false,
+		}
+		if sp.brightness != nil {
+			p["brightness_scale"] = sp.brightness.Max
+		}
+		b.add(&entity{component: "light", role: "segment_" + strconv.Itoa(n), payload: p})
+	}
+}
+
+// sensorSpec is Home Assistant's view of a known property.
+type sensorSpec struct {
+	deviceClass, unit, category string
+}
+
+var sensorSpecs = map[string]sensorSpec{
+	cloud.InstanceSensorTemperature: {"temperature", "°C", ""},
+	cloud.InstanceSensorHumidity:    {"humidity", "%", ""},
+	"carbonDioxideConcentration":    {"carbon_dioxide", "ppm", ""},
+	"pm25":                          {"pm25", "µg/m³", ""},
+	"filterLifeTime":                {"", "%", "diagnostic"},
+	"airQuality":                    {"", "", ""},
+}
+
+func (b *builder) sensor(c cloud.Capability) {
+	spec := sensorSpecs[c.Instance]
+	p := map[string]any{
+		"name":           displayName(c.Instance),
+		"state_topic":    b.state,
+		"value_template": "{{ " + stateGet(c.Instance) + " }}",
+		"state_class":    "measurement",
+	}
+	if spec.deviceClass != "" {
+		p["device_class"] = spec.deviceClass
+	}
+	if spec.unit != "" {
+		p["unit_of_measurement"] = spec.unit
+	}
+	if spec.category != "" {
+		p["entity_category"] = spec.category
+	}
+	b.add(&entity{component: "sensor", role: c.Instance, payload: p})
+}
+
+// event: an event entity per event capability. Every event of the device
+// arrives on one topic (EventPayload); the template keeps this instance's.
+func (b *builder) event(c cloud.Capability) {
+	if c.EventState == nil {
+		return
+	}
+	used := map[string]bool{}
+	var types []any
+	for _, o := range c.EventState.Options {
+		if n := strings.TrimSpace(o.Name); n != "" && !used[n] {
+			used[n] = true
+			types = append(types, n)
+		}
+	}
+	if len(types) == 0 {
+		return
+	}
+	b.add(&entity{component: "event", role: c.Instance, payload: map[string]any{
+		"name":           displayName(c.Instance),
+		"state_topic":    b.cfg.Layout.Event(b.id),
+		"event_types":    types,
+		"value_template": "{{ value if value_json.get(\"instance\") == " + jstr(c.Instance) + " else \"\" }}",
+	}})
+}
+
+// generic maps what no rule above claims by its definition: ENUM → select,
+// INTEGER with a range → number. Scene lists of devices without a light
+// land here too, as selects.
+func (b *builder) generic(c cloud.Capability) {
+	if c.Parameters == nil {
+		return
+	}
+	switch c.Parameters.DataType {
+	case cloud.DataEnum:
+		cs := enumChoices(c.Parameters.Options)
+		if len(cs) == 0 {
+			return
+		}
+		b.add(&entity{component: "select", role: c.Instance, payload: map[string]any{
+			"name":             displayName(c.Instance),
+			"options":          labels(cs),
+			"command_topic":    b.set(c.Instance),
+			"command_template": enumCommandTemplate(cs),
+			"state_topic":      b.state,
+			"value_template":   enumStateTemplate(c.Instance, cs),
+		}})
+	case cloud.DataInteger:
+		r := intRange(c)
+		if r == nil {
+			return
+		}
+		p := map[string]any{
+			"name":           displayName(c.Instance),
+			"command_topic":  b.set(c.Instance),
+			"state_topic":    b.state,
+			"value_template": "{{ " + stateGet(c.Instance) + " }}",
+			"min":            r.Min,
+			"max":            r.Max,
+			"step":           r.Step(),
+			"mode":           "auto",
+		}
+		u := unitOf(c.Parameters.Unit)
+		if c.Instance == cloud.InstanceColorTemperatureK {
+			u = "K"
+		}
+		if u != "" {
+			p["unit_of_measurement"] = u
+		}
+		if u == "%" {
+			p["mode"] = "slider"
+		}
+		if c.Instance == cloud.InstanceColorRGB {
+			p["mode"] = "box"
+		}
+		b.add(&entity{component: "number", role: c.Instance, payload: p})
+	}
+}
+
+// connectivity: whether the cloud reports the device online. It stays
+// available while the device is offline, so it can say so.
+func (b *builder) connectivity() {
+	b.add(&entity{component: "binary_sensor", role: roleOnline, bridgeOnly: true, payload: map[string]any{
+		"name":            "Connectivity",
+		"device_class":    "connectivity",
+		"entity_category": "diagnostic",
+		"state_topic":     b.state,
+		"value_template": "{% set v = " + stateGet(cloud.InstanceOnline) + " %}" +
+			"{{ \"None\" if v is none else (\"ON\" if v else \"OFF\") }}",
+		"payload_on":  "ON",
+		"payload_off": "OFF",
+	}})
+}

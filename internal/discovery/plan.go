@@ -1,0 +1,340 @@
+package discovery
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+
+	"cloud2mqtt/internal/cloud"
+)
+
+// Roles of entities that are not named after one instance.
+const (
+	roleLight      = "light"
+	roleNightlight = "nightlight"
+	roleFan        = "fan"
+	roleHumidifier = "humidifier"
+	roleOnline     = "online"
+)
+
+// maxSegments caps the per-segment light entities of one device: strips
+// report up to 15 segments today, and a definition claiming thousands must
+// not flood Home Assistant.
+const maxSegments = 32
+
+// lightPlan is how a device's JSON light entity maps onto capabilities; the
+// config, the state projection and the command decoding all derive from it,
+// so they cannot disagree.
+type lightPlan struct {
+	role       string
+	name       any // nil: the entity is the device's main feature
+	power      string
+	brightness *cloud.Range
+	rgb        bool
+	ct         *cloud.Range
+	effects    []effect
+}
+
+// effect is one entry of a light's effect list.
+type effect struct {
+	name     string
+	instance string
+	value    any
+}
+
+// modes lists the light's supported color modes, richest first.
+func (l *lightPlan) modes() []string {
+	var m []string
+	if l.rgb {
+		m = append(m, "rgb")
+	}
+	if l.ct != nil {
+		m = append(m, "color_temp")
+	}
+	if len(m) == 0 {
+		if l.brightness != nil {
+			m = append(m, "brightness")
+		} else {
+			m = append(m, "onoff")
+		}
+	}
+	return m
+}
+
+// plan is the analysis of one device: which rich entity owns which
+// capabilities; everything not owned becomes a plain entity.
+type plan struct {
+	dev        cloud.Device
+	light      *lightPlan
+	kind       string // roleFan, roleHumidifier or ""
+	climate    bool   // at least one temperature_setting capability
+	powerOwner string // role of the entity that owns powerSwitch, "" for a switch
+	owned      map[string]bool
+}
+
+func (p *plan) cap(instance string) (cloud.Capability, bool) {
+	return p.dev.Capability(instance)
+}
+
+func (p *plan) has(instance string) bool {
+	_, ok := p.dev.Capability(instance)
+	return ok
+}
+
+// intRange returns the range of an INTEGER capability, nil when it has none.
+func intRange(c cloud.Capability) *cloud.Range {
+	if c.Parameters == nil || c.Parameters.Range == nil {
+		return nil
+	}
+	r := *c.Parameters.Range
+	if r.Max <= r.Min {
+		return nil
+	}
+	return &r
+}
+
+func analyse(dev cloud.Device) *plan {
+	p := &plan{dev: dev, owned: map[string]bool{}}
+	t := dev.Type
+	known := cloud.KnownDeviceType(t)
+	hasColour := p.has(cloud.InstanceColorRGB) || p.has(cloud.InstanceColorTemperatureK)
+	hasWork := p.has(cloud.InstanceWorkMode)
+	for _, c := range dev.Capabilities {
+		if c.Type == cloud.TypeTemperature && c.Parameters != nil {
+			p.climate = true
+		}
+	}
+	_, hasPower := p.cap(cloud.InstancePower)
+
+	isLight := t == cloud.DeviceLight ||
+		(!known && t != "devices.types.fan" && hasColour && !hasWork && !p.climate)
+	switch {
+	case isLight && hasPower:
+		p.light = newLightPlan(p, roleLight, nil, cloud.InstancePower, true)
+		p.powerOwner = roleLight
+	case (t == cloud.DeviceHumidifier || t == cloud.DeviceDehumidifier) && hasPower &&
+		intRange(mustCap(p, cloud.InstanceHumidity)) != nil:
+		p.kind = roleHumidifier
+		p.powerOwner = roleHumidifier
+		p.owned[cloud.InstanceHumidity] = true
+		p.owned[cloud.InstanceWorkMode] = hasWork
+	case (t == "devices.types.fan" || t == cloud.DeviceAirPurifier ||
+		(!known && p.has("oscillationToggle"))) && hasPower:
+		p.kind = roleFan
+		p.powerOwner = roleFan
+		p.owned[cloud.InstanceWorkMode] = hasWork
+		p.owned["oscillationToggle"] = p.has("oscillationToggle")
+	case p.climate && hasPower:
+		p.powerOwner = "climate"
+	}
+	if p.powerOwner != "" {
+		p.owned[cloud.InstancePower] = true
+	}
+	// A non-light device with a coloured nightlight: a light entity whose
+	// power is the nightlight toggle.
+	if p.light == nil && p.has("nightlightToggle") &&
+		(hasColour || p.has(cloud.InstanceBrightness)) {
+		p.light = newLightPlan(p, roleNightlight, "Nightlight", "nightlightToggle", false)
+	}
+	if p.light != nil {
+		p.owned[p.light.power] = true
+		if p.light.brightness != nil {
+			p.owned[cloud.InstanceBrightness] = true
+		}
+		if p.light.rgb {
+			p.owned[cloud.InstanceColorRGB] = true
+		}
+		if p.light.ct != nil {
+			p.owned[cloud.InstanceColorTemperatureK] = true
+		}
+		for _, e := range p.light.effects {
+			p.owned[e.instance] = true
+		}
+	}
+	return p
+}
+
+func mustCap(p *plan, instance string) cloud.Capability {
+	c, _ := p.cap(instance)
+	return c
+}
+
+func newLightPlan(p *plan, role string, name any, power string, withEffects bool) *lightPlan {
+	l := &lightPlan{role: role, name: name, power: power}
+	if c, ok := p.cap(cloud.InstanceBrightness); ok {
+		l.brightness = intRange(c)
+	}
+	if c, ok := p.cap(cloud.InstanceColorRGB); ok && c.Parameters != nil {
+		l.rgb = true
+	}
+	if c, ok := p.cap(cloud.InstanceColorTemperatureK); ok {
+		if r := intRange(c); r != nil && r.Min > 0 {
+			l.ct = r
+		}
+	}
+	if withEffects {
+		l.effects = effectList(p.dev)
+	}
+	return l
+}
+
+// effectList gathers the scene options of a light as effects: static and
+// dynamic light scenes, then DIY scenes, then snapshots. Names are unique
+// (case-insensitively): a later duplicate is marked with its kind, then
+// numbered.
+func effectList(dev cloud.Device) []effect {
+	var out []effect
+	used := map[string]bool{}
+	for _, src := range []struct{ instance, mark string }{
+		{cloud.InstanceLightScene, ""},
+		{cloud.InstanceDIYScene, " (DIY)"},
+		{cloud.InstanceSnapshot, " (Snapshot)"},
+	} {
+		c, ok := dev.Capability(src.instance)
+		if !ok || c.Parameters == nil {
+			continue
+		}
+		for _, o := range c.Parameters.Options {
+			name := strings.TrimSpace(o.Name)
+			if name == "" || o.Value == nil {
+				continue
+			}
+			name = uniqueName(used, name, src.mark)
+			out = append(out, effect{name: name, instance: src.instance, value: o.Value})
+		}
+	}
+	return out
+}
+
+// uniqueName returns name, or name+mark, or name+mark+" (n)", whichever is
+// first unused (case-insensitively), and marks it used.
+func uniqueName(used map[string]bool, name, mark string) string {
+	try := []string{name}
+	if mark != "" {
+		try = append(try, name+mark)
+	}
+	for _, n := range try {
+		if !used[strings.ToLower(n)] {
+			used[strings.ToLower(n)] = true
+			return n
+		}
+	}
+	for i := 2; ; i++ {
+		n := fmt.Sprintf("%s%s (%d)", name, mark, i)
+		if !used[strings.ToLower(n)] {
+			used[strings.ToLower(n)] = true
+			return n
+		}
+	}
+}
+
+// segments returns the segment indexes a segment capability accepts:
+// the segment field's option values, else its element range; capped.
+func segments(c cloud.Capability) []int {
+	f, ok := c.Parameters.Field("segment")
+	if !ok {
+		return nil
+	}
+	var out []int
+	seen := map[int]bool{}
+	add := func(n int) {
+		if n >= 0 && !seen[n] && len(out) < maxSegments {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, o := range f.Options {
+		if v, ok := o.Value.(int64); ok {
+			add(int(v))
+		}
+	}
+	if len(f.Options) == 0 && f.ElementRange != nil {
+		for n := f.ElementRange.Min; n <= f.ElementRange.Max && len(out) < maxSegments; n++ {
+			add(n)
+		}
+	}
+	return out
+}
+
+// names of instances whose humanised form would read badly.
+var knownNames = map[string]string{
+	cloud.InstancePower:              "Power",
+	cloud.InstanceSensorTemperature:  "Temperature",
+	cloud.InstanceSensorHumidity:     "Humidity",
+	"carbonDioxideConcentration":     "Carbon dioxide",
+	"pm25":                           "PM2.5",
+	"filterLifeTime":                 "Filter life",
+	"airQuality":                     "Air quality",
+	"hdmiSource":                     "HDMI source",
+	cloud.InstanceWorkMode:           "Mode",
+	cloud.InstanceMusicMode:          "Music mode",
+	cloud.InstanceLightScene:         "Scene",
+	cloud.InstanceDIYScene:           "DIY scene",
+	cloud.InstanceSnapshot:           "Snapshot",
+	cloud.InstanceColorRGB:           "Colour",
+	cloud.InstanceColorTemperatureK:  "Colour temperature",
+	cloud.InstanceTargetTemperature:  "Target temperature",
+	cloud.InstanceSliderTemperature:  "Water temperature",
+	cloud.InstanceSegmentedColorRGB:  "Segment colour",
+	cloud.InstanceSegmentBrightness:  "Segment brightness",
+	cloud.InstanceHumidity:           "Target humidity",
+	cloud.InstanceBrightness:         "Brightness",
+	"oscillationToggle":              "Oscillation",
+	"nightlightToggle":               "Nightlight",
+	"nightlightScene":                "Nightlight scene",
+}
+
+// displayName names an instance for people: known names, "Socket N" for
+// socketToggleN, else the camelCase split into words without a trailing
+// "Toggle" or "Event".
+func displayName(instance string) string {
+	if n, ok := knownNames[instance]; ok {
+		return n
+	}
+	if rest, ok := strings.CutPrefix(instance, "socketToggle"); ok && rest != "" {
+		return "Socket " + rest
+	}
+	s := instance
+	for _, suf := range []string{"Toggle", "Event"} {
+		if t := strings.TrimSuffix(s, suf); t != "" {
+			s = t
+		}
+	}
+	var b strings.Builder
+	rs := []rune(s)
+	for i, r := range rs {
+		if i > 0 && unicode.IsUpper(r) && (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1])) {
+			b.WriteRune(' ')
+			b.WriteRune(unicode.ToLower(r))
+			continue
+		}
+		if i > 0 && unicode.IsDigit(r) && unicode.IsLetter(rs[i-1]) {
+			b.WriteRune(' ')
+		}
+		if i == 0 {
+			r = unicode.ToUpper(r)
+		}
+		b.WriteRune(r)
+	}
+	if b.Len() == 0 {
+		return instance
+	}
+	return b.String()
+}
+
+// unitOf maps the cloud's unit names onto Home Assistant's units.
+func unitOf(u string) string {
+	switch strings.ToLower(strings.TrimSpace(u)) {
+	case "":
+		return ""
+	case "unit.percent", "percent", "%":
+		return "%"
+	case "unit.celsius", "celsius":
+		return "°C"
+	case "unit.fahrenheit", "fahrenheit":
+		return "°F"
+	case "unit.kelvin", "kelvin":
+		return "K"
+	}
+	return strings.TrimPrefix(u, "unit.")
+}
