@@ -95,7 +95,7 @@ type MQTT struct {
 	CAFile       string `env:"MQTT_CA_FILE" doc:"PEM file of the CA(s) the broker's certificate is checked against; empty = the system's CAs"`
 	CertFile     string `env:"MQTT_CERT_FILE" doc:"PEM client certificate for TLS client authentication; together with MQTT_KEY_FILE"`
 	KeyFile      string `env:"MQTT_KEY_FILE" doc:"PEM private key of MQTT_CERT_FILE"`
-	ClientID     string `env:"MQTT_CLIENT_ID" doc:"MQTT client id; empty = a stable id derived from the base topic"`
+	ClientID     string `env:"MQTT_CLIENT_ID" doc:"MQTT client id; empty = a stable id chosen by the bridge"`
 	BaseTopic    string `env:"MQTT_BASE_TOPIC" envDefault:"cloud2mqtt" doc:"Topic every bridge topic is under; no + or #, no leading or trailing /"`
 }
 

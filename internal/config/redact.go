@@ -1,6 +1,8 @@
 package config
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -49,6 +51,49 @@ func (s Secret) Format(f fmt.State, verb rune) {
 // MarshalText makes encoding/json and friends print the redacted form.
 func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// MarshalJSON writes the redacted settings as one object keyed by variable,
+// for code that logs or serves the config through encoding/json (URLs may
+// hold a password in their user info, which the plain fields would print).
+func (c Config) MarshalJSON() ([]byte, error) { return rowsJSON(c.Table()) }
+
+// MarshalJSON writes the group's redacted settings, like Config's.
+func (g Cloud) MarshalJSON() ([]byte, error) { return rowsJSON(groupRows(g)) }
+
+// MarshalJSON writes the group's redacted settings, like Config's.
+func (g MQTT) MarshalJSON() ([]byte, error) { return rowsJSON(groupRows(g)) }
+
+func rowsJSON(rows [][2]string) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, row := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(row[0])
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(row[1])
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func groupRows(g any) [][2]string {
+	fields := walk(g)
+	rows := make([][2]string, len(fields))
+	for i, f := range fields {
+		rows[i] = [2]string{f.v.Name, display(f)}
+	}
+	return rows
+}
+
 // MarshalZerologObject writes every setting, secrets redacted, as fields named
 // after their variables: log.Info().EmbedObject(cfg) or .Object("config", cfg).
 func (c Config) MarshalZerologObject(e *zerolog.Event) {
@@ -58,9 +103,13 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 }
 
 // String is every setting as NAME=value pairs, secrets redacted.
-func (c Config) String() string {
+func (c Config) String() string { return rowsString(c.Table()) }
+
+// rowsString renders rows as NAME=value pairs, quoting values that are empty
+// or would be ambiguous.
+func rowsString(rows [][2]string) string {
 	var b strings.Builder
-	for i, row := range c.Table() {
+	for i, row := range rows {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
@@ -122,18 +171,7 @@ func formatGroup(f fmt.State, verb rune, g group) {
 	_, _ = io.WriteString(f, g.String())
 }
 
-func groupString(g any) string {
-	var b strings.Builder
-	for i, f := range walk(g) {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(f.v.Name)
-		b.WriteByte('=')
-		b.WriteString(strconv.Quote(display(f)))
-	}
-	return b.String()
-}
+func groupString(g any) string { return rowsString(groupRows(g)) }
 
 // Table is every setting in Vars order as {variable, value} rows, secrets
 // redacted, for the -check report and the startup log. A secret's row says
