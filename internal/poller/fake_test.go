@@ -1,0 +1,326 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/scheduler"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// call is one request the fake scheduler accepted.
+type call struct {
+	kind   string // "state", "list", "scenes", "diy"
+	prio   scheduler.Priority
+	device string
+	at     time.Time
+}
+
+// fakeScheduler records every request with its instant and answers it from
+// another goroutine after latency, like the real scheduler.
+type fakeScheduler struct {
+	mu      sync.Mutex
+	calls   []call
+	latency time.Duration
+
+	list    []cloud.Device
+	listErr []error // consumed one per list request before list is answered
+
+	// state answers a read of a device; nil: online with power on.
+	state  func(device string, n int) (cloud.DeviceState, error)
+	nState map[string]int
+
+	scenes map[string][]cloud.Option // by device: light scenes
+	diy    map[string][]cloud.Option
+	reject error // returned by every submission while set
+}
+
+func newFake(devs ...cloud.Device) *fakeScheduler {
+	return &fakeScheduler{list: devs, nState: map[string]int{}, scenes: map[string][]cloud.Option{}, diy: map[string][]cloud.Option{}}
+}
+
+func (f *fakeScheduler) answer(report func()) {
+	go func() {
+		if f.latency > 0 {
+			time.Sleep(f.latency)
+		}
+		report()
+	}()
+}
+
+func (f *fakeScheduler) State(sku, device string, p scheduler.Priority, report func(cloud.DeviceState, error)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.reject != nil {
+		return f.reject
+	}
+	f.calls = append(f.calls, call{"state", p, device, time.Now()})
+	n := f.nState[device]
+	f.nState[device]++
+	var st cloud.DeviceState
+	var err error
+	if f.state != nil {
+		st, err = f.state(device, n)
+	} else {
+		st = mkState(sku, device, true, map[string]any{cloud.InstancePower: 1})
+	}
+	f.answer(func() { report(st, err) })
+	return nil
+}
+
+func (f *fakeScheduler) ListDevices(report func([]cloud.Device, error)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.reject != nil {
+		return f.reject
+	}
+	f.calls = append(f.calls, call{kind: "list", prio: scheduler.PriorityRefresh, at: time.Now()})
+	if len(f.listErr) > 0 {
+		err := f.listErr[0]
+		f.listErr = f.listErr[1:]
+		f.answer(func() { report(nil, err) })
+		return nil
+	}
+	list := append([]cloud.Device(nil), f.list...)
+	f.answer(func() { report(list, nil) })
+	return nil
+}
+
+func (f *fakeScheduler) Scenes(sku, device string, report func(cloud.Scenes, error)) error {
+	return f.sceneCall("scenes", sku, device, f.scenes, report)
+}
+
+func (f *fakeScheduler) DIYScenes(sku, device string, report func(cloud.Scenes, error)) error {
+	return f.sceneCall("diy", sku, device, f.diy, report)
+}
+
+func (f *fakeScheduler) sceneCall(kind, sku, device string, src map[string][]cloud.Option, report func(cloud.Scenes, error)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.reject != nil {
+		return f.reject
+	}
+	f.calls = append(f.calls, call{kind, scheduler.PriorityRefresh, device, time.Now()})
+	sc := cloud.Scenes{SKU: sku, Device: device, Capabilities: []cloud.Capability{{
+		Type: cloud.TypeDynamicScene, Instance: cloud.InstanceLightScene,
+		Parameters: &cloud.Parameters{DataType: cloud.DataEnum, Options: append([]cloud.Option(nil), src[device]...)},
+	}}}
+	f.answer(func() { report(sc, nil) })
+	return nil
+}
+
+func (f *fakeScheduler) setList(devs ...cloud.Device) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.list = devs
+}
+
+func (f *fakeScheduler) setState(fn func(device string, n int) (cloud.DeviceState, error)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.state = fn
+}
+
+// reads returns the state reads of device (every device if ""), in order.
+func (f *fakeScheduler) reads(device string) []call {
+	return f.filter(func(c call) bool { return c.kind == "state" && (device == "" || c.device == device) })
+}
+
+func (f *fakeScheduler) filter(keep func(call) bool) []call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []call
+	for _, c := range f.calls {
+		if keep(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (f *fakeScheduler) count(kind string) int {
+	return len(f.filter(func(c call) bool { return c.kind == kind }))
+}
+
+// event is one call the consumer received.
+type event struct {
+	kind          string // "devices", "state", "unreachable", "scenes"
+	device        string
+	online        bool
+	changed       map[string]any
+	all, add, rem []string
+	light, diy    int
+	err           error
+	at            time.Time
+}
+
+type fakeConsumer struct {
+	mu     sync.Mutex
+	events []event
+}
+
+func ids(devs []cloud.Device) []string {
+	out := []string{}
+	for _, d := range devs {
+		out = append(out, d.Device)
+	}
+	return out
+}
+
+func (c *fakeConsumer) add(e event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.at = time.Now()
+	c.events = append(c.events, e)
+}
+
+func (c *fakeConsumer) Devices(all, added, removed []cloud.Device) {
+	c.add(event{kind: "devices", all: ids(all), add: ids(added), rem: ids(removed)})
+}
+
+func (c *fakeConsumer) State(dev cloud.Device, online bool, changed map[string]any) {
+	c.add(event{kind: "state", device: dev.Device, online: online, changed: maps.Clone(changed)})
+}
+
+func (c *fakeConsumer) Unreachable(dev cloud.Device, err error) {
+	c.add(event{kind: "unreachable", device: dev.Device, err: err})
+}
+
+func (c *fakeConsumer) Scenes(dev cloud.Device, light, diy []cloud.Option) {
+	c.add(event{kind: "scenes", device: dev.Device, light: len(light), diy: len(diy)})
+}
+
+func (c *fakeConsumer) of(kind, device string) []event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []event
+	for _, e := range c.events {
+		if e.kind == kind && (device == "" || e.device == device) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// dev returns a light with power and brightness, and the scene capabilities
+// when scenes is true.
+func dev(id string, scenes bool) cloud.Device {
+	d := cloud.Device{SKU: "H6072", Device: id, Name: "lamp " + id, Type: cloud.DeviceLight, Capabilities: []cloud.Capability{
+		{Type: cloud.TypeOnOff, Instance: cloud.InstancePower, Parameters: &cloud.Parameters{DataType: cloud.DataEnum}},
+		{Type: cloud.TypeRange, Instance: cloud.InstanceBrightness, Parameters: &cloud.Parameters{DataType: cloud.DataInteger, Range: &cloud.Range{Min: 1, Max: 100}}},
+	}}
+	if scenes {
+		d.Capabilities = append(d.Capabilities,
+			cloud.Capability{Type: cloud.TypeDynamicScene, Instance: cloud.InstanceLightScene, Parameters: &cloud.Parameters{DataType: cloud.DataEnum}},
+			cloud.Capability{Type: cloud.TypeDynamicScene, Instance: cloud.InstanceDIYScene, Parameters: &cloud.Parameters{DataType: cloud.DataEnum}},
+		)
+	}
+	return d
+}
+
+func devs(n int) []cloud.Device {
+	out := make([]cloud.Device, n)
+	for i := range out {
+		out[i] = dev(fmt.Sprintf("D%02d", i), false)
+	}
+	return out
+}
+
+// mkState builds a state answer; values are normalised.
+func mkState(sku, device string, online bool, values map[string]any) cloud.DeviceState {
+	st := cloud.DeviceState{SKU: sku, Device: device, Capabilities: []cloud.CapabilityState{
+		{Type: cloud.TypeOnline, Instance: cloud.InstanceOnline, State: cloud.StateValue{Value: online}},
+	}}
+	for k, v := range values {
+		st.Capabilities = append(st.Capabilities, cloud.CapabilityState{Type: cloud.TypeRange, Instance: k, State: cloud.StateValue{Value: cloud.NormalizeValue(v)}})
+	}
+	return st
+}
+
+var errDevice = errors.New("fake: device did not answer")
+
+// logBuffer collects the poller's log lines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *logBuffer) contains(s string) bool { return strings.Contains(l.String(), s) }
+
+// harness runs a poller in the test's bubble; stop ends it and waits.
+type harness struct {
+	p    *Poller
+	f    *fakeScheduler
+	c    *fakeConsumer
+	logs *logBuffer
+	t0   time.Time
+	stop func()
+}
+
+func start(t *testing.T, f *fakeScheduler, cfg Config) *harness {
+	t.Helper()
+	c := &fakeConsumer{}
+	logs := &logBuffer{}
+	p := New(f, c, cfg, zerolog.New(logs))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	h := &harness{p: p, f: f, c: c, logs: logs, t0: time.Now()}
+	go func() { done <- p.Run(ctx) }()
+	var once sync.Once
+	h.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(h.stop)
+	return h
+}
+
+// outcome records a done callback's call for the test goroutine.
+type outcome struct {
+	mu    sync.Mutex
+	calls int
+	err   error
+	at    time.Time
+}
+
+func (o *outcome) done(err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls++
+	o.err, o.at = err, time.Now()
+}
+
+// get returns when done was last called and with what; once is false
+// unless it was called exactly once.
+func (o *outcome) get() (at time.Time, once bool, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.at, o.calls == 1, o.err
+}

@@ -1,0 +1,958 @@
+// Package poller decides when each device's state, the device list and the
+// scenes are read, and is the single store of every device's last known
+// values: it hands only what changed to its Consumer (the MQTT side).
+//
+// It never talks to the cloud itself: every request goes through the
+// scheduler, which owns the request budgets and retries single requests.
+// The poller owns timing: reads spread evenly over the interval, an interval
+// planned for a daily limit, debounced confirming reads after commands, and
+// back-off for offline and failing devices. It knows nothing of MQTT.
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/scheduler"
+)
+
+// Scheduler is what the poller needs of internal/scheduler. Each report is
+// called exactly once, from another goroutine, unless the call returns an
+// error: then the request was not accepted (overload, shutdown) and report
+// is never called.
+type Scheduler interface {
+	State(sku, device string, p scheduler.Priority, report func(cloud.DeviceState, error)) error
+	ListDevices(report func([]cloud.Device, error)) error
+	Scenes(sku, device string, report func(cloud.Scenes, error)) error
+	DIYScenes(sku, device string, report func(cloud.Scenes, error)) error
+}
+
+// Consumer receives what the poller learns. Its methods are called from the
+// poller's goroutine, one at a time and in order, and must not block (hand
+// over to a queue); they may call the poller's methods. Slices and maps
+// passed in are the consumer's to keep but must not be modified.
+type Consumer interface {
+	// Devices is called after the first device list and whenever the list
+	// changes (devices, names, capability definitions): all is the list in
+	// the cloud's order, added and removed are the devices that came and went.
+	Devices(all, added, removed []cloud.Device)
+	// State is called with the values that changed (all of them on the
+	// first read) and whenever online changes, also when nothing else did.
+	// online false means the values are historical.
+	State(dev cloud.Device, online bool, changed map[string]any)
+	// Unreachable is called once after FailuresBeforeUnreachable reads in a
+	// row failed; the next good read calls State.
+	Unreachable(dev cloud.Device, err error)
+	// Scenes is called after a scene fetch that changed the device's light
+	// scenes or DIY scenes (and after the first one): both lists, nil for a
+	// kind the device does not have.
+	Scenes(dev cloud.Device, light, diy []cloud.Option)
+}
+
+// MinInterval is the shortest poll interval: the cloud allows 30 state
+// reads a minute per device, one every 2 s. No device is ever read more
+// often than this, whatever the reason for the read.
+const MinInterval = 2 * time.Second
+
+// Defaults of Config.
+const (
+	DefaultInterval                  = 60 * time.Second
+	DefaultListInterval              = 10 * time.Minute
+	DefaultSceneInterval             = 6 * time.Hour
+	DefaultConfirmDelay              = 2 * time.Second
+	DefaultOfflineMaxInterval        = 10 * time.Minute
+	DefaultFailuresBeforeUnreachable = 3
+)
+
+// confirmWindow bounds the debounce of confirming reads: a burst of commands
+// is confirmed no later than confirmWindow × ConfirmDelay after its first.
+const confirmWindow = 3
+
+// First retry of a failed device list and of failed scene fetches; each
+// further failure doubles it, up to ListInterval and SceneInterval.
+const (
+	listRetry     = 10 * time.Second
+	listAuthRetry = time.Minute // a wrong API key stays wrong: no faster than this
+	sceneRetry    = time.Minute
+)
+
+// Config tunes the poller. Zero fields take the defaults above.
+type Config struct {
+	// Interval is how often each online device is read (POLL_INTERVAL).
+	// Below MinInterval it is raised to MinInterval, with a warning.
+	Interval time.Duration
+	// DailyLimit is the account's request limit per day (CLOUD_DAILY_LIMIT),
+	// 0 for none. With a limit the interval is planned by PlanInterval.
+	DailyLimit int
+	// CommandsPerDay is how many commands a day the DailyLimit plan keeps
+	// room for, each with its confirming read. Default DailyLimit/20, which
+	// with their reads is 10 % of the limit.
+	CommandsPerDay int
+	// ListInterval is how often the device list is refreshed.
+	ListInterval time.Duration
+	// SceneInterval is how often each device's scenes are refreshed.
+	SceneInterval time.Duration
+	// ConfirmDelay is how long after the last of a burst of commands the
+	// confirming read is made.
+	ConfirmDelay time.Duration
+	// OfflineMaxInterval caps the back-off of offline and failing devices.
+	OfflineMaxInterval time.Duration
+	// FailuresBeforeUnreachable is how many reads in a row must fail before
+	// the device is reported unreachable.
+	FailuresBeforeUnreachable int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Interval <= 0 {
+		c.Interval = DefaultInterval
+	}
+	c.Interval = max(c.Interval, MinInterval)
+	c.DailyLimit = max(c.DailyLimit, 0)
+	if c.ListInterval <= 0 {
+		c.ListInterval = DefaultListInterval
+	}
+	if c.SceneInterval <= 0 {
+		c.SceneInterval = DefaultSceneInterval
+	}
+	if c.ConfirmDelay <= 0 {
+		c.ConfirmDelay = DefaultConfirmDelay
+	}
+	if c.OfflineMaxInterval <= 0 {
+		c.OfflineMaxInterval = DefaultOfflineMaxInterval
+	}
+	if c.FailuresBeforeUnreachable <= 0 {
+		c.FailuresBeforeUnreachable = DefaultFailuresBeforeUnreachable
+	}
+	return c
+}
+
+func (c Config) commandsPerDay() int {
+	if c.CommandsPerDay > 0 {
+		return c.CommandsPerDay
+	}
+	return c.DailyLimit / 20
+}
+
+// Errors returned by the request methods; test with errors.Is.
+var (
+	ErrStopped       = errors.New("poller: not running: the bridge is shutting down")
+	ErrUnknownDevice = errors.New("poller: unknown device")
+	ErrNoScenes      = errors.New("poller: device has no scene capabilities")
+	ErrRemoved       = errors.New("poller: device was removed from the device list")
+)
+
+// Stats is a snapshot of the poller for metrics and the health endpoint.
+type Stats struct {
+	Devices     int           // devices in the list
+	Offline     int           // devices whose last read said offline
+	Unreachable int           // devices whose last FailuresBeforeUnreachable reads failed
+	Interval    time.Duration // current poll interval of online devices
+	Reads       uint64        // state reads completed since start, ok or not
+	ReadErrors  uint64        // of which failed
+	Plan        Plan          // the arithmetic behind Interval
+}
+
+type key struct{ sku, device string }
+
+func keyOf(d cloud.Device) key { return key{d.SKU, d.Device} }
+
+// device is everything the poller knows and plans about one device.
+// Guarded by Poller.mu.
+type device struct {
+	dev cloud.Device
+
+	values      map[string]any
+	optimistic  map[string]uint64 // instance → seq of the SetOptimistic that set it
+	online      bool
+	known       bool // a read succeeded
+	failures    int  // failed reads in a row
+	unreachable bool
+	streak      int // offline or failed reads in a row: the back-off
+
+	nextPoll     time.Time
+	lastSent     time.Time
+	sentSeq      uint64 // seq when the read in flight was sent
+	inFlight     bool
+	confirmFirst time.Time // first Confirm of the pending burst
+	confirmDue   time.Time // zero: no confirm pending
+	readNow      bool
+	readWaiters  []func(error) // ReadNow callers of the read not yet sent
+	flightWaiter []func(error) // ReadNow callers of the read in flight
+
+	light, diy     []cloud.Option
+	scenesKnown    bool
+	nextScenes     time.Time
+	scenesWanted   bool // RefreshScenes asked for a round
+	scenesPending  int  // fetches of the round in flight
+	roundLight     []cloud.Option
+	roundDIY       []cloud.Option
+	roundLightOK   bool
+	roundDIYOK     bool
+	roundErr       error
+	sceneFailures  int
+	sceneWaiters   []func(error) // RefreshScenes callers of the next round
+	sceneInFlightW []func(error) // RefreshScenes callers of the round in flight
+}
+
+func (d *device) hasLight() bool { _, ok := d.dev.Capability(cloud.InstanceLightScene); return ok }
+func (d *device) hasDIY() bool   { _, ok := d.dev.Capability(cloud.InstanceDIYScene); return ok }
+
+// Poller reads devices on a schedule through a Scheduler and reports changes
+// to a Consumer. Create it with New and start it with Run; its methods are
+// safe for concurrent use.
+type Poller struct {
+	s   Scheduler
+	c   Consumer
+	cfg Config
+	log zerolog.Logger
+
+	kick chan struct{}
+
+	qmu     sync.Mutex
+	queue   []func(now time.Time) // results from the scheduler, applied by the loop
+	qclosed bool
+
+	mu       sync.Mutex
+	running  bool
+	stopped  bool
+	seq      uint64
+	interval time.Duration
+	plan     Plan
+	devices  map[key]*device
+	list     []cloud.Device // the last list, cloud order, without duplicates
+	listed   bool           // a list has arrived
+
+	nextList      time.Time
+	listInFlight  bool
+	listFailures  int
+	listWanted    bool
+	listWaiters   []func(error)
+	listInFlightW []func(error)
+
+	progress   time.Time
+	reads      uint64
+	readErrors uint64
+
+	effects []func() // consumer calls and callbacks, run by the loop after unlocking
+}
+
+// New returns a poller that asks s for every request and tells c what
+// changed. Nothing happens before Run.
+func New(s Scheduler, c Consumer, cfg Config, log zerolog.Logger) *Poller {
+	if cfg.Interval > 0 && cfg.Interval < MinInterval {
+		log.Warn().Stringer("configured", cfg.Interval).Stringer("used", MinInterval).
+			Msg("poller: POLL_INTERVAL is below the cloud's limit of one state read per device every 2 s; using 2 s")
+	}
+	cfg = cfg.withDefaults()
+	interval, plan := PlanInterval(0, cfg)
+	return &Poller{
+		s: s, c: c, cfg: cfg, log: log,
+		kick:     make(chan struct{}, 1),
+		interval: interval,
+		plan:     plan,
+		devices:  make(map[key]*device),
+	}
+}
+
+// Run reads the device list and then the devices until ctx ends. It
+// returns nil once ctx is done and the poller has stopped; requests still
+// waiting get ErrStopped. Reports of requests in flight that arrive later
+// are dropped. Run may be called once.
+func (p *Poller) Run(ctx context.Context) error {
+	p.mu.Lock()
+	if p.running || p.stopped {
+		p.mu.Unlock()
+		return errors.New("poller: Run called twice; create a new poller instead")
+	}
+	p.running = true
+	now := time.Now()
+	p.progress = now
+	p.nextList = now
+	p.mu.Unlock()
+
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			p.stop()
+			return nil
+		case <-p.kick:
+		case <-timer.C:
+		}
+		wake := p.cycle()
+		timer.Reset(time.Until(wake))
+	}
+}
+
+// cycle applies the scheduler's reports, sends what is due and calls the
+// consumer; it returns when it next has something to do.
+func (p *Poller) cycle() time.Time {
+	p.qmu.Lock()
+	q := p.queue
+	p.queue = nil
+	p.qmu.Unlock()
+
+	p.mu.Lock()
+	now := time.Now()
+	for _, apply := range q {
+		apply(now)
+	}
+	wake := p.step(now)
+	effects := p.effects
+	p.effects = nil
+	p.mu.Unlock()
+
+	for _, f := range effects {
+		f()
+	}
+	return wake
+}
+
+// stop fails every waiting request and drops later reports.
+func (p *Poller) stop() {
+	p.qmu.Lock()
+	p.qclosed = true
+	p.queue = nil
+	p.qmu.Unlock()
+
+	p.mu.Lock()
+	p.stopped = true
+	var waiters []func(error)
+	waiters = append(waiters, p.listWaiters...)
+	waiters = append(waiters, p.listInFlightW...)
+	p.listWaiters, p.listInFlightW = nil, nil
+	for _, d := range p.devices {
+		waiters = append(waiters, d.readWaiters...)
+		waiters = append(waiters, d.flightWaiter...)
+		waiters = append(waiters, d.sceneWaiters...)
+		waiters = append(waiters, d.sceneInFlightW...)
+		d.readWaiters, d.flightWaiter, d.sceneWaiters, d.sceneInFlightW = nil, nil, nil, nil
+	}
+	p.mu.Unlock()
+	for _, w := range waiters {
+		w(ErrStopped)
+	}
+}
+
+// post hands a scheduler report to the loop; it never blocks.
+func (p *Poller) post(apply func(now time.Time)) {
+	p.qmu.Lock()
+	if !p.qclosed {
+		p.queue = append(p.queue, apply)
+	}
+	p.qmu.Unlock()
+	p.wake()
+}
+
+func (p *Poller) wake() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// emit queues a consumer call or callback for after the lock is released.
+func (p *Poller) emit(f func()) { p.effects = append(p.effects, f) }
+
+func (p *Poller) emitDone(waiters []func(error), err error) {
+	for _, w := range waiters {
+		p.emit(func() { w(err) })
+	}
+}
+
+// step sends every request that is due and returns the earliest instant
+// something else falls due. Called with p.mu held.
+func (p *Poller) step(now time.Time) time.Time {
+	if !p.listInFlight && (p.listWanted || !now.Before(p.nextList)) {
+		p.sendList(now)
+	}
+	wake := now.Add(day)
+	if !p.listInFlight {
+		wake = earliest(wake, p.nextList)
+	}
+	for _, d := range p.orderedDevices() {
+		if t, ok := p.stepRead(now, d); ok {
+			wake = earliest(wake, t)
+		}
+		if t, ok := p.stepScenes(now, d); ok {
+			wake = earliest(wake, t)
+		}
+	}
+	return wake
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// orderedDevices returns the devices in list order, so that reads falling due
+// at the same instant go out in a stable order.
+func (p *Poller) orderedDevices() []*device {
+	out := make([]*device, 0, len(p.list))
+	for _, dev := range p.list {
+		if d := p.devices[keyOf(dev)]; d != nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// stepRead sends the device's state read if one is due, and returns when
+// the next one is (ok false: nothing until the read in flight completes).
+func (p *Poller) stepRead(now time.Time, d *device) (time.Time, bool) {
+	if d.inFlight {
+		return time.Time{}, false
+	}
+	due := d.nextPoll
+	if !d.confirmDue.IsZero() && d.confirmDue.Before(due) {
+		due = d.confirmDue
+	}
+	if d.readNow {
+		due = now
+	}
+	// Whatever the reason, never two reads of a device closer than the
+	// cloud's per-device limit allows.
+	if !d.lastSent.IsZero() {
+		due = latest(due, d.lastSent.Add(MinInterval))
+	}
+	if due.After(now) {
+		return due, true
+	}
+
+	prio := scheduler.PriorityPoll
+	if d.readNow || (!d.confirmDue.IsZero() && !d.confirmDue.After(now)) {
+		prio = scheduler.PriorityConfirm
+		d.confirmDue, d.confirmFirst = time.Time{}, time.Time{}
+	}
+	waiters := d.readWaiters
+	d.readNow, d.readWaiters = false, nil
+	p.seq++
+	sentSeq := p.seq
+	err := p.s.State(d.dev.SKU, d.dev.Device, prio, func(st cloud.DeviceState, err error) {
+		p.post(func(now time.Time) { p.onState(now, d, st, err) })
+	})
+	if err != nil {
+		// Not accepted (overload, shutdown): the device is not at fault, so
+		// no failure is counted; try again one interval later.
+		p.log.Debug().Err(err).Stringer("device", d.dev).Msg("poller: state read not accepted")
+		d.nextPoll = now.Add(p.interval)
+		p.emitDone(waiters, fmt.Errorf("poller: read %s: %w", d.dev, err))
+		return d.nextPoll, true
+	}
+	d.inFlight = true
+	d.lastSent = now
+	d.sentSeq = sentSeq
+	d.flightWaiter = waiters
+	return time.Time{}, false
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// onState applies a state read's outcome.
+func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err error) {
+	p.progress = now
+	p.reads++
+	d.inFlight = false
+	waiters := d.flightWaiter
+	d.flightWaiter = nil
+	if p.devices[keyOf(d.dev)] != d {
+		p.emitDone(waiters, fmt.Errorf("poller: read %s: %w", d.dev, ErrRemoved))
+		return
+	}
+	if err != nil {
+		p.readErrors++
+		d.failures++
+		d.streak++
+		p.log.Debug().Err(err).Stringer("device", d.dev).Int("failures", d.failures).Msg("poller: state read failed")
+		if d.failures >= p.cfg.FailuresBeforeUnreachable && !d.unreachable {
+			d.unreachable = true
+			p.log.Warn().Err(err).Stringer("device", d.dev).Int("failures", d.failures).
+				Msg("poller: device unreachable; reading it less often until a read succeeds")
+			dev := d.dev
+			p.emit(func() { p.c.Unreachable(dev, err) })
+		}
+	} else {
+		p.applyState(d, st)
+	}
+	// Every read, whatever its reason, puts the next periodic read one
+	// interval later: a confirming read takes the periodic read's place.
+	d.nextPoll = latest(d.lastSent.Add(p.deviceInterval(d)), now.Add(MinInterval))
+	p.emitDone(waiters, wrapRead(d.dev, err))
+}
+
+func wrapRead(dev cloud.Device, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("poller: read %s: %w", dev, err)
+}
+
+// applyState stores a good read and tells the consumer what changed.
+func (p *Poller) applyState(d *device, st cloud.DeviceState) {
+	online, ok := st.Online()
+	if !ok {
+		online = true // no online capability: the values are all we know
+	}
+	first := !d.known
+	changed := make(map[string]any)
+	for inst, v := range st.Values() {
+		if seq, ok := d.optimistic[inst]; ok {
+			if d.sentSeq < seq {
+				// Sent before the command whose optimistic value is stored:
+				// it cannot know of it. The confirming read decides.
+				continue
+			}
+			delete(d.optimistic, inst)
+		}
+		old, had := d.values[inst]
+		if first || !had || !cloud.Equal(old, v) {
+			changed[inst] = v
+			d.values[inst] = v
+		}
+	}
+	onlineChanged := first || d.unreachable || online != d.online
+	if d.unreachable {
+		p.log.Info().Stringer("device", d.dev).Msg("poller: device reachable again")
+	}
+	if online != d.online && d.known {
+		p.log.Info().Stringer("device", d.dev).Bool("online", online).Msg("poller: device online state changed")
+	}
+	d.known, d.online = true, online
+	d.failures, d.unreachable = 0, false
+	if online {
+		d.streak = 0
+	} else {
+		d.streak++
+	}
+	if len(changed) > 0 || onlineChanged {
+		dev := d.dev
+		p.emit(func() { p.c.State(dev, online, changed) })
+	}
+}
+
+// deviceInterval is the device's current interval: the poll interval, or
+// for a device offline or failing n reads in a row, the interval doubled
+// n-1 times, up to OfflineMaxInterval (never below the poll interval).
+func (p *Poller) deviceInterval(d *device) time.Duration {
+	return backoff(p.interval, max(p.cfg.OfflineMaxInterval, p.interval), d.streak)
+}
+
+// backoff is base after n ≤ 1 failures, doubled for each further one, capped at limit.
+func backoff(base, limit time.Duration, n int) time.Duration {
+	d := base
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// sendList asks for the device list.
+func (p *Poller) sendList(now time.Time) {
+	waiters := p.listWaiters
+	p.listWaiters, p.listWanted = nil, false
+	err := p.s.ListDevices(func(list []cloud.Device, err error) {
+		p.post(func(now time.Time) { p.onList(now, list, err) })
+	})
+	if err != nil {
+		p.listInFlightW = waiters
+		p.onList(now, nil, fmt.Errorf("poller: device list not accepted: %w", err))
+		return
+	}
+	p.listInFlight = true
+	p.listInFlightW = waiters
+}
+
+// onList applies a device list: new devices are scheduled, removed ones
+// dropped, and the consumer told when anything changed.
+func (p *Poller) onList(now time.Time, list []cloud.Device, err error) {
+	p.progress = now
+	p.listInFlight = false
+	waiters := p.listInFlightW
+	p.listInFlightW = nil
+	if err != nil {
+		p.listFailures++
+		retry := backoff(listRetry, p.cfg.ListInterval, p.listFailures)
+		if cloud.IsAuth(err) {
+			retry = max(retry, listAuthRetry)
+		}
+		p.nextList = now.Add(retry)
+		ev := p.log.Warn()
+		if p.listed {
+			ev = p.log.Info() // we have a list; it is only getting older
+		}
+		ev.Err(err).Int("failures", p.listFailures).Stringer("retry_in", retry).
+			Msg("poller: reading the device list failed; check CLOUD_API_KEY if this says unauthorized")
+		p.emitDone(waiters, fmt.Errorf("poller: refresh device list: %w", err))
+		return
+	}
+	p.listFailures = 0
+	p.nextList = now.Add(p.cfg.ListInterval)
+
+	var (
+		all     []cloud.Device
+		added   []cloud.Device
+		removed []cloud.Device
+		changed bool
+		seen    = make(map[key]bool, len(list))
+	)
+	for _, dev := range list {
+		k := keyOf(dev)
+		if dev.SKU == "" || dev.Device == "" {
+			p.log.Warn().Str("sku", dev.SKU).Str("device", dev.Device).Msg("poller: ignoring a listed device without sku or id")
+			continue
+		}
+		if seen[k] {
+			p.log.Warn().Stringer("device", dev).Msg("poller: device listed twice; keeping the first")
+			continue
+		}
+		seen[k] = true
+		all = append(all, dev)
+		d := p.devices[k]
+		if d == nil {
+			added = append(added, dev)
+			continue
+		}
+		if !reflect.DeepEqual(d.dev, dev) {
+			changed = true
+			hadScenes := d.hasLight() || d.hasDIY()
+			d.dev = dev
+			if !hadScenes && (d.hasLight() || d.hasDIY()) {
+				d.nextScenes = now
+			}
+		}
+	}
+	for _, old := range p.list {
+		k := keyOf(old)
+		if seen[k] {
+			continue
+		}
+		d := p.devices[k]
+		removed = append(removed, d.dev)
+		delete(p.devices, k)
+		p.emitDone(slices.Concat(d.readWaiters, d.sceneWaiters), fmt.Errorf("poller: %s: %w", d.dev, ErrRemoved))
+		d.readWaiters, d.sceneWaiters = nil, nil
+	}
+	first := !p.listed
+	p.listed = true
+	p.list = all
+	if len(added) > 0 || len(removed) > 0 || first {
+		p.replan(len(all))
+	}
+	// Spread the new devices' first reads evenly over one interval: device i
+	// of n at i×interval/n from now, so a start is no burst.
+	for i, dev := range added {
+		off := p.interval * time.Duration(i) / time.Duration(len(added))
+		p.devices[keyOf(dev)] = &device{
+			dev:        dev,
+			values:     make(map[string]any),
+			optimistic: make(map[string]uint64),
+			nextPoll:   now.Add(off),
+			nextScenes: now.Add(off),
+		}
+	}
+	if first || changed || len(added) > 0 || len(removed) > 0 {
+		p.log.Info().Int("devices", len(all)).Int("added", len(added)).Int("removed", len(removed)).
+			Msg("poller: device list changed")
+		p.emit(func() { p.c.Devices(all, added, removed) })
+	}
+	p.emitDone(waiters, nil)
+}
+
+// replan sets the interval for n devices.
+func (p *Poller) replan(n int) {
+	interval, plan := PlanInterval(n, p.cfg)
+	p.interval, p.plan = interval, plan
+	switch {
+	case plan.OverBudget:
+		p.log.Error().EmbedObject(plan).
+			Msg("poller: CLOUD_DAILY_LIMIT is too low for this many devices even at one read a day; raise it, lengthen the list and scene intervals or lower the command allowance")
+	case plan.Limit > 0:
+		p.log.Info().EmbedObject(plan).Msg("poller: poll interval planned for the daily limit")
+	default:
+		p.log.Info().Int("devices", n).Stringer("interval", interval).Msg("poller: poll interval")
+	}
+}
+
+// stepScenes starts the device's scene round if one is due.
+func (p *Poller) stepScenes(now time.Time, d *device) (time.Time, bool) {
+	if d.scenesPending > 0 {
+		return time.Time{}, false
+	}
+	light, diy := d.hasLight(), d.hasDIY()
+	if !light && !diy {
+		return time.Time{}, false
+	}
+	if !d.scenesWanted && now.Before(d.nextScenes) {
+		return d.nextScenes, true
+	}
+	d.scenesWanted = false
+	d.sceneInFlightW, d.sceneWaiters = d.sceneWaiters, nil
+	d.roundLight, d.roundDIY, d.roundLightOK, d.roundDIYOK, d.roundErr = nil, nil, false, false, nil
+	// Both fetches count before either is sent, so that one refused at
+	// once cannot finish the round before the other is sent.
+	if light {
+		d.scenesPending++
+	}
+	if diy {
+		d.scenesPending++
+	}
+	fetch := func(diyKind bool, call func(sku, device string, report func(cloud.Scenes, error)) error) {
+		err := call(d.dev.SKU, d.dev.Device, func(sc cloud.Scenes, err error) {
+			p.post(func(now time.Time) { p.onScenes(now, d, diyKind, sc, err) })
+		})
+		if err != nil {
+			p.onScenes(now, d, diyKind, cloud.Scenes{}, fmt.Errorf("poller: scene fetch not accepted: %w", err))
+		}
+	}
+	if light {
+		fetch(false, p.s.Scenes)
+	}
+	if diy {
+		fetch(true, p.s.DIYScenes)
+	}
+	if d.scenesPending == 0 {
+		return d.nextScenes, true
+	}
+	return time.Time{}, false
+}
+
+// onScenes records one fetch of a round and finishes the round after its last.
+func (p *Poller) onScenes(now time.Time, d *device, diyKind bool, sc cloud.Scenes, err error) {
+	p.progress = now
+	d.scenesPending--
+	switch {
+	case err != nil:
+		d.roundErr = errors.Join(d.roundErr, err)
+	case diyKind:
+		d.roundDIY, d.roundDIYOK = sc.Options(), true
+	default:
+		d.roundLight, d.roundLightOK = sc.Options(), true
+	}
+	if d.scenesPending > 0 {
+		return
+	}
+	waiters := d.sceneInFlightW
+	d.sceneInFlightW = nil
+	if p.devices[keyOf(d.dev)] != d {
+		p.emitDone(waiters, fmt.Errorf("poller: scenes of %s: %w", d.dev, ErrRemoved))
+		return
+	}
+	if d.roundErr != nil {
+		d.sceneFailures++
+		retry := backoff(sceneRetry, p.cfg.SceneInterval, d.sceneFailures)
+		d.nextScenes = now.Add(retry)
+		p.log.Info().Err(d.roundErr).Stringer("device", d.dev).Stringer("retry_in", retry).Msg("poller: scene fetch failed")
+	} else {
+		d.sceneFailures = 0
+		d.nextScenes = now.Add(p.cfg.SceneInterval)
+	}
+	changed := false
+	if d.roundLightOK && (!d.scenesKnown || !optionsEqual(d.light, d.roundLight)) {
+		d.light, changed = d.roundLight, true
+	}
+	if d.roundDIYOK && (!d.scenesKnown || !optionsEqual(d.diy, d.roundDIY)) {
+		d.diy, changed = d.roundDIY, true
+	}
+	if d.roundLightOK || d.roundDIYOK {
+		d.scenesKnown = true
+	}
+	if changed {
+		dev, light, diy := d.dev, slices.Clone(d.light), slices.Clone(d.diy)
+		p.emit(func() { p.c.Scenes(dev, light, diy) })
+	}
+	var roundErr error
+	if d.roundErr != nil {
+		roundErr = fmt.Errorf("poller: scenes of %s: %w", d.dev, d.roundErr)
+	}
+	p.emitDone(waiters, roundErr)
+}
+
+func optionsEqual(a, b []cloud.Option) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// lookup returns the device or an error naming it. Called with p.mu held.
+func (p *Poller) lookup(sku, id string) (*device, error) {
+	if p.stopped {
+		return nil, ErrStopped
+	}
+	d := p.devices[key{sku, id}]
+	if d == nil {
+		return nil, fmt.Errorf("%w %s/%s: not in the cloud's device list (refresh the device list if it was just added)", ErrUnknownDevice, sku, id)
+	}
+	return d, nil
+}
+
+// Confirm asks for a confirming read of the device ConfirmDelay after a
+// successful command. A burst of Confirms yields one read, ConfirmDelay
+// after the last of them but no later than 3×ConfirmDelay after the first.
+// Unknown devices are ignored.
+func (p *Poller) Confirm(sku, device string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d, err := p.lookup(sku, device)
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	if d.confirmDue.IsZero() {
+		d.confirmFirst = now
+	}
+	d.confirmDue = earliest(now.Add(p.cfg.ConfirmDelay), d.confirmFirst.Add(confirmWindow*p.cfg.ConfirmDelay))
+	p.wake()
+}
+
+// ReadNow asks for a read of the device as soon as its per-device limit
+// allows, at confirm priority. done (may be nil) is called once with the
+// read's outcome, after the consumer has seen its changes, from the
+// poller's goroutine; it must not block. An error return means the request
+// was not accepted and done will not be called.
+func (p *Poller) ReadNow(sku, device string, done func(error)) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d, err := p.lookup(sku, device)
+	if err != nil {
+		return err
+	}
+	d.readNow = true
+	if done != nil {
+		d.readWaiters = append(d.readWaiters, done)
+	}
+	p.wake()
+	return nil
+}
+
+// RefreshDevices asks for the device list now. done (may be nil) is called
+// once after it was read and applied (nil) or failed, like ReadNow's.
+func (p *Poller) RefreshDevices(done func(error)) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return ErrStopped
+	}
+	p.listWanted = true
+	if done != nil {
+		p.listWaiters = append(p.listWaiters, done)
+	}
+	p.wake()
+	return nil
+}
+
+// RefreshScenes asks for the device's scenes and DIY scenes now. done (may
+// be nil) is called once after the fetches, like ReadNow's.
+func (p *Poller) RefreshScenes(sku, device string, done func(error)) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d, err := p.lookup(sku, device)
+	if err != nil {
+		return err
+	}
+	if !d.hasLight() && !d.hasDIY() {
+		return fmt.Errorf("%w: %s lists neither %s nor %s", ErrNoScenes, d.dev, cloud.InstanceLightScene, cloud.InstanceDIYScene)
+	}
+	d.scenesWanted = true
+	if done != nil {
+		d.sceneWaiters = append(d.sceneWaiters, done)
+	}
+	p.wake()
+	return nil
+}
+
+// SetOptimistic records values the bridge published after a successful
+// command, as if read. A later read that agrees changes nothing; one that
+// disagrees reports the correction. A read already in flight when the
+// values were set is ignored for them. Empty strings and unknown devices
+// are ignored.
+func (p *Poller) SetOptimistic(sku, device string, values map[string]any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d, err := p.lookup(sku, device)
+	if err != nil {
+		return
+	}
+	p.seq++
+	for inst, v := range values {
+		if s, ok := v.(string); ok && s == "" {
+			continue
+		}
+		d.values[inst] = cloud.NormalizeValue(v)
+		d.optimistic[inst] = p.seq
+	}
+}
+
+// Snapshot returns the device's last known values (a copy of the map; do
+// not modify the values), whether it was online at the last read, and
+// whether any read of it has succeeded.
+func (p *Poller) Snapshot(sku, device string) (values map[string]any, online, known bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := p.devices[key{sku, device}]
+	if d == nil {
+		return nil, false, false
+	}
+	return maps.Clone(d.values), d.online, d.known
+}
+
+// Devices returns the current device list in the cloud's order.
+func (p *Poller) Devices() []cloud.Device {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.list)
+}
+
+// Scenes returns the device's last fetched light and DIY scenes.
+func (p *Poller) Scenes(sku, device string) (light, diy []cloud.Option) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := p.devices[key{sku, device}]
+	if d == nil {
+		return nil, nil
+	}
+	return slices.Clone(d.light), slices.Clone(d.diy)
+}
+
+// Progress returns when the poller last made progress: a state read, list
+// or scene fetch completed, ok or not (or Run started). A watchdog that
+// sees it stand still for several intervals knows the loop is stuck.
+func (p *Poller) Progress() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.progress
+}
+
+// Stats returns counts for metrics and the health endpoint.
+func (p *Poller) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := Stats{Devices: len(p.devices), Interval: p.interval, Reads: p.reads, ReadErrors: p.readErrors, Plan: p.plan}
+	for _, d := range p.devices {
+		if d.known && !d.online {
+			st.Offline++
+		}
+		if d.unreachable {
+			st.Unreachable++
+		}
+	}
+	return st
+}
