@@ -136,18 +136,18 @@ func (b *builder) humidifier() {
 		dc = "dehumidifier"
 	}
 	p := map[string]any{
-		"name":                          nil,
-		"device_class":                  dc,
-		"command_topic":                 b.set(cloud.InstancePower),
-		"state_topic":                   b.state,
-		"state_value_template":          "{{ " + stateGet(cloud.InstancePower) + " }}",
-		"payload_on":                    "1",
-		"payload_off":                   "0",
-		"target_humidity_command_topic": b.set(cloud.InstanceHumidity),
-		"target_humidity_state_topic":   b.state,
+		"name":                           nil,
+		"device_class":                   dc,
+		"command_topic":                  b.set(cloud.InstancePower),
+		"state_topic":                    b.state,
+		"state_value_template":           "{{ " + stateGet(cloud.InstancePower) + " }}",
+		"payload_on":                     "1",
+		"payload_off":                    "0",
+		"target_humidity_command_topic":  b.set(cloud.InstanceHumidity),
+		"target_humidity_state_topic":    b.state,
 		"target_humidity_state_template": "{{ " + stateGet(cloud.InstanceHumidity) + " }}",
-		"min_humidity":                  r.Min,
-		"max_humidity":                  r.Max,
+		"min_humidity":                   r.Min,
+		"max_humidity":                   r.Max,
 	}
 	if c, ok := dev.Capability(cloud.InstanceWorkMode); ok {
 		if wm, ok := workModeOf(c); ok {
@@ -179,7 +179,7 @@ func (b *builder) fan() {
 		if wm, ok := workModeOf(c); ok {
 			if wm.hasSpeed {
 				n := len(wm.speedValues)
-				levels := map[string]any{}   // level (1..n) → modeValue
+				levels := map[string]any{}    // level (1..n) → modeValue
 				positions := map[string]any{} // modeValue → level
 				for i, v := range wm.speedValues {
 					levels[strconv.Itoa(i+1)] = v

@@ -17,6 +17,7 @@ import (
 //     kelvin in "color_temp";
 //   - 2025.1 and earlier drop the flag and the kelvin bounds, and send
 //     mireds.
+//
 // DecodeLight tells the two apart by magnitude (a value of at most
 // miredKelvinSplit is mireds, 1e6/K: no light reaches 1000 K), so commands
 // from either release work. LightState reports kelvin, which current

@@ -1,0 +1,557 @@
+package discovery
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/topic"
+)
+
+func onOffCap(typ, instance string) cloud.Capability {
+	return cloud.Capability{Type: typ, Instance: instance, Parameters: &cloud.Parameters{
+		DataType: cloud.DataEnum,
+		Options:  []cloud.Option{{Name: "on", Value: int64(1)}, {Name: "off", Value: int64(0)}},
+	}}
+}
+
+func rangeCap(typ, instance string, min, max int) cloud.Capability {
+	return cloud.Capability{Type: typ, Instance: instance, Parameters: &cloud.Parameters{
+		DataType: cloud.DataInteger, Range: &cloud.Range{Min: min, Max: max, Precision: 1},
+	}}
+}
+
+func enumCap(typ, instance string, opts ...cloud.Option) cloud.Capability {
+	return cloud.Capability{Type: typ, Instance: instance, Parameters: &cloud.Parameters{
+		DataType: cloud.DataEnum, Options: opts,
+	}}
+}
+
+// colourLamp is a light with everything: brightness 1..100, RGB, 2000..9000 K
+// and scenes whose names collide across kinds.
+func colourLamp() cloud.Device {
+	return cloud.Device{SKU: "H6072", Device: "AA:BB", Name: "Lamp", Type: cloud.DeviceLight,
+		Capabilities: []cloud.Capability{
+			onOffCap(cloud.TypeOnOff, cloud.InstancePower),
+			rangeCap(cloud.TypeRange, cloud.InstanceBrightness, 1, 100),
+			rangeCap(cloud.TypeColorSetting, cloud.InstanceColorRGB, 0, 0xFFFFFF),
+			rangeCap(cloud.TypeColorSetting, cloud.InstanceColorTemperatureK, 2000, 9000),
+			enumCap(cloud.TypeDynamicScene, cloud.InstanceLightScene,
+				cloud.Option{Name: "Sunrise", Value: map[string]any{"paramId": int64(1681), "id": int64(1606)}},
+				cloud.Option{Name: "Party", Value: int64(3055)}),
+			enumCap(cloud.TypeDynamicScene, cloud.InstanceDIYScene, cloud.Option{Name: "Party", Value: int64(77)}),
+			enumCap(cloud.TypeDynamicScene, cloud.InstanceSnapshot,
+				cloud.Option{Name: "sunrise", Value: int64(0)}, cloud.Option{Name: "Sunset", Value: int64(1)}),
+			{Type: cloud.TypeSegmentColor, Instance: cloud.InstanceSegmentedColorRGB, Parameters: &cloud.Parameters{
+				DataType: cloud.DataStruct, Fields: []cloud.Field{
+					{FieldName: "segment", DataType: cloud.DataArray, ElementRange: &cloud.Range{Min: 0, Max: 14}},
+					{FieldName: "rgb", DataType: cloud.DataInteger, Range: &cloud.Range{Min: 0, Max: 0xFFFFFF}},
+				}}},
+			{Type: cloud.TypeSegmentColor, Instance: cloud.InstanceSegmentBrightness, Parameters: &cloud.Parameters{
+				DataType: cloud.DataStruct, Fields: []cloud.Field{
+					{FieldName: "segment", DataType: cloud.DataArray, ElementRange: &cloud.Range{Min: 0, Max: 14}},
+					{FieldName: "brightness", DataType: cloud.DataInteger, Range: &cloud.Range{Min: 0, Max: 100}},
+				}}},
+		}}
+}
+
+// dimmer is a light with brightness 10..254 (min above zero, max not 100)
+// and no colour.
+func dimmer() cloud.Device {
+	return cloud.Device{SKU: "H1", Device: "01", Type: cloud.DeviceLight, Capabilities: []cloud.Capability{
+		onOffCap(cloud.TypeOnOff, cloud.InstancePower),
+		rangeCap(cloud.TypeRange, cloud.InstanceBrightness, 10, 254),
+	}}
+}
+
+func decodeMap(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("not a JSON object: %v: %s", err, b)
+	}
+	return m
+}
+
+func configOf(t *testing.T, configs map[string][]byte, component, object string) map[string]any {
+	t.Helper()
+	for tp, p := range configs {
+		parts := strings.Split(tp, "/")
+		if len(parts) == 5 && parts[1] == component && parts[3] == object {
+			return decodeMap(t, p)
+		}
+	}
+	t.Fatalf("no %s/%s among %v", component, object, sortedKeys(configs))
+	return nil
+}
+
+func TestLightState(t *testing.T) {
+	lamp := colourLamp()
+	tests := []struct {
+		name   string
+		dev    cloud.Device
+		values map[string]any
+		online bool
+		want   string
+	}{
+		{"rgb", lamp, map[string]any{"powerSwitch": int64(1), "brightness": int64(40),
+			"colorRgb": int64(0xFF8000), "colorTemperatureK": int64(0)}, true,
+			`{"brightness":40,"color":{"b":0,"g":128,"r":255},"color_mode":"rgb","effect":null,"state":"ON"}`},
+		{"colour temperature in kelvin", lamp, map[string]any{"powerSwitch": int64(1), "brightness": int64(100),
+			"colorRgb": int64(0xFFFFFF), "colorTemperatureK": int64(2700)}, true,
+			`{"brightness":100,"color":{"b":255,"g":255,"r":255},"color_mode":"color_temp","color_temp":2700,"effect":null,"state":"ON"}`},
+		{"off", lamp, map[string]any{"powerSwitch": int64(0)}, true,
+			`{"effect":null,"state":"OFF"}`},
+		{"offline values are history", lamp, map[string]any{"powerSwitch": int64(1), "brightness": int64(40)}, false,
+			`{"state":null}`},
+		{"power not reported", lamp, map[string]any{"brightness": int64(40)}, true,
+			`{"brightness":40,"effect":null,"state":null}`},
+		{"effect from the last scene set", lamp, map[string]any{"powerSwitch": int64(1),
+			"lightScene": map[string]any{"id": int64(1606), "paramId": int64(1681)}}, true,
+			`{"effect":"Sunrise","state":"ON"}`},
+		{"snapshot named like a scene", lamp, map[string]any{"powerSwitch": int64(1), "snapshot": int64(0)}, true,
+			`{"effect":"sunrise (Snapshot)","state":"ON"}`},
+		{"without colour", dimmer(), map[string]any{"powerSwitch": int64(1), "brightness": int64(200)}, true,
+			`{"brightness":200,"color_mode":"brightness","state":"ON"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := LightState(tt.dev, tt.values, tt.online)
+			if !ok {
+				t.Fatal("no light state for a light")
+			}
+			if string(got) != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+	sensorOnly := cloud.Device{SKU: "H5179", Device: "x", Type: cloud.DeviceThermometer,
+		Capabilities: []cloud.Capability{{Type: cloud.TypeProperty, Instance: cloud.InstanceSensorTemperature}}}
+	if b, ok := LightState(sensorOnly, map[string]any{}, true); ok {
+		t.Errorf("thermometer has a light state: %s", b)
+	}
+}
+
+func cmds(c ...any) []Command {
+	var out []Command
+	for i := 0; i < len(c); i += 2 {
+		out = append(out, Command{Instance: c[i].(string), Value: cloud.NormalizeValue(c[i+1])})
+	}
+	return out
+}
+
+func sameCommands(a, b []Command) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Instance != b[i].Instance || !cloud.Equal(cloud.NormalizeValue(a[i].Value), b[i].Value) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestDecodeLight(t *testing.T) {
+	lamp := colourLamp()
+	tests := []struct {
+		name    string
+		dev     cloud.Device
+		payload string
+		want    []Command
+	}{
+		{"on with brightness and colour: power first", lamp,
+			`{"state":"ON","brightness":40,"color":{"r":255,"g":128,"b":0}}`,
+			cmds("powerSwitch", 1, "brightness", 40, "colorRgb", 0xFF8000)},
+		{"off ignores the rest", lamp, `{"state":"OFF","brightness":40}`, cmds("powerSwitch", 0)},
+		{"plain on", lamp, `{"state":"ON"}`, cmds("powerSwitch", 1)},
+		{"effect by name: dynamic scene object", lamp, `{"state":"ON","effect":"Sunrise"}`,
+			cmds("powerSwitch", 1, "lightScene", map[string]any{"paramId": 1681, "id": 1606})},
+		{"effect colliding with a scene goes to its own kind", lamp, `{"state":"ON","effect":"Party (DIY)"}`,
+			cmds("powerSwitch", 1, "diyScene", 77)},
+		{"snapshot", lamp, `{"state":"ON","effect":"sunrise (Snapshot)"}`, cmds("powerSwitch", 1, "snapshot", 0)},
+		{"colour temperature in kelvin (HA 2025.2+)", lamp, `{"state":"ON","color_temp":2700}`,
+			cmds("powerSwitch", 1, "colorTemperatureK", 2700)},
+		{"colour temperature in mireds (HA 2025.1)", lamp, `{"state":"ON","color_temp":370}`,
+			cmds("powerSwitch", 1, "colorTemperatureK", 2703)},
+		{"colour temperature clamped", lamp, `{"color_temp":1500}`, cmds("colorTemperatureK", 2000)},
+		{"brightness clamped to a minimum HA does not know", dimmer(), `{"state":"ON","brightness":1}`,
+			cmds("powerSwitch", 1, "brightness", 10)},
+		{"transition ignored", dimmer(), `{"state":"ON","transition":2}`, cmds("powerSwitch", 1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DecodeLight(tt.dev, []byte(tt.payload))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameCommands(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+
+	bad := []struct{ name, payload, wantErr string }{
+		{"not JSON", `ON`, "not a JSON light command"},
+		{"unknown effect", `{"effect":"Nope"}`, "unknown effect"},
+		{"bad state", `{"state":"DIM"}`, "neither ON nor OFF"},
+		{"empty", `{}`, "nothing to do"},
+		{"colour without r", `{"color":{"g":1,"b":2}}`, "\"r\" is missing"},
+		{"colour temperature zero", `{"color_temp":0}`, "positive number"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodeLight(lamp, []byte(tt.payload))
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "discovery: ") {
+				t.Errorf("error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+	if _, err := DecodeLight(dimmer(), []byte(`{"color":{"r":1,"g":2,"b":3}}`)); err == nil {
+		t.Error("colour accepted by a light without colour")
+	}
+}
+
+func TestDecodeSegment(t *testing.T) {
+	lamp := colourLamp()
+	seg := func(n int, key string, v int) map[string]any {
+		return map[string]any{"segment": []any{int64(n)}, key: int64(v)}
+	}
+	tests := []struct {
+		name    string
+		segment int
+		payload string
+		want    []Command
+	}{
+		{"colour and brightness", 3, `{"state":"ON","color":{"r":0,"g":0,"b":255},"brightness":50}`,
+			cmds("segmentedColorRgb", seg(3, "rgb", 0xFF), "segmentedBrightness", seg(3, "brightness", 50))},
+		{"off is brightness zero", 0, `{"state":"OFF"}`, cmds("segmentedBrightness", seg(0, "brightness", 0))},
+		{"bare on is full brightness", 14, `{"state":"ON"}`, cmds("segmentedBrightness", seg(14, "brightness", 100))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DecodeSegment(lamp, tt.segment, []byte(tt.payload))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameCommands(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if _, err := DecodeSegment(lamp, 15, []byte(`{"state":"ON"}`)); err == nil {
+		t.Error("segment 15 accepted; the strip has 0..14")
+	}
+	if _, err := DecodeSegment(dimmer(), 0, []byte(`{"state":"ON"}`)); err == nil {
+		t.Error("segment command accepted by a device without segments")
+	}
+}
+
+func TestDiff(t *testing.T) {
+	old := map[string][]byte{"a": []byte("1"), "b": []byte("2"), "gone": []byte("3")}
+	next := map[string][]byte{"a": []byte("1"), "b": []byte("changed"), "new": []byte("4")}
+	got := Diff(old, next)
+	want := map[string]string{"b": "changed", "new": "4", "gone": ""}
+	if len(got) != len(want) {
+		t.Fatalf("got %d topics %v, want %v", len(got), sortedKeys(got), want)
+	}
+	for k, v := range want {
+		p, ok := got[k]
+		if !ok || string(p) != v {
+			t.Errorf("%s: got %q (present %v), want %q", k, p, ok, v)
+		}
+	}
+	if got["gone"] == nil {
+		t.Error("removal must be an empty payload, not nil")
+	}
+}
+
+func TestLightConfig(t *testing.T) {
+	cfg := testConfig()
+	t.Run("colour lamp", func(t *testing.T) {
+		c := configOf(t, Configs(cfg, colourLamp()), "light", "light")
+		want := map[string]any{
+			"schema": "json", "brightness_scale": 100.0, "color_temp_kelvin": true,
+			"min_kelvin": 2000.0, "max_kelvin": 9000.0, "min_mireds": 112.0, "max_mireds": 500.0,
+			"command_topic": "cloud2mqtt/h6072_aabb/light/set", "state_topic": "cloud2mqtt/h6072_aabb/light",
+			"name": nil,
+		}
+		for k, v := range want {
+			if c[k] != v {
+				t.Errorf("%s = %v, want %v", k, c[k], v)
+			}
+		}
+		effects, _ := json.Marshal(c["effect_list"])
+		if string(effects) != `["Sunrise","Party","Party (DIY)","sunrise (Snapshot)","Sunset"]` {
+			t.Errorf("effect_list %s", effects)
+		}
+		modes, _ := json.Marshal(c["supported_color_modes"])
+		if string(modes) != `["rgb","color_temp"]` {
+			t.Errorf("supported_color_modes %s", modes)
+		}
+	})
+	t.Run("light without colour", func(t *testing.T) {
+		configs := Configs(cfg, dimmer())
+		c := configOf(t, configs, "light", "light")
+		modes, _ := json.Marshal(c["supported_color_modes"])
+		if string(modes) != `["brightness"]` || c["brightness_scale"] != 254.0 {
+			t.Errorf("supported_color_modes %s, brightness_scale %v", modes, c["brightness_scale"])
+		}
+		for _, k := range []string{"color_temp_kelvin", "min_mireds", "effect_list"} {
+			if _, ok := c[k]; ok {
+				t.Errorf("%s in a light without colour or scenes", k)
+			}
+		}
+		for tp := range configs {
+			if strings.Contains(tp, "/switch/") && strings.Contains(tp, "powerSwitch") {
+				t.Errorf("power has a switch besides the light: %s", tp)
+			}
+		}
+	})
+	t.Run("on/off only", func(t *testing.T) {
+		d := cloud.Device{SKU: "H610A", Device: "5", Type: cloud.DeviceLight,
+			Capabilities: []cloud.Capability{onOffCap(cloud.TypeOnOff, cloud.InstancePower)}}
+		c := configOf(t, Configs(cfg, d), "light", "light")
+		modes, _ := json.Marshal(c["supported_color_modes"])
+		if string(modes) != `["onoff"]` || c["brightness"] != false {
+			t.Errorf("supported_color_modes %s brightness %v", modes, c["brightness"])
+		}
+		if st, _ := LightState(d, map[string]any{"powerSwitch": int64(1)}, true); string(st) != `{"color_mode":"onoff","state":"ON"}` {
+			t.Errorf("state %s", st)
+		}
+	})
+}
+
+// allConfigs returns every config of every device of every source.
+func allConfigs(t *testing.T) map[string][]byte {
+	t.Helper()
+	cfg := testConfig()
+	all := BridgeConfigs(cfg)
+	for _, src := range sources(t) {
+		for _, d := range src.devices {
+			for k, v := range Configs(cfg, d) {
+				if _, dup := all[k]; dup {
+					t.Errorf("config topic %s produced twice", k)
+				}
+				all[k] = v
+			}
+		}
+	}
+	return all
+}
+
+func TestEveryEntity(t *testing.T) {
+	cfg := testConfig()
+	l := cfg.Layout
+	uids := map[string]string{}
+	for tp, p := range allConfigs(t) {
+		c := decodeMap(t, p)
+		parts := strings.Split(tp, "/")
+		if len(parts) != 5 || parts[0] != "homeassistant" || parts[4] != "config" {
+			t.Errorf("topic %s is not <prefix>/<component>/<node>/<object>/config", tp)
+			continue
+		}
+		uid, _ := c["unique_id"].(string)
+		if uid == "" {
+			t.Errorf("%s has no unique_id", tp)
+		}
+		if other, dup := uids[uid]; dup {
+			t.Errorf("unique_id %s of %s already used by %s", uid, tp, other)
+		}
+		uids[uid] = tp
+		if c["availability_mode"] != "all" && parts[2] != cfg.withDefaults().BridgeID {
+			t.Errorf("%s: availability_mode %v", tp, c["availability_mode"])
+		}
+		var topics []string
+		for _, a := range c["availability"].([]any) {
+			topics = append(topics, a.(map[string]any)["topic"].(string))
+		}
+		want := []string{l.BridgeState(), l.Availability(parts[2])}
+		switch {
+		case parts[2] == cfg.withDefaults().BridgeID, parts[3] == roleOnline:
+			// the bridge's own entities and the connectivity sensor must
+			// stay available while the device is offline
+			want = want[:1]
+		}
+		if strings.Join(topics, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: availability %v, want %v", tp, topics, want)
+		}
+		dev, _ := c["device"].(map[string]any)
+		if dev == nil || dev["identifiers"] == nil || dev["name"] == "" {
+			t.Errorf("%s: device block %v", tp, dev)
+		}
+		if parts[2] != cfg.withDefaults().BridgeID && dev["via_device"] != cfg.withDefaults().BridgeID {
+			t.Errorf("%s: via_device %v", tp, dev["via_device"])
+		}
+		if o, _ := c["origin"].(map[string]any); o["name"] != "cloud2mqtt" || o["sw_version"] != "1.0.0-test" {
+			t.Errorf("%s: origin %v", tp, o)
+		}
+		if opts, ok := c["options"].([]any); ok {
+			seen := map[any]bool{}
+			for _, o := range opts {
+				if seen[o] {
+					t.Errorf("%s: option %v twice", tp, o)
+				}
+				seen[o] = true
+			}
+		}
+	}
+}
+
+func TestDeviceMapping(t *testing.T) {
+	cfg := testConfig()
+	byID := map[string]cloud.Device{}
+	for _, src := range sources(t) {
+		for _, d := range src.devices {
+			byID[topic.DeviceID(d.SKU, d.Device)] = d
+		}
+	}
+	has := func(id, component, object string) bool {
+		d, ok := byID[id]
+		if !ok {
+			t.Fatalf("no device %s in the sources", id)
+		}
+		_, ok = Configs(cfg, d)[cfg.ConfigTopic(component, id, object)]
+		return ok
+	}
+	tests := []struct {
+		id, component, object string
+		want                  bool
+	}{
+		{"h7111_aabbccddeeff0011", "fan", "fan", true},                  // fan type
+		{"h7111_aabbccddeeff0011", "switch", "oscillationToggle", false}, // owned by the fan
+		{"h7111_aabbccddeeff0011", "switch", "powerSwitch", false},
+		{"h7141_aabbccddeeff0001", "humidifier", "humidifier", true},
+		{"h7141_aabbccddeeff0001", "event", "lackWaterEvent", true},
+		{"h7131_aabbccddeeff0002", "climate", "targetTemperature", true},
+		{"h7131_aabbccddeeff0002", "light", "nightlight", true}, // heater's coloured nightlight
+		{"h7131_aabbccddeeff0002", "select", "workMode", true},
+		{"h7121_aabbccddeeff0003", "sensor", "filterLifeTime", true},
+		{"h7121_aabbccddeeff0003", "sensor", "airQuality", true},
+		{"h6601_9dfa85ebd3008bff", "light", "light", true}, // no type: a light by its capabilities
+		{"h6601_9dfa85ebd3008bff", "light", "segment_14", true},
+		{"h6601_9dfa85ebd3008bff", "select", "musicMode", true},
+		{"h6601_9dfa85ebd3008bff", "number", "musicMode_sensitivity", true},
+		{"h6601_9dfa85ebd3008bff", "select", "lightScene", false}, // effects of the light
+		{"h6072_aabbccddaabbccdd", "switch", "gradientToggle", true},
+		{"h6072_aabbccddaabbccdd", "light", "segment_14", true},
+		{"h6072_aabbccddaabbccdd", "light", "segment_15", false},
+		{"h5082_aabbccddeeff1008", "switch", "socketToggle2", true},
+		{"h5082_aabbccddeeff1008", "switch", "powerSwitch", true},
+		{"h7171_aabbccddeeff1010", "climate", "sliderTemperature", true}, // kettle
+		{"h7151_aabbccddeeff1012", "humidifier", "humidifier", true},
+		{"h6604_aabbccddeeff1015", "select", "hdmiSource", true},
+		{"h6604_aabbccddeeff1015", "number", "volume", true},
+		{"h6604_aabbccddeeff1015", "select", "lightScene", true}, // scenes of a non-light
+		{"h5106_aabbccddeeff1016", "sensor", "carbonDioxideConcentration", true},
+	}
+	for _, tt := range tests {
+		if got := has(tt.id, tt.component, tt.object); got != tt.want {
+			t.Errorf("%s %s/%s present %v, want %v", tt.id, tt.component, tt.object, got, tt.want)
+		}
+	}
+
+	sock := configOf(t, Configs(cfg, byID["h5082_aabbccddeeff1008"]), "switch", "socketToggle1")
+	if sock["name"] != "Socket 1" {
+		t.Errorf("socket name %v", sock["name"])
+	}
+	hum := configOf(t, Configs(cfg, byID["h7151_aabbccddeeff1012"]), "humidifier", "humidifier")
+	if hum["device_class"] != "dehumidifier" {
+		t.Errorf("dehumidifier device_class %v", hum["device_class"])
+	}
+	fan := configOf(t, Configs(cfg, byID["h7111_aabbccddeeff0011"]), "fan", "fan")
+	if fan["speed_range_max"] != 8.0 || fan["speed_range_min"] != 1.0 {
+		t.Errorf("fan speed range %v..%v, want 1..8 (FanSpeed levels)", fan["speed_range_min"], fan["speed_range_max"])
+	}
+	presets, _ := json.Marshal(fan["preset_modes"])
+	if string(presets) != `["Custom","Auto","Sleep","Nature","Storm"]` {
+		t.Errorf("fan presets %s", presets)
+	}
+	cl := configOf(t, Configs(cfg, byID["h7131_aabbccddeeff0002"]), "climate", "targetTemperature")
+	if cl["min_temp"] != 5.0 || cl["max_temp"] != 30.0 || cl["temperature_unit"] != "C" {
+		t.Errorf("climate bounds %v..%v %v", cl["min_temp"], cl["max_temp"], cl["temperature_unit"])
+	}
+}
+
+func TestConfigsRemovalThroughDiff(t *testing.T) {
+	cfg := testConfig()
+	before := Configs(cfg, colourLamp())
+	d := colourLamp()
+	d.Capabilities = d.Capabilities[:4] // scenes and segments gone
+	after := Configs(cfg, d)
+	pub := Diff(before, after)
+	removed := 0
+	for tp, p := range pub {
+		if len(p) == 0 {
+			removed++
+			if !strings.Contains(tp, "segment_") {
+				t.Errorf("unexpected removal %s", tp)
+			}
+		}
+	}
+	if removed != 15 {
+		t.Errorf("%d removals, want the 15 segment lights", removed)
+	}
+	if _, ok := pub[cfg.ConfigTopic("light", "h6072_aabb", "light")]; !ok {
+		t.Error("light config not republished after its effect list changed")
+	}
+	if len(Diff(after, Configs(cfg, d))) != 0 {
+		t.Error("same device, same configs: Diff must be empty")
+	}
+}
+
+func TestEventPayload(t *testing.T) {
+	got := EventPayload("lackWaterEvent", cloud.EventOption{Name: "lack", Value: int64(1), Message: "Lack of Water"})
+	want := `{"event_type":"lack","instance":"lackWaterEvent","message":"Lack of Water","value":1}`
+	if string(got) != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+func TestComplete(t *testing.T) {
+	cur := map[string]any{"musicMode": int64(1), "sensitivity": int64(60), "rgb": int64(5)}
+	got := Complete(cur, map[string]any{"musicMode": int64(3)})
+	want := map[string]any{"musicMode": int64(3), "sensitivity": int64(60), "rgb": int64(5)}
+	if !cloud.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if !cloud.Equal(Complete(nil, int64(4)), int64(4)) {
+		t.Error("non-object partial must pass through")
+	}
+}
+
+func FuzzDecodeLight(f *testing.F) {
+	for _, s := range []string{`{"state":"ON","brightness":40,"color":{"r":1,"g":2,"b":3}}`, `{"state":"OFF"}`,
+		`{"color_temp":153}`, `{"effect":"Sunrise"}`, `{"color":{"r":1e400}}`, `[]`, `null`, `{"brightness":-1}`} {
+		f.Add([]byte(s))
+	}
+	lamp := colourLamp()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cs, err := DecodeLight(lamp, b)
+		if err == nil && len(cs) == 0 {
+			t.Fatal("no error and no command")
+		}
+		for _, c := range cs {
+			if err := validRange(lamp, c); err != "" {
+				t.Fatal(err)
+			}
+		}
+		_, _ = DecodeSegment(lamp, 1, b)
+	})
+}
+
+// validRange reports a command outside the capability's range.
+func validRange(d cloud.Device, c Command) string {
+	cp, ok := d.Capability(c.Instance)
+	if !ok {
+		return "unknown instance " + c.Instance
+	}
+	if r := intRange(cp); r != nil {
+		v, ok := c.Value.(int64)
+		if !ok || v < int64(r.Min) || v > int64(r.Max) {
+			return "value out of range for " + c.Instance
+		}
+	}
+	return ""
+}
