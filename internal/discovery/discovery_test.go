@@ -419,7 +419,7 @@ func TestDeviceMapping(t *testing.T) {
 		id, component, object string
 		want                  bool
 	}{
-		{"h7111_aabbccddeeff0011", "fan", "fan", true},                  // fan type
+		{"h7111_aabbccddeeff0011", "fan", "fan", true},                   // fan type
 		{"h7111_aabbccddeeff0011", "switch", "oscillationToggle", false}, // owned by the fan
 		{"h7111_aabbccddeeff0011", "switch", "powerSwitch", false},
 		{"h7141_aabbccddeeff0001", "humidifier", "humidifier", true},
