@@ -3,6 +3,7 @@ package cloudsim
 import (
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +32,7 @@ type Faults struct {
 	fractions map[string]fraction
 	hangs     map[string]chan struct{}
 	rng       *rand.Rand
+	hung      atomic.Int64
 }
 
 type faultKind int
@@ -134,6 +136,10 @@ func (f *Faults) Hang(endpoint string) (release func()) {
 		}
 	}
 }
+
+// Hung is the number of requests blocked by Hang right now, so a test can
+// wait until its request is stuck before acting.
+func (f *Faults) Hung() int { return int(f.hung.Load()) }
 
 // Clear removes every fault and releases every hung request.
 func (f *Faults) Clear() {

@@ -74,13 +74,9 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.logFault(r, ep, "latency")
 		return
 	}
-	if act.hang != nil {
-		select {
-		case <-act.hang:
-		case <-r.Context().Done():
-			s.logFault(r, ep, "hang")
-			return
-		}
+	if act.hang != nil && !s.hang(r.Context(), act.hang) {
+		s.logFault(r, ep, "hang")
+		return
 	}
 	switch act.kind {
 	case faultReset:
@@ -107,6 +103,18 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.finish(w, r, ep, a, fault)
+}
+
+// hang blocks until release or the end of ctx; false means ctx ended.
+func (s *Sim) hang(ctx context.Context, release <-chan struct{}) bool {
+	s.faults.hung.Add(1)
+	defer s.faults.hung.Add(-1)
+	select {
+	case <-release:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

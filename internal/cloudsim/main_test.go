@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -199,3 +201,7 @@ func stateValues(t *testing.T, r reply) map[string]any {
 	}
 	return out
 }
+
+func readFixture(name string) ([]byte, error) { return os.ReadFile(filepath.Join(fixtures, name)) }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

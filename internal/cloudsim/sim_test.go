@@ -1,0 +1,691 @@
+package cloudsim
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud2mqtt/internal/cloud"
+)
+
+func TestAuth(t *testing.T) {
+	h := start(t, Options{APIKey: "secret-1"})
+	paths := []struct{ method, path string }{
+		{http.MethodGet, PathDevices}, {http.MethodPost, PathState}, {http.MethodPost, PathScenes},
+		{http.MethodPost, PathDIYScenes}, {http.MethodPost, PathControl},
+	}
+	for _, hdr := range []map[string]string{
+		{DefaultKeyHeader: ""},          // missing
+		{DefaultKeyHeader: "secret-2"},  // wrong
+		{DefaultKeyHeader: "secret-1x"}, // not exactly
+		{"Authorization": "secret-1", DefaultKeyHeader: ""},
+	} {
+		for _, p := range paths {
+			r := h.do(p.method, p.path, deviceBody(stripSKU, stripID), hdr)
+			if r.status != 401 || string(r.raw) != `{"code":401,"message":"unauthorized, please check your API key"}` {
+				t.Fatalf("%s %s with %v: %d %s", p.method, p.path, hdr, r.status, r.raw)
+			}
+		}
+	}
+	wantStatus(t, "right key", h.list(), 200)
+
+	h.sim.RevokeKey()
+	wantStatus(t, "revoked", h.list(), 401)
+	h.sim.RestoreKey()
+	wantStatus(t, "restored", h.list(), 200)
+	h.sim.SetAPIKey("rotated")
+	wantStatus(t, "old key after rotation", h.do(http.MethodGet, PathDevices, nil, map[string]string{DefaultKeyHeader: "secret-1"}), 401)
+	wantStatus(t, "new key", h.list(), 200)
+	// 401s spend no token and are counted.
+	if n := h.sim.Counts().Of(EndpointDevices, 401); n != 6 {
+		t.Fatalf("401s counted for devices: %d", n)
+	}
+
+	h2 := start(t, Options{KeyHeader: "X-Api-Key"})
+	wantStatus(t, "spec header when another is configured", h2.list(), 401)
+	wantStatus(t, "configured header", h2.do(http.MethodGet, PathDevices, nil, map[string]string{"X-Api-Key": DefaultAPIKey}), 200)
+}
+
+func TestUnknownPathAndMethod(t *testing.T) {
+	h := start(t, Options{})
+	wantStatus(t, "unknown path", h.do(http.MethodGet, "/router/api/v2/user/devices", nil, nil), 404)
+	wantStatus(t, "POST list", h.do(http.MethodPost, PathDevices, nil, nil), 405)
+	wantStatus(t, "GET state", h.do(http.MethodGet, PathState, nil, nil), 405)
+}
+
+// The answer shapes of the live service: GET uses message, POST uses msg and
+// echoes requestId; a control echoes the capability with a success state.
+func TestAnswerShapes(t *testing.T) {
+	h := start(t, Options{})
+	r := h.list()
+	if r.code() != 200 || r.body["message"] != "success" || r.body["data"] == nil {
+		t.Fatalf("list: %s", r.raw)
+	}
+	st := h.state(stripSKU, stripID)
+	p := st.body["payload"].(map[string]any)
+	if st.body["requestId"] != "req-1" || st.body["msg"] != "success" || st.code() != 200 || p["sku"] != stripSKU || p["device"] != stripID {
+		t.Fatalf("state: %s", st.raw)
+	}
+	c := h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 42)
+	want := `{"requestId":"req-c","msg":"success","code":200,"capability":{"type":"devices.capabilities.range","instance":"brightness","value":42,"state":{"status":"success"}}}`
+	if c.status != 200 || string(c.raw) != want {
+		t.Fatalf("control:\n got %s\nwant %s", c.raw, want)
+	}
+	if c.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("content type %q", c.header.Get("Content-Type"))
+	}
+}
+
+// Every row of the spec's error tables, in both answer modes.
+func TestErrorRows(t *testing.T) {
+	body := func(edit func(top, payload, capability map[string]any)) map[string]any {
+		b := controlBody(stripSKU, stripID, cloud.TypeRange, "brightness", 50)
+		payload := b["payload"].(map[string]any)
+		edit(b, payload, payload["capability"].(map[string]any))
+		return b
+	}
+	ctl := func(typ, inst string, v any) map[string]any { return controlBody(stripSKU, stripID, typ, inst, v) }
+	cases := []struct {
+		name string
+		path string
+		body any
+		code int
+		msg  string
+	}{
+		{"bad json", PathControl, `{"requestId": "x", "payload": {`, 400, "invalid parameter format"},
+		{"not an object", PathState, `[1,2]`, 400, "invalid parameter type"},
+		{"trailing data", PathState, `{"requestId":"x","payload":{"sku":"H619C","device":"AA:BB:CC:DD:EE:FF:10:01"}} {}`, 400, "invalid parameter format"},
+		{"empty body", PathState, ``, 400, "missing parameter"},
+		{"missing requestId", PathControl, body(func(top, _, _ map[string]any) { delete(top, "requestId") }), 400, "missing parameter"},
+		{"missing payload", PathControl, body(func(top, _, _ map[string]any) { delete(top, "payload") }), 400, "missing parameter"},
+		{"missing sku", PathControl, body(func(_, p, _ map[string]any) { delete(p, "sku") }), 400, "missing parameter"},
+		{"missing device", PathControl, body(func(_, p, _ map[string]any) { delete(p, "device") }), 400, "missing parameter"},
+		{"missing device (state)", PathState, map[string]any{"requestId": "r", "payload": map[string]any{"sku": stripSKU}}, 400, "missing parameter"},
+		{"missing capability", PathControl, body(func(_, p, _ map[string]any) { delete(p, "capability") }), 400, "missing parameter"},
+		{"missing type", PathControl, body(func(_, _, c map[string]any) { delete(c, "type") }), 400, "missing parameter"},
+		{"missing instance", PathControl, body(func(_, _, c map[string]any) { delete(c, "instance") }), 400, "missing parameter"},
+		{"missing value", PathControl, body(func(_, _, c map[string]any) { delete(c, "value") }), 400, "missing parameter"},
+		{"null value", PathControl, ctl(cloud.TypeRange, "brightness", nil), 400, "missing parameter"},
+		{"empty sku", PathControl, body(func(_, p, _ map[string]any) { p["sku"] = "" }), 400, "parameter value empty"},
+		{"empty value", PathControl, ctl(cloud.TypeRange, "brightness", ""), 400, "parameter value empty"},
+		{"sku not a string", PathControl, body(func(_, p, _ map[string]any) { p["sku"] = 7 }), 400, "invalid parameter type"},
+		{"payload not an object", PathState, map[string]any{"requestId": "r", "payload": "x"}, 400, "invalid parameter type"},
+		{"value wrong type", PathControl, ctl(cloud.TypeRange, "brightness", "bright"), 400, "invalid parameter type"},
+		{"value out of range", PathControl, ctl(cloud.TypeRange, "brightness", 150), 400, "parameter value out of range"},
+		{"colour out of range", PathControl, ctl(cloud.TypeColorSetting, "colorRgb", 16777216), 400, "parameter value out of range"},
+		{"enum not an option", PathControl, ctl(cloud.TypeOnOff, "powerSwitch", 2), 400, "parameter value out of range"},
+		{"too many segments", PathControl, ctl(cloud.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 14}, "rgb": 255}), 400, "parameter length does not meet requirements"},
+		{"duplicate segment", PathControl, ctl(cloud.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": []int{1, 1}, "rgb": 255}), 400, "duplicate parameter value"},
+		{"unknown struct member", PathControl, ctl(cloud.TypeMusicSetting, "musicMode", map[string]any{"musicMode": 1, "sensitivity": 50, "rgb": 1, "volume": 3}), 400, "invalid parameter format"},
+		{"unknown device", PathControl, body(func(_, p, _ map[string]any) { p["device"] = "00:00:00:00:00:00:00:00" }), 404, "devices not exist"},
+		{"unknown device (state)", PathState, deviceBody(stripSKU, "00:00:00:00:00:00:00:00"), 404, "devices not exist"},
+		{"unknown device (scenes)", PathScenes, deviceBody(stripSKU, "00:00:00:00:00:00:00:00"), 404, "devices not exist"},
+		{"unknown device (diy)", PathDIYScenes, deviceBody(stripSKU, "00:00:00:00:00:00:00:00"), 404, "devices not exist"},
+		{"sku of another model", PathControl, body(func(_, p, _ map[string]any) { p["sku"] = "H6008" }), 404, "devices not exist"},
+		{"instance the device lacks", PathControl, ctl(cloud.TypeRange, "humidity", 50), 404, "devices not support this instance"},
+		{"type that does not match", PathControl, ctl(cloud.TypeToggle, "brightness", 1), 404, "devices not support this instance"},
+	}
+	for _, as200 := range []bool{false, true} {
+		h := start(t, Options{ErrorsAs200: as200, Limits: Limits{ControlAccount: Unlimited, ControlDevice: Unlimited}})
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/as200=%v", c.name, as200), func(t *testing.T) {
+				r := h.do(http.MethodPost, c.path, c.body, nil)
+				wantHTTP := c.code
+				if as200 {
+					wantHTTP = 200
+				}
+				if r.status != wantHTTP || r.code() != c.code || r.msg() != c.msg {
+					t.Fatalf("HTTP %d %s, want HTTP %d code %d msg %q", r.status, r.raw, wantHTTP, c.code, c.msg)
+				}
+				if _, ok := r.body["requestId"]; !ok {
+					t.Fatalf("POST error without requestId: %s", r.raw)
+				}
+			})
+		}
+		// Failed requests change nothing.
+		if v, _ := h.sim.Value(stripID, "brightness"); v != int64(1) {
+			t.Fatalf("brightness after failures = %v, want the initial 1", v)
+		}
+	}
+}
+
+// The simulator refuses exactly what cloud.Validate refuses, with its
+// category, for every demo capability and a spread of values.
+func TestControlAgreesWithValidate(t *testing.T) {
+	h := start(t, Options{Limits: Limits{ControlAccount: Unlimited, ControlDevice: Unlimited}})
+	values := []any{nil, "", 0, 1, 2, -1, 50, 100, 101, 16777215, 3054, "on", 1.5,
+		map[string]any{}, map[string]any{"paramId": 1, "id": 2}, []any{1},
+		map[string]any{"workMode": 1, "modeValue": 3}, map[string]any{"workMode": 3, "modeValue": 50},
+		map[string]any{"workMode": 2}, map[string]any{"temperature": 20}, map[string]any{"temperature": 20, "unit": "Kelvin"},
+		map[string]any{"segment": []any{0, 1}, "rgb": 255}, map[string]any{"segment": []any{0, 1}, "brightness": 50},
+		map[string]any{"musicMode": 1, "sensitivity": 50, "rgb": 0}}
+	checked := 0
+	for _, d := range h.sim.Devices() {
+		for _, c := range d.Capabilities {
+			if c.Type == cloud.TypeEvent {
+				continue
+			}
+			for _, v := range values {
+				nv := cloud.NormalizeValue(v)
+				r := h.control(d.SKU, d.Device, c.Type, c.Instance, nv)
+				h.sim.mu.Lock()
+				eff := h.sim.effective(h.sim.devices[d.Device], c)
+				h.sim.mu.Unlock()
+				err := cloud.Validate(eff, nv)
+				var ve *cloud.ValueError
+				switch {
+				case err == nil:
+					if r.code() != 200 {
+						t.Errorf("%s %s %v: Validate accepts, sim answered %s", d.SKU, c.Instance, v, r.raw)
+					}
+				case errors.As(err, &ve) && ve.Code() == 404:
+					if r.code() != 404 || r.msg() != "devices not support this instance" {
+						t.Errorf("%s %s %v: read-only, sim answered %s", d.SKU, c.Instance, v, r.raw)
+					}
+				case errors.As(err, &ve):
+					if r.code() != 400 || r.msg() != string(ve.Category) {
+						t.Errorf("%s %s %v: Validate says %v, sim answered %s", d.SKU, c.Instance, v, err, r.raw)
+					}
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d cases checked", checked)
+	}
+}
+
+func TestControlChangesState(t *testing.T) {
+	h := start(t, Options{})
+	steps := []struct {
+		sku, device, typ, instance string
+		value                      any
+		want                       any // state answer afterwards
+	}{
+		{stripSKU, stripID, cloud.TypeOnOff, "powerSwitch", 0, int64(0)},
+		{stripSKU, stripID, cloud.TypeOnOff, "powerSwitch", 1, int64(1)},
+		{stripSKU, stripID, cloud.TypeRange, "brightness", 77, int64(77)},
+		{stripSKU, stripID, cloud.TypeColorSetting, "colorRgb", 0xff8800, int64(0xff8800)},
+		{stripSKU, stripID, cloud.TypeColorSetting, "colorTemperatureK", 4000, int64(4000)},
+		{stripSKU, stripID, cloud.TypeToggle, "gradientToggle", 1, int64(1)},
+		{plugSKU, plugID, cloud.TypeToggle, "socketToggle2", 1, int64(1)},
+		{heaterSKU, heaterID, cloud.TypeTemperature, "targetTemperature", map[string]any{"temperature": 22},
+			map[string]any{"temperature": int64(22), "autoStop": int64(0), "unit": "Celsius"}},
+		{heaterSKU, heaterID, cloud.TypeTemperature, "targetTemperature", map[string]any{"temperature": 25, "unit": "Fahrenheit"},
+			map[string]any{"temperature": int64(25), "autoStop": int64(0), "unit": "Fahrenheit"}},
+		{humidSKU, humidifierID, cloud.TypeWorkMode, "workMode", map[string]any{"workMode": 1, "modeValue": 7},
+			map[string]any{"workMode": int64(1), "modeValue": int64(7)}},
+		// Auto takes a range; the Manual level 7 would be out of it, so it is not kept.
+		{humidSKU, humidifierID, cloud.TypeWorkMode, "workMode", map[string]any{"workMode": 3},
+			map[string]any{"workMode": int64(3)}},
+		{humidSKU, humidifierID, cloud.TypeWorkMode, "workMode", map[string]any{"workMode": 3, "modeValue": 60},
+			map[string]any{"workMode": int64(3), "modeValue": int64(60)}},
+		{humidSKU, humidifierID, cloud.TypeRange, "humidity", 55, int64(55)},
+		// The spec's misspelt type is accepted as the canonical one.
+		{heaterSKU, heaterID, "devices.capabilities.temperature_range", "targetTemperature", map[string]any{"temperature": 18, "unit": "Celsius"},
+			map[string]any{"temperature": int64(18), "autoStop": int64(0), "unit": "Celsius"}},
+	}
+	for _, s := range steps {
+		r := h.control(s.sku, s.device, s.typ, s.instance, s.value)
+		if r.code() != 200 {
+			t.Fatalf("control %s %v: %s", s.instance, s.value, r.raw)
+		}
+		got := stateValues(t, h.state(s.sku, s.device))[s.instance]
+		if !cloud.Equal(got, s.want) {
+			t.Fatalf("after %s=%v state says %v, want %v", s.instance, s.value, got, s.want)
+		}
+	}
+	log := h.sim.ControlLog()
+	if len(log) != len(steps) || log[2].Instance != "brightness" || log[2].Value != int64(77) || log[2].Code != 200 ||
+		log[2].Device != stripID || !log[2].Time.Equal(h.clock.Now()) {
+		t.Fatalf("control log: %+v", log)
+	}
+}
+
+func TestStateAnswer(t *testing.T) {
+	h := start(t, Options{})
+	// Set every unqueryable kind, then check they still read "".
+	for _, c := range []struct {
+		typ, inst string
+		v         any
+	}{
+		{cloud.TypeDynamicScene, "lightScene", 3055},
+		{cloud.TypeDynamicScene, "snapshot", 1},
+		{cloud.TypeDynamicScene, "diyScene", 8216568},
+		{cloud.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": []int{0, 1}, "rgb": 255}},
+		{cloud.TypeSegmentColor, "segmentedBrightness", map[string]any{"segment": []int{2}, "brightness": 10}},
+		{cloud.TypeMusicSetting, "musicMode", map[string]any{"musicMode": 2, "sensitivity": 60, "rgb": 0}},
+	} {
+		if r := h.control(stripSKU, stripID, c.typ, c.inst, c.v); r.code() != 200 {
+			t.Fatalf("control %s: %s", c.inst, r.raw)
+		}
+		got := stateValues(t, h.state(stripSKU, stripID))[c.inst]
+		if got != "" {
+			t.Fatalf("state reports %s = %v, want \"\" (not queryable)", c.inst, got)
+		}
+		if v, ok := h.sim.Value(stripID, c.inst); !ok || !cloud.Equal(v, cloud.NormalizeValue(c.v)) {
+			t.Fatalf("Value(%s) = %v, want the value set", c.inst, v)
+		}
+	}
+	// Events are never returned; online comes first; properties are numbers.
+	for _, d := range h.sim.Devices() {
+		r := h.state(d.SKU, d.Device)
+		caps := r.body["payload"].(map[string]any)["capabilities"].([]any)
+		first := caps[0].(map[string]any)
+		if first["type"] != cloud.TypeOnline || first["instance"] != "online" || first["state"].(map[string]any)["value"] != true {
+			t.Fatalf("%s: first capability %v", d.Device, first)
+		}
+		n := 0
+		for _, c := range d.Capabilities {
+			if c.Type != cloud.TypeEvent {
+				n++
+			}
+		}
+		if len(caps) != n+1 {
+			t.Fatalf("%s: %d capabilities in state, want %d (all but events, plus online)", d.Device, len(caps), n+1)
+		}
+		for _, raw := range caps {
+			c := raw.(map[string]any)
+			v := c["state"].(map[string]any)["value"]
+			switch c["type"] {
+			case cloud.TypeEvent:
+				t.Fatalf("%s: state returned an event %v", d.Device, c)
+			case cloud.TypeProperty:
+				switch v.(type) {
+				case int64, float64:
+				default:
+					t.Fatalf("%s: property %v is not a number", d.Device, c)
+				}
+			}
+		}
+	}
+}
+
+func TestScenes(t *testing.T) {
+	h := start(t, Options{})
+	r := h.scenes(PathScenes, stripSKU, stripID)
+	caps := r.body["payload"].(map[string]any)["capabilities"].([]any)
+	c := caps[0].(map[string]any)
+	params := c["parameters"].(map[string]any)
+	opts := params["options"].([]any)
+	if len(caps) != 1 || c["type"] != cloud.TypeDynamicScene || c["instance"] != "lightScene" || params["dataType"] != "ENUM" || len(opts) != 6 {
+		t.Fatalf("scenes: %s", r.raw)
+	}
+	scene := opts[2].(map[string]any)["value"].(map[string]any)
+	if _, ok := scene["paramId"].(int64); !ok {
+		t.Fatalf("scene value %v has no integer paramId", scene)
+	}
+	wantStatus(t, "select a dynamic scene", h.control(stripSKU, stripID, cloud.TypeDynamicScene, "lightScene", scene), 200)
+	wantStatus(t, "select a static scene of the list", h.control(stripSKU, stripID, cloud.TypeDynamicScene, "lightScene", 3054), 200)
+	bad := h.control(stripSKU, stripID, cloud.TypeDynamicScene, "lightScene", map[string]any{"paramId": 1, "id": 1})
+	if bad.status != 400 || bad.msg() != "parameter value out of range" {
+		t.Fatalf("unknown scene: %s", bad.raw)
+	}
+	if v, _ := h.sim.Value(stripID, "lightScene"); !cloud.Equal(v, int64(3054)) {
+		t.Fatalf("lightScene = %v", v)
+	}
+
+	d := h.scenes(PathDIYScenes, stripSKU, stripID)
+	caps = d.body["payload"].(map[string]any)["capabilities"].([]any)
+	c = caps[0].(map[string]any)
+	opts = c["parameters"].(map[string]any)["options"].([]any)
+	if c["type"] != cloud.TypeDIYColorSetting || c["instance"] != "diyScene" || len(opts) != 2 {
+		t.Fatalf("diy scenes: %s", d.raw)
+	}
+	diy := opts[1].(map[string]any)["value"]
+	if _, ok := diy.(int64); !ok {
+		t.Fatalf("diy value %v is not an integer", diy)
+	}
+	wantStatus(t, "select a DIY scene", h.control(stripSKU, stripID, cloud.TypeDynamicScene, "diyScene", diy), 200)
+
+	// A device without scenes answers an empty list.
+	n := h.scenes(PathScenes, heaterSKU, heaterID)
+	if caps := n.body["payload"].(map[string]any)["capabilities"].([]any); n.code() != 200 || len(caps) != 0 {
+		t.Fatalf("heater scenes: %s", n.raw)
+	}
+}
+
+func TestFixtureScenes(t *testing.T) {
+	cat, err := LoadCatalogue(filepath.Join(fixtures, "list_devices_2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, Options{Catalogue: cat})
+	const sku, id = "H6072", "AA:BB:CC:DD:AA:BB:CC:DD"
+	r := h.scenes(PathScenes, sku, id)
+	opts := r.body["payload"].(map[string]any)["capabilities"].([]any)[0].(map[string]any)["parameters"].(map[string]any)["options"].([]any)
+	if len(opts) != 8 {
+		t.Fatalf("generated scenes: %s", r.raw)
+	}
+	again := h.scenes(PathScenes, sku, id)
+	if string(again.raw) != string(r.raw) {
+		t.Fatal("generated scenes differ between calls")
+	}
+	// The device list's lightScene options are empty: the scene list decides.
+	scene := opts[0].(map[string]any)["value"]
+	wantStatus(t, "generated scene", h.control(sku, id, cloud.TypeDynamicScene, "lightScene", scene), 200)
+	wantStatus(t, "scene not in the list", h.control(sku, id, cloud.TypeDynamicScene, "lightScene", map[string]any{"paramId": 1, "id": 2}), 400)
+	// DIY: the list has none, the endpoint generates some.
+	d := h.scenes(PathDIYScenes, sku, id)
+	if !strings.Contains(string(d.raw), `"instance":"diyScene"`) {
+		t.Fatalf("diy: %s", d.raw)
+	}
+
+	// DefaultScenes from the captured scene answer.
+	cat2, _ := LoadCatalogue(filepath.Join(fixtures, "list_devices_2.json"))
+	cat2.DefaultScenes = mustScenes(t)
+	h2 := start(t, Options{Catalogue: cat2})
+	r2 := h2.scenes(PathScenes, sku, id)
+	if n := len(r2.body["payload"].(map[string]any)["capabilities"].([]any)[0].(map[string]any)["parameters"].(map[string]any)["options"].([]any)); n != 65 {
+		t.Fatalf("%d default scenes, want 65", n)
+	}
+	wantStatus(t, "captured scene", h2.control(sku, id, cloud.TypeDynamicScene, "lightScene", map[string]any{"paramId": 11837, "id": 7691}), 200)
+}
+
+func mustScenes(t *testing.T) []cloud.Option {
+	t.Helper()
+	cat, err := ParseSceneList([]byte(`{"payload":{"capabilities":[{"type":"devices.capabilities.dynamic_scene","instance":"lightScene","parameters":{"dataType":"ENUM","options":[]}}]}}`))
+	if err != nil || len(cat) != 0 {
+		t.Fatalf("empty scene list: %v %v", cat, err)
+	}
+	raw, err := readFixture("scenes.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := ParseSceneList(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opts
+}
+
+func TestOffline(t *testing.T) {
+	h := start(t, Options{})
+	wantStatus(t, "brightness", h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 60), 200)
+	before := stateValues(t, h.state(monitorSKU, monitorID))
+	if err := h.sim.SetOnline(monitorID, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sim.SetOnline(stripID, false); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(7 * time.Minute)
+	after := stateValues(t, h.state(monitorSKU, monitorID))
+	if after["online"] != false {
+		t.Fatalf("online = %v", after["online"])
+	}
+	for k, v := range before {
+		if k != "online" && !cloud.Equal(after[k], v) {
+			t.Fatalf("offline %s moved from %v to %v: values must be historical", k, v, after[k])
+		}
+	}
+	st := stateValues(t, h.state(stripSKU, stripID))
+	if st["online"] != false || st["brightness"] != int64(60) {
+		t.Fatalf("offline strip state %v", st)
+	}
+	r := h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 80)
+	if r.status != 400 || r.code() != 400 || r.msg() != "device offline" {
+		t.Fatalf("control offline: %d %s", r.status, r.raw)
+	}
+	capState := r.body["capability"].(map[string]any)["state"].(map[string]any)
+	if capState["status"] != "failure" {
+		t.Fatalf("offline control state %v", capState)
+	}
+	// A bad value is still a bad value when offline.
+	if r := h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 500); r.msg() != "parameter value out of range" {
+		t.Fatalf("bad value offline: %s", r.raw)
+	}
+	if v, _ := h.sim.Value(stripID, "brightness"); v != int64(60) {
+		t.Fatalf("offline control changed brightness to %v", v)
+	}
+	if err := h.sim.SetOnline(stripID, true); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, "back online", h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 80), 200)
+	if err := h.sim.SetOnline("nope", true); err == nil {
+		t.Fatal("SetOnline of an unknown device succeeded")
+	}
+	// ErrorsAs200 answers it with 200.
+	h2 := start(t, Options{ErrorsAs200: true})
+	_ = h2.sim.SetOnline(stripID, false)
+	if r := h2.control(stripSKU, stripID, cloud.TypeRange, "brightness", 80); r.status != 200 || r.code() != 400 {
+		t.Fatalf("offline with ErrorsAs200: %d %s", r.status, r.raw)
+	}
+}
+
+func TestPropertyDrift(t *testing.T) {
+	read := func(seed uint64, at time.Duration) map[string]any {
+		clock := newClock()
+		s := New(Options{Now: clock.Now, Seed: seed})
+		clock.Advance(at)
+		st, err := s.State(monitorID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Values()
+	}
+	a, b := read(1, 10*time.Minute), read(1, 10*time.Minute)
+	for k, v := range a {
+		if !cloud.Equal(b[k], v) {
+			t.Fatalf("same seed and clock, %s differs: %v vs %v", k, v, b[k])
+		}
+	}
+	moved := 0
+	for _, at := range []time.Duration{0, 5 * time.Minute, 20 * time.Minute, time.Hour} {
+		v := read(1, at)
+		temp := v["sensorTemperature"].(float64)
+		hum := toFloat(v["sensorHumidity"])
+		co2 := v["carbonDioxideConcentration"].(int64)
+		pm := v["pm25"].(int64)
+		if temp < 18 || temp > 25 || hum < 30 || hum > 60 || co2 < 350 || co2 > 1000 || pm < 0 || pm > 40 {
+			t.Fatalf("readings out of plausible bounds at %v: %v", at, v)
+		}
+		if !cloud.Equal(v["sensorTemperature"], a["sensorTemperature"]) {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatal("temperature never drifts")
+	}
+	if c := read(2, 10*time.Minute); cloud.Equal(c["carbonDioxideConcentration"], a["carbonDioxideConcentration"]) &&
+		cloud.Equal(c["sensorTemperature"], a["sensorTemperature"]) {
+		t.Fatal("another seed gives the same readings")
+	}
+	// Slowly: a minute moves the temperature by less than half a degree.
+	x, y := read(1, 30*time.Minute)["sensorTemperature"].(float64), read(1, 31*time.Minute)["sensorTemperature"].(float64)
+	if d := x - y; d > 0.5 || d < -0.5 {
+		t.Fatalf("temperature jumped %v in a minute", d)
+	}
+	// Filter life falls by one percent a day.
+	clock := newClock()
+	s := New(Options{Now: clock.Now})
+	if v, _ := s.Value(purifierID, "filterLifeTime"); v != int64(87) {
+		t.Fatalf("filter life %v, want 87", v)
+	}
+	clock.Advance(49 * time.Hour)
+	if v, _ := s.Value(purifierID, "filterLifeTime"); v != int64(85) {
+		t.Fatalf("filter life after 49 h %v, want 85", v)
+	}
+	// SetValue fixes a reading.
+	if err := s.SetValue(monitorID, "pm25", 80); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.Value(monitorID, "pm25"); v != int64(80) {
+		t.Fatalf("pm25 %v", v)
+	}
+	if v, _ := s.Value(monitorID, "airQuality"); v != int64(1) && v != int64(2) && v != int64(3) && v != int64(4) {
+		t.Fatalf("airQuality %v", v)
+	}
+}
+
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return -1
+}
+
+func TestSetValue(t *testing.T) {
+	s := New(Options{Now: newClock().Now})
+	if err := s.SetValue(stripID, "brightness", 33); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := s.State(stripID)
+	if st.Values()["brightness"] != int64(33) {
+		t.Fatalf("state %v", st.Values())
+	}
+	var ve *cloud.ValueError
+	if err := s.SetValue(stripID, "brightness", 333); !errors.As(err, &ve) || ve.Category != cloud.CategoryRange {
+		t.Fatalf("bad value: %v", err)
+	}
+	if err := s.SetValue(stripID, "nope", 1); err == nil {
+		t.Fatal("unknown instance accepted")
+	}
+	if err := s.SetValue("nope", "brightness", 1); err == nil {
+		t.Fatal("unknown device accepted")
+	}
+}
+
+func TestRemoveAndAddDevices(t *testing.T) {
+	h := start(t, Options{})
+	n := len(h.sim.Devices())
+	if err := h.sim.RemoveDevice(plugID); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(h.list().raw), plugID) {
+		t.Fatal("removed device still listed")
+	}
+	for _, r := range []reply{h.state(plugSKU, plugID), h.control(plugSKU, plugID, cloud.TypeOnOff, "powerSwitch", 1)} {
+		if r.status != 404 || r.msg() != "devices not belong you" {
+			t.Fatalf("removed device: %s", r.raw)
+		}
+	}
+	if err := h.sim.RemoveDevice(plugID); err == nil {
+		t.Fatal("removed twice")
+	}
+	if err := h.sim.RestoreDevice(plugID); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sim.RestoreDevice(plugID); err == nil {
+		t.Fatal("restored a device that is there")
+	}
+	wantStatus(t, "restored device", h.state(plugSKU, plugID), 200)
+
+	newDev := cloud.Device{SKU: "H5083", Device: "AA:BB:CC:DD:EE:FF:10:99", Name: "New Plug", Type: cloud.DeviceSocket,
+		Capabilities: []cloud.Capability{{Type: cloud.TypeOnOff, Instance: "powerSwitch",
+			Parameters: &cloud.Parameters{DataType: cloud.DataEnum, Options: []cloud.Option{{Name: "on", Value: int64(1)}, {Name: "off", Value: int64(0)}}}}}}
+	if err := h.sim.AddDevice(newDev); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sim.AddDevice(newDev); err == nil {
+		t.Fatal("added the same id twice")
+	}
+	if err := h.sim.AddDevice(cloud.Device{Device: "x"}); err == nil {
+		t.Fatal("added a device without sku")
+	}
+	var list cloud.DeviceList
+	if err := jsonUnmarshal(h.list().raw, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Data) != n+1 || list.Data[n].Device != newDev.Device || list.Data[n].Name != "New Plug" {
+		t.Fatalf("list after add: %d devices, last %+v", len(list.Data), list.Data[len(list.Data)-1])
+	}
+	wantStatus(t, "control new device", h.control("H5083", newDev.Device, cloud.TypeOnOff, "powerSwitch", 1), 200)
+}
+
+func TestEvents(t *testing.T) {
+	h := start(t, Options{})
+	var mu sync.Mutex
+	var got []Event
+	remove := h.sim.OnEvent(func(e Event) { mu.Lock(); got = append(got, e); mu.Unlock() })
+	ev, err := h.sim.RaiseEvent(humidifierID, "lackWaterEvent", "lack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"sku":"H7142","device":"AA:BB:CC:DD:EE:FF:10:11","deviceName":"Nursery Humidifier","capabilities":[{"type":"devices.capabilities.event","instance":"lackWaterEvent","state":[{"name":"lack","value":1,"message":"Lack of Water"}]}]}`
+	if string(ev.Payload) != want {
+		t.Fatalf("payload\n got %s\nwant %s", ev.Payload, want)
+	}
+	if _, err := h.sim.RaiseEvent(iceID, "iceFullEvent", ""); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(got) != 2 || string(got[0].Payload) != want || got[1].Instance != "iceFullEvent" || got[1].SKU != iceSKU {
+		t.Fatalf("listener got %+v", got)
+	}
+	mu.Unlock()
+	remove()
+	if _, err := h.sim.RaiseEvent(iceID, "lackWaterEvent", ""); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(got) != 2 {
+		t.Fatal("removed listener still called")
+	}
+	mu.Unlock()
+	for name, raise := range map[string]func() error{
+		"not an event":   func() error { _, err := h.sim.RaiseEvent(humidifierID, "humidity", ""); return err },
+		"unknown option": func() error { _, err := h.sim.RaiseEvent(humidifierID, "lackWaterEvent", "full"); return err },
+		"unknown device": func() error { _, err := h.sim.RaiseEvent("nope", "lackWaterEvent", ""); return err },
+		"offline": func() error {
+			_ = h.sim.SetOnline(iceID, false)
+			_, err := h.sim.RaiseEvent(iceID, "iceFullEvent", "")
+			return err
+		},
+	} {
+		if err := raise(); err == nil || !strings.HasPrefix(err.Error(), "cloudsim: ") {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
+
+func TestRequestLogAndCounts(t *testing.T) {
+	h := start(t, Options{LogLimit: 3})
+	h.list()
+	h.state(stripSKU, stripID)
+	h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 500)
+	h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 5)
+	reqs := h.sim.Requests()
+	if len(reqs) != 3 || reqs[0].Endpoint != EndpointState || reqs[1].Code != 400 || reqs[2].Instance != "brightness" || reqs[2].HTTPStatus != 200 {
+		t.Fatalf("log %+v", reqs)
+	}
+	c := h.sim.Counts()
+	if c.Of(EndpointDevices, 200) != 1 || c.Of(EndpointControl, 400) != 1 || c.Of(EndpointControl, 200) != 1 || c.Total(EndpointControl) != 2 {
+		t.Fatalf("counts %+v", c)
+	}
+	h.sim.ResetLog()
+	if len(h.sim.Requests()) != 0 || h.sim.Counts().Total(EndpointControl) != 0 || len(h.sim.ControlLog()) != 0 {
+		t.Fatal("ResetLog kept entries")
+	}
+}
+
+// Many clients at once: no race, every accepted control recorded once.
+func TestConcurrentClients(t *testing.T) {
+	h := start(t, Options{Limits: Limits{ControlAccount: Unlimited, ControlDevice: Unlimited, State: Unlimited}})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 25 {
+				r := h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 1+(g*25+i)%100)
+				if r.code() != 200 {
+					t.Errorf("control: %s", r.raw)
+				}
+				h.state(stripSKU, stripID)
+				_, _ = h.sim.State(stripID)
+			}
+		})
+	}
+	wg.Wait()
+	if n := len(h.sim.ControlLog()); n != 200 {
+		t.Fatalf("%d controls logged, want 200", n)
+	}
+}
