@@ -1,0 +1,215 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Limit is one token bucket: Rate tokens per second refill, at most Burst
+// stored. Every request of the bucket's endpoint takes one token.
+type Limit struct {
+	Rate  rate.Limit
+	Burst int
+}
+
+// PerMinute builds a Limit of n requests per minute with the given burst.
+func PerMinute(n float64, burst int) Limit {
+	return Limit{Rate: rate.Limit(n / 60), Burst: burst}
+}
+
+// PerSecond builds a Limit of n requests per second with the given burst.
+func PerSecond(n float64, burst int) Limit {
+	return Limit{Rate: rate.Limit(n), Burst: burst}
+}
+
+func (l Limit) valid() bool {
+	return l.Rate > 0 && l.Burst >= 1 && !math.IsInf(float64(l.Rate), 0) && !math.IsNaN(float64(l.Rate))
+}
+
+// Config holds the scheduler's budgets and policies. The zero value of any
+// field means its default; the defaults are the spec's rate-limit table.
+// Plain fields: the daemon maps its own configuration onto them.
+type Config struct {
+	// DeviceList is the account's budget for the device list (spec: 30/min, burst 30).
+	DeviceList Limit
+	// ControlAccount is the account's control budget (spec: 12/s, burst 80).
+	ControlAccount Limit
+	// ControlDevice is each device's control budget (spec: 2/s, burst 6).
+	ControlDevice Limit
+	// State is each device's state-read budget (spec: 30/min, burst 30).
+	State Limit
+	// Scenes is each device's light-scene budget (spec: 30/min, burst 30).
+	Scenes Limit
+	// DIYScenes is each device's DIY-scene budget. The spec gives none; the
+	// default is the scenes budget, in a bucket of its own.
+	DIYScenes Limit
+
+	// SafetyMargin is the fraction (0 to 0.5) of every rate and burst held
+	// back, for a cloud whose buckets run slightly tighter than documented.
+	// Default 0: the scheduler already assumes each request reaches the
+	// cloud as late as its answer comes back, so latency never overspends.
+	SafetyMargin float64
+
+	// MaxInFlight bounds the requests on the wire at once (default 8).
+	MaxInFlight int
+	// CommandSlots of those are kept for control commands (default 1), so a
+	// burst of reads never delays a command by more than one request time.
+	CommandSlots int
+
+	// MaxAttempts bounds the attempts of a request failing with transient
+	// errors (5xx, timeouts) before its failure is reported (default 4).
+	// Rate-limited (429) attempts do not count: they are retried until sent.
+	MaxAttempts int
+	// RetryBase is the first back-off after a transient error or a 429
+	// without Retry-After (default 1 s); it doubles per attempt, with jitter.
+	RetryBase time.Duration
+	// RetryMax caps the back-off (default 30 s).
+	RetryMax time.Duration
+
+	// MaxQueuedCommands bounds the commands waiting to be sent (default 1000).
+	MaxQueuedCommands int
+	// MaxQueuedReads bounds the waiting reads, counting every coalesced
+	// waiter (default 2000).
+	MaxQueuedReads int
+
+	// AuthHoldoff is how long after a 401 every request is failed without
+	// being sent, so a wrong key does not hammer the cloud (default 1 min).
+	AuthHoldoff time.Duration
+	// ShutdownTimeout is how long Run waits, after its context ends, for
+	// requests on the wire before cancelling them (default 10 s).
+	ShutdownTimeout time.Duration
+}
+
+// Defaults of Config, the spec's rate-limit table.
+var (
+	DefaultDeviceList     = PerMinute(30, 30)
+	DefaultControlAccount = PerSecond(12, 80)
+	DefaultControlDevice  = PerSecond(2, 6)
+	DefaultState          = PerMinute(30, 30)
+	DefaultScenes         = PerMinute(30, 30)
+	DefaultDIYScenes      = PerMinute(30, 30)
+)
+
+const (
+	defaultMaxInFlight       = 8
+	defaultCommandSlots      = 1
+	defaultMaxAttempts       = 4
+	defaultRetryBase         = time.Second
+	defaultRetryMax          = 30 * time.Second
+	defaultMaxQueuedCommands = 1000
+	defaultMaxQueuedReads    = 2000
+	defaultAuthHoldoff       = time.Minute
+	defaultShutdownTimeout   = 10 * time.Second
+	maxSafetyMargin          = 0.5
+)
+
+// Validate reports every field set to a value the scheduler cannot use,
+// naming the field and the fix. Zero values are fine (they mean the default).
+func (c Config) Validate() error {
+	var errs []error
+	limits := []struct {
+		name string
+		l    Limit
+	}{
+		{"DeviceList", c.DeviceList}, {"ControlAccount", c.ControlAccount},
+		{"ControlDevice", c.ControlDevice}, {"State", c.State},
+		{"Scenes", c.Scenes}, {"DIYScenes", c.DIYScenes},
+	}
+	for _, l := range limits {
+		if l.l != (Limit{}) && !l.l.valid() {
+			errs = append(errs, fmt.Errorf("scheduler: %s limit %v/s burst %d: rate must be positive and finite and burst at least 1", l.name, float64(l.l.Rate), l.l.Burst))
+		}
+	}
+	if c.SafetyMargin < 0 || c.SafetyMargin > maxSafetyMargin || math.IsNaN(c.SafetyMargin) {
+		errs = append(errs, fmt.Errorf("scheduler: SafetyMargin %v: must be between 0 and %v", c.SafetyMargin, maxSafetyMargin))
+	}
+	nonNegative := []struct {
+		name string
+		v    int64
+	}{
+		{"MaxInFlight", int64(c.MaxInFlight)}, {"CommandSlots", int64(c.CommandSlots)},
+		{"MaxAttempts", int64(c.MaxAttempts)}, {"RetryBase", int64(c.RetryBase)},
+		{"RetryMax", int64(c.RetryMax)}, {"MaxQueuedCommands", int64(c.MaxQueuedCommands)},
+		{"MaxQueuedReads", int64(c.MaxQueuedReads)}, {"AuthHoldoff", int64(c.AuthHoldoff)},
+		{"ShutdownTimeout", int64(c.ShutdownTimeout)},
+	}
+	for _, f := range nonNegative {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("scheduler: %s is negative: use 0 for the default or a positive value", f.name))
+		}
+	}
+	maxInFlight, slots := c.MaxInFlight, c.CommandSlots
+	if maxInFlight <= 0 {
+		maxInFlight = defaultMaxInFlight
+	}
+	if slots <= 0 {
+		slots = defaultCommandSlots
+	}
+	if slots >= maxInFlight {
+		errs = append(errs, fmt.Errorf("scheduler: CommandSlots %d must be below MaxInFlight %d, or reads could never be sent", slots, maxInFlight))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults replaces zero and unusable values with the defaults.
+func (c Config) withDefaults() Config {
+	lim := func(l *Limit, def Limit) {
+		if !l.valid() {
+			*l = def
+		}
+	}
+	lim(&c.DeviceList, DefaultDeviceList)
+	lim(&c.ControlAccount, DefaultControlAccount)
+	lim(&c.ControlDevice, DefaultControlDevice)
+	lim(&c.State, DefaultState)
+	lim(&c.Scenes, DefaultScenes)
+	lim(&c.DIYScenes, DefaultDIYScenes)
+	if c.SafetyMargin < 0 || c.SafetyMargin > maxSafetyMargin || math.IsNaN(c.SafetyMargin) {
+		c.SafetyMargin = 0
+	}
+	positive := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	positive(&c.MaxInFlight, defaultMaxInFlight)
+	positive(&c.MaxAttempts, defaultMaxAttempts)
+	positive(&c.MaxQueuedCommands, defaultMaxQueuedCommands)
+	positive(&c.MaxQueuedReads, defaultMaxQueuedReads)
+	positive(&c.CommandSlots, defaultCommandSlots)
+	if c.CommandSlots >= c.MaxInFlight {
+		c.CommandSlots = c.MaxInFlight - 1
+		if c.CommandSlots == 0 {
+			c.MaxInFlight, c.CommandSlots = 2, 1
+		}
+	}
+	dur := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	dur(&c.RetryBase, defaultRetryBase)
+	dur(&c.RetryMax, defaultRetryMax)
+	if c.RetryMax < c.RetryBase {
+		c.RetryMax = c.RetryBase
+	}
+	dur(&c.AuthHoldoff, defaultAuthHoldoff)
+	dur(&c.ShutdownTimeout, defaultShutdownTimeout)
+	return c
+}
+
+// margin applies the safety margin to a limit.
+func (c Config) margin(l Limit) Limit {
+	if c.SafetyMargin == 0 {
+		return l
+	}
+	out := Limit{Rate: l.Rate * rate.Limit(1-c.SafetyMargin), Burst: int(float64(l.Burst) * (1 - c.SafetyMargin))}
+	if out.Burst < 1 {
+		out.Burst = 1
+	}
+	return out
+}

@@ -1,0 +1,463 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/cloud"
+)
+
+const sweepEvery = time.Minute
+
+// Run sends the queued requests until ctx ends. Then it stops intake
+// (submissions fail with ErrClosed), reports every queued request with
+// ErrNotSent, lets the requests on the wire finish (cancelling them after
+// Config.ShutdownTimeout) and returns nil. It may be called once.
+func (s *Scheduler) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return errors.New("scheduler: Run called twice; create a new Scheduler for a new run")
+	}
+	s.started = true
+	s.lastSweep = s.nowLocked()
+	s.mu.Unlock()
+
+	// Requests on the wire outlive ctx: shutdown lets them finish.
+	reqCtx, cancelReq := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelReq()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+
+	var cmds []*command
+	var reads []*read
+	for {
+		s.mu.Lock()
+		now := s.nowLocked()
+		var wakeAt time.Time
+		cmds, reads, wakeAt = s.dispatchLocked(now, cmds[:0], reads[:0])
+		if now.Sub(s.lastSweep) >= sweepEvery {
+			s.sweepLocked(now)
+		}
+		out := s.outbox
+		s.outbox = nil
+		s.mu.Unlock()
+
+		for _, f := range out {
+			f()
+		}
+		for _, c := range cmds {
+			s.wg.Add(1)
+			go s.sendCommand(reqCtx, c)
+		}
+		for _, r := range reads {
+			s.wg.Add(1)
+			go s.sendRead(reqCtx, r)
+		}
+		clear(cmds)
+		clear(reads)
+		if wakeAt.IsZero() {
+			timer.Stop()
+		} else {
+			timer.Reset(wakeAt.Sub(now))
+		}
+		select {
+		case <-ctx.Done():
+			return s.shutdown(cancelReq)
+		case <-s.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+func (s *Scheduler) shutdown(cancelReq context.CancelFunc) error {
+	s.mu.Lock()
+	s.closed = true
+	now := s.nowLocked()
+	s.failQueuedLocked(now, ErrNotSent)
+	out := s.outbox
+	s.outbox = nil
+	inflight := s.inflight
+	s.mu.Unlock()
+	for _, f := range out {
+		f()
+	}
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(s.cfg.ShutdownTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Warn().Int("in_flight", inflight).Dur("waited", s.cfg.ShutdownTimeout).
+			Msg("scheduler: cancelling requests still on the wire at shutdown")
+		cancelReq()
+		<-done
+	}
+	return nil
+}
+
+// wakeAt keeps the earliest non-zero instant.
+func earliest(cur, t time.Time) time.Time {
+	if t.IsZero() || (!cur.IsZero() && !t.Before(cur)) {
+		return cur
+	}
+	return t
+}
+
+// dispatchLocked takes every request that may be sent now off the queues,
+// counting it against its buckets and slots, and returns them with the
+// instant at which a waiting request next becomes sendable (zero when only
+// an answer or a submission can change anything).
+func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read) ([]*command, []*read, time.Time) {
+	if now.Before(s.authUntil) {
+		if s.queuedC > 0 || s.queuedR > 0 {
+			s.failQueuedLocked(now, fmt.Errorf("%w: %w", ErrAuthHoldoff, s.authErr))
+		}
+		return cmds, reads, time.Time{}
+	}
+	var wake time.Time
+
+	// Commands: devices in ring order; a device served goes to the back,
+	// so at the account limit devices take turns.
+	if len(s.ring) > 0 {
+		kept := s.ring[:0]
+		var served []*device
+		for _, d := range s.ring {
+			if len(d.cmds) == 0 {
+				d.inRing = false
+				continue
+			}
+			if d.busy[epControl] || s.inflight >= s.cfg.MaxInFlight || !s.control.ready(now) {
+				kept = append(kept, d)
+				continue
+			}
+			c := d.cmds[0]
+			if c.notBefore.After(now) {
+				wake = earliest(wake, c.notBefore)
+				kept = append(kept, d)
+				continue
+			}
+			b := s.bucketLocked(d, epControl)
+			if at := b.readyAt(now); !at.Equal(now) {
+				wake = earliest(wake, at)
+				kept = append(kept, d)
+				continue
+			}
+			d.cmds[0] = nil
+			d.cmds = d.cmds[1:]
+			s.queuedC--
+			d.busy[epControl] = true
+			s.control.send()
+			b.send()
+			s.sentLocked(epControl, &c.attempt, now)
+			cmds = append(cmds, c)
+			if len(d.cmds) > 0 {
+				served = append(served, d)
+			} else {
+				d.inRing = false
+				d.cmds = nil
+			}
+		}
+		s.ring = append(kept, served...)
+		if s.queuedC > 0 && !s.control.ready(now) {
+			wake = earliest(wake, s.control.readyAt(now))
+		}
+	}
+
+	// Reads by priority, oldest first within one.
+	readSlots := s.cfg.MaxInFlight - s.cfg.CommandSlots
+	for p := range s.readQ {
+		l := &s.readQ[p]
+		for e := l.Front(); e != nil; {
+			next := e.Next()
+			if s.inflR >= readSlots || s.inflight >= s.cfg.MaxInFlight {
+				return cmds, reads, wake
+			}
+			r := e.Value.(*read)
+			d := r.dev
+			switch {
+			case d.busy[r.ep]:
+			case r.notBefore.After(now):
+				wake = earliest(wake, r.notBefore)
+			default:
+				b := s.bucketLocked(d, r.ep)
+				if at := b.readyAt(now); !at.Equal(now) {
+					wake = earliest(wake, at)
+					break
+				}
+				l.Remove(e)
+				r.elem = nil
+				d.reads[r.ep] = nil
+				d.busy[r.ep] = true
+				b.send()
+				s.queuedR -= len(r.waiters)
+				s.inflR++
+				s.sentLocked(r.ep, &r.attempt, now)
+				reads = append(reads, r)
+			}
+			e = next
+		}
+	}
+	return cmds, reads, wake
+}
+
+func (s *Scheduler) sentLocked(ep endpoint, a *attempt, now time.Time) {
+	s.inflight++
+	a.sent++
+	a.lastSent = now
+	if a.sent > 1 {
+		s.st.retries++
+	}
+	s.st.requests[ep]++
+	if day := dayOf(now); day != s.st.day {
+		s.st.day, s.st.requestsToday = day, 0
+	}
+	s.st.requestsToday++
+}
+
+// failQueuedLocked reports every queued request with err.
+func (s *Scheduler) failQueuedLocked(now time.Time, err error) {
+	for _, d := range s.ring {
+		for _, c := range d.cmds {
+			res, report := c.result(err, now), c.report
+			s.outbox = append(s.outbox, func() { report(res) })
+			s.st.failures++
+		}
+		d.cmds = nil
+		d.inRing = false
+	}
+	s.ring = nil
+	s.queuedC = 0
+	for p := range s.readQ {
+		l := &s.readQ[p]
+		for e := l.Front(); e != nil; e = e.Next() {
+			r := e.Value.(*read)
+			r.dev.reads[r.ep] = nil
+			for _, w := range r.waiters {
+				s.outbox = append(s.outbox, func() { w(nil, err) })
+			}
+			s.st.failures++
+		}
+		l.Init()
+	}
+	s.queuedR = 0
+}
+
+// sweepLocked forgets devices whose buckets are full and that have nothing
+// queued or on the wire: a new bucket starts full, so nothing changes but
+// the memory held for devices no longer used.
+func (s *Scheduler) sweepLocked(now time.Time) {
+	s.lastSweep = now
+	for k, d := range s.devices {
+		if d.idle(now) {
+			delete(s.devices, k)
+		}
+	}
+}
+
+func (s *Scheduler) sendCommand(ctx context.Context, c *command) {
+	defer s.wg.Done()
+	res, err := s.cloud.Control(ctx, c.req)
+
+	s.mu.Lock()
+	now := s.nowLocked()
+	d := c.dev
+	d.busy[epControl] = false
+	s.inflight--
+	retry, err := s.settleLocked(now, epControl, d, &c.attempt, err, d.buckets[epControl], s.control)
+	var report func()
+	if retry {
+		report = s.requeueCommandLocked(c, now)
+	} else {
+		r := c.result(err, now)
+		r.Result = res
+		rep := c.report
+		report = func() { rep(r) }
+	}
+	s.mu.Unlock()
+	if report != nil {
+		report()
+	}
+	s.signal()
+}
+
+// requeueCommandLocked puts a command due for a retry back at the head of
+// its device. If a newer command for the same instance arrived while it
+// was on the wire, that one takes its place and the old one is superseded.
+func (s *Scheduler) requeueCommandLocked(c *command, now time.Time) (report func()) {
+	d := c.dev
+	for i, n := range d.cmds {
+		if n.req.Instance != c.req.Instance {
+			continue
+		}
+		if c.notBefore.After(n.notBefore) {
+			n.notBefore = c.notBefore
+		}
+		n.rateLimited = c.rateLimited
+		copy(d.cmds[1:i+1], d.cmds[:i])
+		d.cmds[0] = n
+		s.st.superseded++
+		res, rep := c.result(ErrSuperseded, now), c.report
+		return func() { rep(res) }
+	}
+	d.cmds = append(d.cmds, nil)
+	copy(d.cmds[1:], d.cmds)
+	d.cmds[0] = c
+	s.queuedC++
+	if !d.inRing {
+		d.inRing = true
+		s.ring = append(s.ring, d)
+	}
+	return nil
+}
+
+func (s *Scheduler) sendRead(ctx context.Context, r *read) {
+	defer s.wg.Done()
+	var v any
+	var err error
+	k := r.dev.key
+	switch r.ep {
+	case epDevices:
+		v, err = s.cloud.ListDevices(ctx)
+	case epState:
+		v, err = s.cloud.State(ctx, k.sku, k.device)
+	case epScenes:
+		v, err = s.cloud.Scenes(ctx, k.sku, k.device)
+	case epDIYScenes:
+		v, err = s.cloud.DIYScenes(ctx, k.sku, k.device)
+	}
+
+	s.mu.Lock()
+	now := s.nowLocked()
+	d := r.dev
+	d.busy[r.ep] = false
+	s.inflight--
+	s.inflR--
+	retry, err := s.settleLocked(now, r.ep, d, &r.attempt, err, d.buckets[r.ep])
+	var waiters []func(any, error)
+	if retry {
+		s.requeueReadLocked(r)
+	} else {
+		waiters = r.waiters
+	}
+	s.mu.Unlock()
+	for _, w := range waiters {
+		w(v, err)
+	}
+	s.signal()
+}
+
+// requeueReadLocked puts a read due for a retry back at the head of its
+// priority, merged with a read of the same target queued meanwhile.
+func (s *Scheduler) requeueReadLocked(r *read) {
+	d := r.dev
+	s.queuedR += len(r.waiters)
+	if q := d.reads[r.ep]; q != nil {
+		q.waiters = append(r.waiters, q.waiters...)
+		if r.notBefore.After(q.notBefore) {
+			q.notBefore = r.notBefore
+		}
+		q.rateLimited = r.rateLimited
+		if r.prio < q.prio {
+			s.readQ[q.prio].Remove(q.elem)
+			q.prio = r.prio
+			q.elem = s.readQ[q.prio].PushFront(q)
+		}
+		return
+	}
+	d.reads[r.ep] = r
+	r.elem = s.readQ[r.prio].PushFront(r)
+}
+
+// settleLocked accounts an answer (or failure) against the buckets the
+// request used and decides whether it is retried. When it is not, the
+// error to report is returned.
+func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attempt, err error, buckets ...*bucket) (retry bool, _ error) {
+	if err == nil {
+		for _, b := range buckets {
+			b.answered(now)
+		}
+		a.rateLimited = 0
+		return false, nil
+	}
+	ev := func(e *zerolog.Event) *zerolog.Event {
+		e = e.Str("endpoint", ep.String()).Int("attempt", a.sent)
+		if d.key.device != "" {
+			e = e.Str("sku", d.key.sku).Str("device", d.key.device)
+		}
+		return e
+	}
+	if retryAfter, ok := cloud.IsRateLimited(err); ok {
+		// The cloud's bucket is empty: empty ours (both, for control: the
+		// answer does not say whether the account or the device ran out).
+		for _, b := range buckets {
+			b.limited(now)
+		}
+		s.st.rateLimited++
+		s.st.lastRateLimited = now
+		a.rateLimited++
+		wait := retryAfter
+		if wait <= 0 {
+			wait = s.backoff(a.rateLimited)
+		}
+		a.notBefore = now.Add(wait)
+		ev(s.log.Warn()).Dur("retry_after", retryAfter).Dur("wait", wait).Msg("scheduler: rate limited by the cloud (429), bucket emptied, will retry")
+		if s.closed {
+			s.st.failures++
+			return false, fmt.Errorf("%w: %w", ErrNotSent, err)
+		}
+		return true, nil
+	}
+	for _, b := range buckets {
+		b.answered(now)
+	}
+	switch {
+	case cloud.IsAuth(err):
+		if !now.Before(s.authUntil) {
+			ev(s.log.Error()).Err(err).Dur("holdoff", s.cfg.AuthHoldoff).
+				Msg("scheduler: the cloud refused the API key; failing requests without sending them for a while")
+		}
+		s.authUntil = now.Add(s.cfg.AuthHoldoff)
+		s.authErr = err
+		s.st.failures++
+		return false, err
+	case cloud.IsRejected(err):
+		s.st.failures++
+		return false, err
+	}
+	a.failures++
+	if s.closed {
+		s.st.failures++
+		return false, err
+	}
+	if a.failures >= s.cfg.MaxAttempts {
+		ev(s.log.Warn()).Err(err).Msg("scheduler: giving up after transient failures")
+		s.st.failures++
+		return false, fmt.Errorf("scheduler: gave up after %d attempts: %w", a.sent, err)
+	}
+	a.notBefore = now.Add(s.backoff(a.failures))
+	ev(s.log.Debug()).Err(err).Time("retry_at", a.notBefore).Msg("scheduler: transient failure, will retry")
+	return true, nil
+}
+
+// backoff is the wait before the nth retry: RetryBase doubled per retry,
+// capped at RetryMax, with jitter (between half and all of it).
+func (s *Scheduler) backoff(n int) time.Duration {
+	d := s.cfg.RetryBase
+	for i := 1; i < n && d < s.cfg.RetryMax; i++ {
+		d *= 2
+	}
+	d = min(d, s.cfg.RetryMax)
+	half := d / 2
+	return half + rand.N(d-half+1)
+}

@@ -1,0 +1,491 @@
+// Package scheduler is the one owner of every cloud request budget: it
+// decides when each control command and each read is sent so that the
+// cloud's documented token buckets (per account and per device) are never
+// exceeded, commands go before confirmation reads, polls and refreshes, and
+// a busy device cannot starve the others.
+//
+// Submitting never blocks: Control, State, ListDevices, Scenes and DIYScenes
+// queue the request (coalescing it with a queued one for the same target)
+// and return; the answer is given once to the report function, from a
+// scheduler goroutine. It retries 429s and transient failures itself.
+//
+// It is not a cache and does not decide what to read when: the poller and
+// the bridge do. It knows nothing of MQTT.
+package scheduler
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/cloud"
+)
+
+// Cloud is what the scheduler needs of the cloud: the methods of
+// *cloud.Client. Errors are classified with cloud.IsRateLimited,
+// cloud.IsAuth, cloud.IsRejected; any other error counts as transient.
+type Cloud interface {
+	ListDevices(ctx context.Context) ([]cloud.Device, error)
+	State(ctx context.Context, sku, device string) (cloud.DeviceState, error)
+	Scenes(ctx context.Context, sku, device string) (cloud.Scenes, error)
+	DIYScenes(ctx context.Context, sku, device string) (cloud.Scenes, error)
+	Control(ctx context.Context, req cloud.ControlRequest) (cloud.ControlResult, error)
+}
+
+// Errors given by the submit methods or to report functions.
+var (
+	// ErrOverloaded: the queue is full; the request was not accepted.
+	ErrOverloaded = errors.New("scheduler: overloaded, the queue is full because requests arrive faster than the cloud's rate limits allow; retry later, or poll less often")
+	// ErrClosed: the scheduler has shut down (or is shutting down).
+	ErrClosed = errors.New("scheduler: closed, the bridge is shutting down; the request was not accepted")
+	// ErrSuperseded: a newer command for the same device and instance
+	// replaced this one before it was sent.
+	ErrSuperseded = errors.New("scheduler: superseded by a newer command for the same device and instance before it was sent")
+	// ErrNotSent: the scheduler shut down before the request could be sent
+	// (or before a retry of it could be).
+	ErrNotSent = errors.New("scheduler: not sent, the bridge shut down first")
+	// ErrAuthHoldoff: the request was not sent because the cloud refused
+	// the API key a moment ago; the report's error also wraps that refusal.
+	ErrAuthHoldoff = errors.New("scheduler: not sent, the cloud refused the API key recently; check the API key")
+)
+
+// CommandResult is the outcome of one Control submission. The submitter
+// publishes an optimistic state on success and rolls it back on an error.
+type CommandResult struct {
+	Request  cloud.ControlRequest
+	Result   cloud.ControlResult // the cloud's answer when Err is nil
+	Err      error               // nil, a cloud error, ErrSuperseded, ErrNotSent, ErrAuthHoldoff
+	Attempts int                 // requests sent for it (0: never sent)
+	Queued   time.Time           // when it was submitted
+	Sent     time.Time           // when its last attempt was sent; zero if never
+	Done     time.Time           // when this result was decided
+}
+
+// Endpoint names, as in cloud.APIError.Endpoint and Stats.Requests.
+const (
+	EndpointDevices   = "devices"
+	EndpointState     = "state"
+	EndpointScenes    = "scenes"
+	EndpointDIYScenes = "diy-scenes"
+	EndpointControl   = "control"
+)
+
+type endpoint int
+
+const (
+	epDevices endpoint = iota
+	epState
+	epScenes
+	epDIYScenes
+	epControl
+	numEndpoints
+)
+
+func (e endpoint) String() string {
+	return [...]string{EndpointDevices, EndpointState, EndpointScenes, EndpointDIYScenes, EndpointControl}[e]
+}
+
+type devKey struct{ sku, device string }
+
+// device holds one device's buckets and queued work. The account is a
+// device with an empty key (its epDevices bucket is the device-list budget).
+type device struct {
+	key     devKey
+	buckets [numEndpoints]*bucket
+	busy    [numEndpoints]bool // a request of that endpoint is on the wire
+	reads   [numEndpoints]*read
+	cmds    []*command // queued, one per instance, in order of first arrival
+	inRing  bool
+}
+
+func (d *device) idle(now time.Time) bool {
+	if d.inRing || len(d.cmds) > 0 {
+		return false
+	}
+	for i := range numEndpoints {
+		if d.busy[i] || d.reads[i] != nil || (d.buckets[i] != nil && !d.buckets[i].idle(now)) {
+			return false
+		}
+	}
+	return true
+}
+
+// attempt is the retry state shared by commands and reads.
+type attempt struct {
+	sent        int       // requests sent
+	failures    int       // transient failures
+	rateLimited int       // consecutive 429s
+	notBefore   time.Time // no retry before
+	lastSent    time.Time
+}
+
+type command struct {
+	attempt
+	req    cloud.ControlRequest
+	report func(CommandResult)
+	dev    *device
+	queued time.Time
+}
+
+func (c *command) result(err error, now time.Time) CommandResult {
+	return CommandResult{Request: c.req, Err: err, Attempts: c.sent, Queued: c.queued, Sent: c.lastSent, Done: now}
+}
+
+type read struct {
+	attempt
+	ep      endpoint
+	dev     *device
+	prio    Priority
+	waiters []func(any, error)
+	queued  time.Time
+	elem    *list.Element
+}
+
+// Scheduler sends every cloud request within the cloud's budgets. Create it
+// with New, start it with Run.
+type Scheduler struct {
+	cloud Cloud
+	cfg   Config
+	log   zerolog.Logger
+	wake  chan struct{}
+	wg    sync.WaitGroup // request goroutines
+
+	mu       sync.Mutex
+	last     time.Time // latest instant handed to a bucket; never goes back
+	started  bool
+	closed   bool
+	devices  map[devKey]*device
+	account  *device // device-list bucket and the device-list read
+	control  *bucket // account control bucket
+	ring     []*device
+	readQ    [PriorityRefresh + 1]list.List // queued reads by priority
+	queuedC  int                            // queued commands
+	queuedR  int                            // queued read waiters
+	inflight int
+	inflR    int // reads in flight
+	outbox   []func()
+
+	authUntil time.Time
+	authErr   error
+	lastSweep time.Time
+
+	st counters
+}
+
+type counters struct {
+	coalesced, superseded, rateLimited, retries, failures uint64
+	lastRateLimited                                       time.Time
+	requests                                              [numEndpoints]uint64
+	day                                                   int // yyyymmdd of requestsToday
+	requestsToday                                         int
+}
+
+// New returns a scheduler for c. Config fields left zero (or unusable: see
+// Config.Validate) take the spec's defaults. Nothing is sent before Run.
+func New(c Cloud, cfg Config, log zerolog.Logger) *Scheduler {
+	if err := cfg.Validate(); err != nil {
+		log.Warn().Err(err).Msg("scheduler: unusable settings replaced by defaults")
+	}
+	cfg = cfg.withDefaults()
+	s := &Scheduler{
+		cloud:   c,
+		cfg:     cfg,
+		log:     log,
+		wake:    make(chan struct{}, 1),
+		devices: make(map[devKey]*device),
+		account: &device{},
+		control: newBucket(cfg.margin(cfg.ControlAccount)),
+	}
+	for i := range s.readQ {
+		s.readQ[i].Init()
+	}
+	return s
+}
+
+// signal wakes the loop; never blocks.
+func (s *Scheduler) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// nowLocked is time.Now, never earlier than an instant already used.
+func (s *Scheduler) nowLocked() time.Time {
+	now := time.Now()
+	if now.Before(s.last) {
+		return s.last
+	}
+	s.last = now
+	return now
+}
+
+func (s *Scheduler) limitFor(ep endpoint) Limit {
+	switch ep {
+	case epDevices:
+		return s.cfg.margin(s.cfg.DeviceList)
+	case epState:
+		return s.cfg.margin(s.cfg.State)
+	case epScenes:
+		return s.cfg.margin(s.cfg.Scenes)
+	case epDIYScenes:
+		return s.cfg.margin(s.cfg.DIYScenes)
+	}
+	return s.cfg.margin(s.cfg.ControlDevice)
+}
+
+func (s *Scheduler) bucketLocked(d *device, ep endpoint) *bucket {
+	if d.buckets[ep] == nil {
+		d.buckets[ep] = newBucket(s.limitFor(ep))
+	}
+	return d.buckets[ep]
+}
+
+func (s *Scheduler) deviceLocked(sku, dev string) *device {
+	k := devKey{sku, dev}
+	d := s.devices[k]
+	if d == nil {
+		d = &device{key: k}
+		s.devices[k] = d
+	}
+	return d
+}
+
+// Control queues a control command. A command for a (device, instance)
+// that already has one queued replaces it in place (the older one is
+// reported with ErrSuperseded); a command already sent is never replaced,
+// the newer one is sent after it. Commands to one device are sent one at a
+// time, in the order their instances first arrived.
+func (s *Scheduler) Control(req cloud.ControlRequest, report func(CommandResult)) error {
+	if req.SKU == "" || req.Device == "" || req.Instance == "" {
+		return fmt.Errorf("scheduler: control request %s/%s %q: sku, device and instance must all be set", req.SKU, req.Device, req.Instance)
+	}
+	if report == nil {
+		report = func(CommandResult) {}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	now := s.nowLocked()
+	d := s.deviceLocked(req.SKU, req.Device)
+	for _, c := range d.cmds {
+		if c.req.Instance != req.Instance {
+			continue
+		}
+		old := c.result(ErrSuperseded, now)
+		oldReport := c.report
+		s.outbox = append(s.outbox, func() { oldReport(old) })
+		// Keep the position and the back-off (the cloud's Retry-After still
+		// holds); the new command has not been sent yet.
+		c.req, c.report, c.queued = req, report, now
+		c.sent, c.failures, c.lastSent = 0, 0, time.Time{}
+		s.st.coalesced++
+		s.st.superseded++
+		s.signal()
+		return nil
+	}
+	if s.queuedC >= s.cfg.MaxQueuedCommands {
+		return fmt.Errorf("control %s/%s %s: %w", req.SKU, req.Device, req.Instance, ErrOverloaded)
+	}
+	d.cmds = append(d.cmds, &command{req: req, report: report, dev: d, queued: now})
+	s.queuedC++
+	if !d.inRing {
+		d.inRing = true
+		s.ring = append(s.ring, d)
+	}
+	s.signal()
+	return nil
+}
+
+// State queues a state read of a device at priority p (PriorityConfirm
+// after a command, PriorityPoll for periodic reads). A read of the device
+// already queued is shared: every report gets the one answer, and the read
+// takes the higher of the priorities.
+func (s *Scheduler) State(sku, device string, p Priority, report func(cloud.DeviceState, error)) error {
+	if sku == "" || device == "" {
+		return fmt.Errorf("scheduler: state read %q/%q: sku and device must both be set", sku, device)
+	}
+	if p < PriorityCommand || p > PriorityRefresh {
+		return fmt.Errorf("scheduler: state read %s/%s: unknown priority %d; use one of the Priority constants", sku, device, int(p))
+	}
+	w := func(v any, err error) {
+		st, _ := v.(cloud.DeviceState)
+		if report != nil {
+			report(st, err)
+		}
+	}
+	return s.submitRead(epState, sku, device, p, w)
+}
+
+// ListDevices queues a read of the account's device list (refresh priority).
+func (s *Scheduler) ListDevices(report func([]cloud.Device, error)) error {
+	w := func(v any, err error) {
+		ds, _ := v.([]cloud.Device)
+		if report != nil {
+			report(ds, err)
+		}
+	}
+	return s.submitRead(epDevices, "", "", PriorityRefresh, w)
+}
+
+// Scenes queues a read of a device's light scenes (refresh priority).
+func (s *Scheduler) Scenes(sku, device string, report func(cloud.Scenes, error)) error {
+	return s.submitScenes(epScenes, sku, device, report)
+}
+
+// DIYScenes queues a read of a device's DIY scenes (refresh priority).
+func (s *Scheduler) DIYScenes(sku, device string, report func(cloud.Scenes, error)) error {
+	return s.submitScenes(epDIYScenes, sku, device, report)
+}
+
+func (s *Scheduler) submitScenes(ep endpoint, sku, device string, report func(cloud.Scenes, error)) error {
+	if sku == "" || device == "" {
+		return fmt.Errorf("scheduler: %s read %q/%q: sku and device must both be set", ep, sku, device)
+	}
+	w := func(v any, err error) {
+		sc, _ := v.(cloud.Scenes)
+		if report != nil {
+			report(sc, err)
+		}
+	}
+	return s.submitRead(ep, sku, device, PriorityRefresh, w)
+}
+
+func (s *Scheduler) submitRead(ep endpoint, sku, dev string, p Priority, w func(any, error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.queuedR >= s.cfg.MaxQueuedReads {
+		return fmt.Errorf("%s read %s/%s: %w", ep, sku, dev, ErrOverloaded)
+	}
+	now := s.nowLocked()
+	d := s.account
+	if ep != epDevices {
+		d = s.deviceLocked(sku, dev)
+	}
+	s.queuedR++
+	if r := d.reads[ep]; r != nil {
+		r.waiters = append(r.waiters, w)
+		s.st.coalesced++
+		if p < r.prio {
+			s.readQ[r.prio].Remove(r.elem)
+			r.prio = p
+			r.elem = s.readQ[p].PushBack(r)
+		}
+		s.signal()
+		return nil
+	}
+	r := &read{ep: ep, dev: d, prio: p, waiters: []func(any, error){w}, queued: now}
+	d.reads[ep] = r
+	r.elem = s.readQ[p].PushBack(r)
+	s.signal()
+	return nil
+}
+
+// Tokens are the tokens left in the scheduler's model of the cloud's
+// buckets, not counting those promised to requests on the wire. The Min
+// fields are the emptiest bucket of that class among all devices (a device
+// never used has a full bucket).
+type Tokens struct {
+	DeviceList       float64
+	ControlAccount   float64
+	ControlDeviceMin float64
+	StateMin         float64
+	ScenesMin        float64
+	DIYScenesMin     float64
+}
+
+// Stats is a snapshot of the scheduler for metrics and logs.
+type Stats struct {
+	// Queued counts the requests waiting, by priority (commands under
+	// PriorityCommand; a coalesced read counts once).
+	Queued           map[Priority]int
+	QueuedCommands   int
+	QueuedReads      int // waiters, counting each coalesced report
+	InFlight         int
+	InFlightCommands int
+	Coalesced        uint64 // submissions merged into a queued request
+	Superseded       uint64 // commands replaced by a newer one
+	RateLimited      uint64 // 429 answers
+	LastRateLimited  time.Time
+	Retries          uint64 // requests sent again after a 429 or a transient error
+	Failures         uint64 // requests whose failure was reported
+	// Requests counts requests sent, by endpoint name (Endpoint*).
+	Requests map[string]uint64
+	// RequestsToday counts requests sent since local midnight (the cloud
+	// has a daily limit; the spec does not say how large).
+	RequestsToday int
+	Tokens        Tokens
+	// AuthHoldoffUntil is set while requests are failed without being sent
+	// because the cloud refused the API key.
+	AuthHoldoffUntil time.Time
+}
+
+// Stats returns a snapshot of queues, counters and buckets.
+func (s *Scheduler) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.nowLocked()
+	st := Stats{
+		Queued:           make(map[Priority]int, len(s.readQ)),
+		QueuedCommands:   s.queuedC,
+		QueuedReads:      s.queuedR,
+		InFlight:         s.inflight,
+		InFlightCommands: s.inflight - s.inflR,
+		Coalesced:        s.st.coalesced,
+		Superseded:       s.st.superseded,
+		RateLimited:      s.st.rateLimited,
+		LastRateLimited:  s.st.lastRateLimited,
+		Retries:          s.st.retries,
+		Failures:         s.st.failures,
+		Requests:         make(map[string]uint64, numEndpoints),
+	}
+	for p := range s.readQ {
+		st.Queued[Priority(p)] = s.readQ[p].Len()
+	}
+	st.Queued[PriorityCommand] += s.queuedC
+	for ep := range numEndpoints {
+		st.Requests[ep.String()] = s.st.requests[ep]
+	}
+	if s.st.day == dayOf(now) {
+		st.RequestsToday = s.st.requestsToday
+	}
+	if now.Before(s.authUntil) {
+		st.AuthHoldoffUntil = s.authUntil
+	}
+	st.Tokens.ControlAccount = s.control.left(now)
+	st.Tokens.DeviceList = s.tokensLocked(s.account, epDevices, now)
+	minOf := func(ep endpoint) float64 {
+		m := float64(s.limitFor(ep).Burst)
+		for _, d := range s.devices {
+			m = min(m, s.tokensLocked(d, ep, now))
+		}
+		return m
+	}
+	st.Tokens.ControlDeviceMin = minOf(epControl)
+	st.Tokens.StateMin = minOf(epState)
+	st.Tokens.ScenesMin = minOf(epScenes)
+	st.Tokens.DIYScenesMin = minOf(epDIYScenes)
+	return st
+}
+
+func (s *Scheduler) tokensLocked(d *device, ep endpoint, now time.Time) float64 {
+	if b := d.buckets[ep]; b != nil {
+		return b.left(now)
+	}
+	return float64(s.limitFor(ep).Burst)
+}
+
+func dayOf(t time.Time) int {
+	y, m, d := t.Date()
+	return y*10000 + int(m)*100 + d
+}
