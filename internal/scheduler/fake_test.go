@@ -17,10 +17,10 @@ import (
 
 // call is one request as the fake cloud saw it arrive.
 type call struct {
-	ep                     string
+	ep                    string
 	sku, device, instance string
-	value                  any
-	at                     time.Time // arrival
+	value                 any
+	at                    time.Time // arrival
 }
 
 func (c call) String() string {
