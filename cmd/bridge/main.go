@@ -1,0 +1,114 @@
+// Command bridge is the cloud2mqtt daemon: it bridges the smart-device cloud
+// API to MQTT and Home Assistant. Configuration is the environment (see
+// config.example.env); everything else lives in internal/app.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"cloud2mqtt/internal/app"
+	"cloud2mqtt/internal/config"
+	"cloud2mqtt/internal/logging"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage: bridge [flags]            run the daemon
+       bridge [flags] devices    print the account's devices and capabilities
+
+Configuration comes from the environment; see config.example.env.
+
+flags:
+`
+
+// run is the whole program, testable: it returns the exit code.
+func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	check := fs.Bool("check", false, "validate the configuration, reach the broker and the cloud, print a report; exit 1 on a problem")
+	demo := fs.Bool("demo", false, "run against a simulated cloud and an embedded MQTT broker (no account needed)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, "cloud2mqtt", version)
+		return 0
+	}
+	sub := fs.Arg(0)
+	if sub != "" && sub != "devices" {
+		fmt.Fprintf(stderr, "bridge: unknown command %q\n", sub)
+		fs.Usage()
+		return 2
+	}
+
+	cfg, loadErr := config.Load(envMap(environ))
+	cfg.Demo = *demo
+	err := errors.Join(loadErr, cfg.Validate())
+	isTerm := false
+	if f, ok := stderr.(*os.File); ok {
+		isTerm = logging.IsTerminal(f)
+	}
+	log, logErr := logging.New(stderr, cfg.Log.Level, cfg.Log.Format, isTerm)
+	if logErr != nil {
+		log, _ = logging.New(stderr, "info", "auto", isTerm)
+	}
+
+	if *check {
+		if app.Check(ctx, cfg, err, stdout, log) {
+			return 0
+		}
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bridge: the configuration has problems:\n%v\n(run with -check for a full report)\n", err)
+		return 1
+	}
+	if sub == "devices" {
+		if err := app.Devices(ctx, cfg, stdout, log); err != nil {
+			fmt.Fprintf(stderr, "bridge: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+
+	log.Info().Str("version", version).Object("config", cfg).Msg("starting cloud2mqtt")
+	m := &app.Main{Config: cfg, Version: version, Log: log, Stdout: stdout}
+	if err := m.Run(ctx); err != nil {
+		log.Error().Err(err).Msg("stopped with an error")
+		return 1
+	}
+	return 0
+}
+
+func envMap(environ []string) map[string]string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		for i := 0; i < len(kv); i++ {
+			if kv[i] == '=' {
+				m[kv[:i]] = kv[i+1:]
+				break
+			}
+		}
+	}
+	return m
+}

@@ -1,0 +1,324 @@
+// Package app wires the daemon together: the cloud client, the scheduler,
+// the poller, the MQTT connection, the bridge, the HTTP endpoint, events and
+// systemd notifications. cmd/bridge is a thin shell around Main; end-to-end
+// tests start Main in-process against a test broker and a simulated cloud.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/bridge"
+	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/config"
+	"cloud2mqtt/internal/discovery"
+	"cloud2mqtt/internal/mqtt"
+	"cloud2mqtt/internal/poller"
+	"cloud2mqtt/internal/scheduler"
+	"cloud2mqtt/internal/topic"
+)
+
+// ShutdownGrace bounds how long shutdown waits for commands in flight.
+const ShutdownGrace = 5 * time.Second
+
+// Main is one running daemon.
+type Main struct {
+	Config  config.Config
+	Version string
+	Log     zerolog.Logger
+	// Stdout receives the demo mode's instructions.
+	Stdout io.Writer
+	// HTTPClient, when set, is used for the cloud (tests inject transports).
+	HTTPClient *http.Client
+	// Ready is called once the broker is connected and the first device
+	// list is in (systemd's READY=1).
+	Ready func()
+
+	mu      sync.Mutex
+	sched   *scheduler.Scheduler
+	poll    *poller.Poller
+	bridge  *bridge.Bridge
+	conn    *mqtt.Client
+	metrics *metrics
+	httpURL string
+	ready   chan struct{}
+}
+
+// Run runs the daemon until ctx ends, then shuts down in order: the poller
+// stops, commands in flight finish (at most ShutdownGrace), "offline" is
+// published and the broker connection closed. It returns nil on a clean
+// shutdown.
+func (m *Main) Run(ctx context.Context) error {
+	cfg := m.Config
+	log := m.Log
+	layout := topic.New(cfg.MQTT.BaseTopic)
+	m.ready = make(chan struct{})
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	env, err := m.environment(ctx)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+
+	client, err := cloud.New(cloud.Config{
+		BaseURL: env.baseURL, APIKey: env.apiKey, KeyHeader: cfg.Cloud.KeyHeader,
+		HTTPClient: m.httpClient(), Logger: log.With().Str("component", "cloud").Logger(),
+	})
+	if err != nil {
+		return err
+	}
+	met := newMetrics(m.Version)
+	sched := scheduler.New(client, schedulerConfig(cfg), log.With().Str("component", "scheduler").Logger())
+
+	br := bridge.New(bridge.Options{
+		Layout: layout,
+		Discovery: discovery.Config{
+			Prefix: cfg.HA.DiscoveryPrefix, Layout: layout, Version: m.Version,
+			BridgeID: topic.DeviceID("bridge", layout.Base),
+		},
+		DiscoveryEnabled: cfg.HA.Discovery,
+		HAStatusTopic:    cfg.HA.StatusTopic,
+		Health:           m.health,
+		OnCommand:        met.observeCommand,
+		Log:              log.With().Str("component", "bridge").Logger(),
+	}, nil, sched)
+	poll := poller.New(sched, br, poller.Config{
+		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
+		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval,
+	}, log.With().Str("component", "poller").Logger())
+	br.SetReader(poll)
+
+	mcfg := mqtt.Config{
+		URL: env.mqttURL, CAFile: cfg.MQTT.CAFile, CertFile: cfg.MQTT.CertFile, KeyFile: cfg.MQTT.KeyFile,
+		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(), ClientID: cfg.MQTT.ClientID,
+		StateTopic: layout.BridgeState(), Logger: log.With().Str("component", "mqtt").Logger(),
+	}
+	conn, err := mqtt.Connect(ctx, mcfg, func(*mqtt.Client) { br.Connected() })
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	for _, f := range br.Subscriptions() {
+		if err := conn.Subscribe(f, 1, br.Handle); err != nil {
+			conn.Close(context.Background())
+			return err
+		}
+	}
+	br.SetPublisher(conn)
+
+	m.mu.Lock()
+	m.sched, m.poll, m.bridge, m.conn, m.metrics = sched, poll, br, conn, met
+	m.mu.Unlock()
+	met.register(sched, poll, br, conn)
+
+	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSched()
+	schedDone := make(chan struct{})
+	go func() {
+		defer close(schedDone)
+		if err := sched.Run(schedCtx); err != nil {
+			log.Error().Err(err).Msg("scheduler stopped")
+		}
+	}()
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	defer stopPoll()
+	pollDone := make(chan struct{})
+	go func() {
+		defer close(pollDone)
+		if err := poll.Run(pollCtx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error().Err(err).Msg("poller stopped")
+		}
+	}()
+
+	if cfg.HTTP.Addr != "" {
+		url, err := m.serveHTTP(ctx, &wg, cfg.HTTP.Addr, met)
+		if err != nil {
+			cancel()
+			<-pollDone
+			stopSched()
+			<-schedDone
+			conn.Close(context.Background())
+			return err
+		}
+		m.mu.Lock()
+		m.httpURL = url
+		m.mu.Unlock()
+	}
+	if env.events != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); env.events(ctx, br) }()
+	}
+
+	wg.Add(2)
+	go func() { defer wg.Done(); m.background(ctx, br, sched, poll, conn) }()
+	sd := Systemd{Log: log}
+	go func() {
+		defer wg.Done()
+		sd.Watchdog(ctx, poll.Progress, func() time.Duration { return staleAfter(poll.Stats().Interval) })
+	}()
+
+	<-ctx.Done()
+	sd.Stopping()
+	log.Info().Msg("shutting down: finishing commands in flight")
+	stopPoll()
+	<-pollDone
+	stopSched()
+	select {
+	case <-schedDone:
+	case <-time.After(ShutdownGrace):
+		log.Warn().Dur("grace", ShutdownGrace).Msg("commands still in flight after the grace period; leaving them")
+	}
+	closeCtx, done := context.WithTimeout(context.Background(), 2*time.Second)
+	defer done()
+	conn.Close(closeCtx)
+	log.Info().Msg("stopped")
+	return nil
+}
+
+// background publishes the bridge's stats, tells systemd when the daemon is
+// ready and, while the poller makes progress, that it is alive.
+func (m *Main) background(ctx context.Context, br *bridge.Bridge, sched *scheduler.Scheduler, poll *poller.Poller, conn *mqtt.Client) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	readySent := false
+	check := func() {
+		br.PublishStats(bridgeStats(m.Version, sched.Stats(), poll.Stats(), br))
+		if !readySent && conn.Connected() && len(poll.Devices()) > 0 {
+			readySent = true
+			close(m.ready)
+			Systemd{Log: m.Log}.Ready()
+			if m.Ready != nil {
+				m.Ready()
+			}
+		}
+	}
+	// Until ready, look often: READY=1 should not lag the first device list.
+	fast := time.NewTicker(200 * time.Millisecond)
+	defer fast.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-fast.C:
+			if readySent {
+				fast.Stop()
+				continue
+			}
+			check()
+		case <-t.C:
+			check()
+		}
+	}
+}
+
+// WaitReady blocks until the daemon is ready or ctx ends.
+func (m *Main) WaitReady(ctx context.Context) error {
+	for {
+		m.mu.Lock()
+		ch := m.ready
+		m.mu.Unlock()
+		if ch != nil {
+			select {
+			case <-ch:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// HTTPURL is the base URL of the HTTP endpoint once it listens ("" when off).
+func (m *Main) HTTPURL() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.httpURL
+}
+
+func (m *Main) httpClient() *http.Client {
+	base := m.HTTPClient
+	if base == nil {
+		base = &http.Client{Timeout: m.Config.Cloud.Timeout}
+	}
+	c := *base
+	c.Transport = observe(c.Transport, func(endpoint string, status int) {
+		m.mu.Lock()
+		met := m.metrics
+		m.mu.Unlock()
+		if met != nil {
+			met.observeRequest(endpoint, status)
+		}
+	})
+	return &c
+}
+
+func schedulerConfig(c config.Config) scheduler.Config {
+	l := c.Limits
+	return scheduler.Config{
+		DeviceList:     scheduler.PerMinute(float64(l.DevicesPerMinute), l.DevicesPerMinute),
+		ControlAccount: scheduler.PerSecond(float64(l.ControlPerSecond), l.ControlBurst),
+		ControlDevice:  scheduler.PerSecond(float64(l.DeviceControlPerSecond), l.DeviceControlBurst),
+		State:          scheduler.PerMinute(float64(l.StatePerMinute), l.StatePerMinute),
+		Scenes:         scheduler.PerMinute(float64(l.ScenesPerMinute), l.ScenesPerMinute),
+		DIYScenes:      scheduler.PerMinute(float64(l.ScenesPerMinute), l.ScenesPerMinute),
+	}
+}
+
+// health is the answer of /healthz and the health request: healthy when the
+// broker is connected, the cloud answered recently and the poller progresses.
+func (m *Main) health() (bool, []string, any) {
+	m.mu.Lock()
+	conn, poll, sched := m.conn, m.poll, m.sched
+	m.mu.Unlock()
+	var reasons []string
+	if conn == nil || !conn.Connected() {
+		reasons = append(reasons, "not connected to the MQTT broker")
+	}
+	details := map[string]any{}
+	if poll != nil {
+		st := poll.Stats()
+		stale := staleAfter(st.Interval)
+		last := poll.Progress()
+		details["devices"] = st.Devices
+		details["poll_interval"] = st.Interval.String()
+		if !last.IsZero() {
+			details["last_progress"] = last.UTC().Format(time.RFC3339)
+		}
+		if last.IsZero() || time.Since(last) > stale {
+			reasons = append(reasons, fmt.Sprintf("the poller has made no progress for more than %s", stale.Round(time.Second)))
+		}
+	}
+	if sched != nil {
+		st := sched.Stats()
+		if !st.AuthHoldoffUntil.IsZero() && time.Now().Before(st.AuthHoldoffUntil) {
+			reasons = append(reasons, "the cloud refuses the API key: check CLOUD_API_KEY")
+		}
+		details["requests_today"] = st.RequestsToday
+	}
+	return len(reasons) == 0, reasons, details
+}
+
+// staleAfter is how long without poller progress counts as stuck: three
+// poll intervals (at least a minute each) and half a minute more.
+func staleAfter(interval time.Duration) time.Duration {
+	return 3*max(interval, time.Minute) + 30*time.Second
+}

@@ -1,0 +1,140 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/config"
+	"cloud2mqtt/internal/mqtt"
+	"cloud2mqtt/internal/topic"
+)
+
+// Check validates the configuration, reaches the broker and the cloud, and
+// writes a report. It returns false when anything is wrong. Secrets appear
+// only redacted.
+func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, log zerolog.Logger) bool {
+	ok := true
+	fmt.Fprintln(out, "cloud2mqtt configuration check")
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	for _, row := range cfg.Table() {
+		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
+	}
+	tw.Flush()
+	fmt.Fprintln(out)
+	say := func(good bool, what, detail string) {
+		mark := "ok  "
+		if !good {
+			mark = "FAIL"
+			ok = false
+		}
+		fmt.Fprintf(out, "%s %s", mark, what)
+		if detail != "" {
+			fmt.Fprintf(out, ": %s", detail)
+		}
+		fmt.Fprintln(out)
+	}
+	if cfgErr != nil {
+		for _, line := range strings.Split(cfgErr.Error(), "\n") {
+			say(false, "configuration", line)
+		}
+		return false
+	}
+	say(true, "configuration", "every variable is valid")
+
+	if cfg.Demo || cfg.Embedded() {
+		say(true, "broker", "the embedded broker will listen on "+cfg.MQTT.Listen)
+	} else {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		c, err := mqtt.Connect(cctx, mqtt.Config{
+			URL: cfg.MQTT.URL, CAFile: cfg.MQTT.CAFile, CertFile: cfg.MQTT.CertFile, KeyFile: cfg.MQTT.KeyFile,
+			Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(),
+			// A client id of its own: the running daemon's session is left alone.
+			ClientID: mqtt.DefaultClientID("check " + cfg.MQTT.BaseTopic), Logger: zerolog.Nop(),
+		}, nil)
+		cancel()
+		if err != nil {
+			say(false, "broker", err.Error())
+		} else {
+			say(true, "broker", "connected to "+redactURL(cfg.MQTT.URL))
+			c.Close(context.Background())
+		}
+	}
+
+	devs, err := listDevices(ctx, cfg, log)
+	if err != nil {
+		say(false, "cloud", err.Error())
+	} else {
+		say(true, "cloud", fmt.Sprintf("the API key works; %d devices on the account", len(devs)))
+	}
+	return ok
+}
+
+// listDevices reads the account's devices once (the simulated account's in
+// demo mode).
+func listDevices(ctx context.Context, cfg config.Config, log zerolog.Logger) ([]cloud.Device, error) {
+	base, key := cfg.Cloud.BaseURL, cfg.Cloud.APIKey.Reveal()
+	if cfg.Demo {
+		sim := cloudsim.New(cloudsim.Options{})
+		srv, err := newLoopbackServer(sim)
+		if err != nil {
+			return nil, fmt.Errorf("app: demo: serve the simulated cloud: %w", err)
+		}
+		defer srv.Close()
+		base, key = srv.URL, sim.APIKey()
+	}
+	c, err := cloud.New(cloud.Config{BaseURL: base, APIKey: key, KeyHeader: cfg.Cloud.KeyHeader,
+		HTTPClient: &http.Client{Timeout: cfg.Cloud.Timeout}, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, cfg.Cloud.Timeout+5*time.Second)
+	defer cancel()
+	return c.ListDevices(cctx)
+}
+
+// Devices prints the account's devices and their capabilities as a table.
+func Devices(ctx context.Context, cfg config.Config, out io.Writer, log zerolog.Logger) error {
+	devs, err := listDevices(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSKU\tDEVICE\tNAME\tTYPE\tCAPABILITIES")
+	for _, d := range devs {
+		var caps []string
+		for _, c := range d.Capabilities {
+			caps = append(caps, c.Instance)
+		}
+		sort.Strings(caps)
+		typ := strings.TrimPrefix(d.Type, "devices.types.")
+		if typ == "" {
+			typ = "-"
+		}
+		name := d.Name
+		if name == "" {
+			name = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", topic.DeviceID(d.SKU, d.Device), d.SKU, d.Device, name, typ, strings.Join(caps, ","))
+	}
+	return tw.Flush()
+}
+
+func redactURL(raw string) string {
+	if i := strings.Index(raw, "@"); i >= 0 {
+		if j := strings.Index(raw, "://"); j >= 0 && j < i {
+			return raw[:j+3] + "***@" + raw[i+1:]
+		}
+	}
+	return raw
+}

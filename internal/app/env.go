@@ -1,0 +1,140 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"time"
+
+	"cloud2mqtt/internal/bridge"
+	"cloud2mqtt/internal/broker"
+	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/events"
+)
+
+// environment is what the daemon talks to: the cloud's address and key, the
+// broker's URL, and the event source, with whatever Run started for them
+// (the embedded broker, the demo's simulated cloud).
+type environment struct {
+	baseURL, apiKey, mqttURL string
+	events                   func(ctx context.Context, br *bridge.Bridge)
+	closers                  []func()
+}
+
+func (e *environment) close() {
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		e.closers[i]()
+	}
+}
+
+// environment starts what the configuration asks for: in demo mode the
+// simulated cloud and the embedded broker, with MQTT_URL=embedded the
+// embedded broker.
+func (m *Main) environment(ctx context.Context) (*environment, error) {
+	cfg := m.Config
+	env := &environment{baseURL: cfg.Cloud.BaseURL, apiKey: cfg.Cloud.APIKey.Reveal(), mqttURL: cfg.MQTT.URL}
+	fail := func(err error) (*environment, error) {
+		env.close()
+		return nil, err
+	}
+	if cfg.Demo || cfg.Embedded() {
+		b, err := broker.Start(ctx, broker.Options{Addr: cfg.MQTT.Listen, Logger: m.Log.With().Str("component", "broker").Logger()})
+		if err != nil {
+			return fail(fmt.Errorf("app: start the embedded broker on MQTT_LISTEN=%s: %w (is another broker using the port? set MQTT_LISTEN to a free address)", cfg.MQTT.Listen, err))
+		}
+		env.closers = append(env.closers, func() { _ = b.Close() })
+		env.mqttURL = b.URL()
+		m.Log.Info().Str("url", b.URL()).Msg("embedded MQTT broker listening")
+	}
+	if cfg.Cloud.EventsURL != "" {
+		env.events = m.cloudEvents(cfg.Cloud.EventsURL, env.apiKey)
+	}
+	if !cfg.Demo {
+		return env, nil
+	}
+
+	sim := cloudsim.New(cloudsim.Options{})
+	srv, err := newLoopbackServer(sim)
+	if err != nil {
+		return fail(fmt.Errorf("app: demo: serve the simulated cloud: %w", err))
+	}
+	env.closers = append(env.closers, srv.Close)
+	env.baseURL = srv.URL
+	env.apiKey = sim.APIKey()
+	// The demo's events come straight from the simulator, in the live
+	// service's payload shape, through the same decoder as real ones.
+	env.events = func(ctx context.Context, br *bridge.Bridge) { demoEvents(ctx, sim, br, m) }
+	m.printDemo(env)
+	return env, nil
+}
+
+// cloudEvents subscribes to the cloud's event broker.
+func (m *Main) cloudEvents(url, key string) func(context.Context, *bridge.Bridge) {
+	return func(ctx context.Context, br *bridge.Bridge) {
+		err := events.Subscribe(ctx, events.Config{URL: url, APIKey: key, Logger: m.Log.With().Str("component", "events").Logger()},
+			func(e events.Event) { br.Event(e.SKU, e.Device, e.Instance, e.Name, e.Value, e.Message) })
+		if err != nil && ctx.Err() == nil {
+			m.Log.Error().Err(err).Msg("cloud events unavailable")
+		}
+	}
+}
+
+// demoEvents raises an event on a random demo device now and then.
+func demoEvents(ctx context.Context, sim *cloudsim.Sim, br *bridge.Bridge, m *Main) {
+	remove := sim.OnEvent(func(ev cloudsim.Event) {
+		for _, e := range events.Parse(ev.Payload) {
+			br.Event(e.SKU, e.Device, e.Instance, e.Name, e.Value, e.Message)
+		}
+	})
+	defer remove()
+	type source struct{ device, instance string }
+	var sources []source
+	for _, d := range sim.Devices() {
+		for _, c := range d.Capabilities {
+			if c.Type == "devices.capabilities.event" {
+				sources = append(sources, source{d.Device, c.Instance})
+			}
+		}
+	}
+	if len(sources) == 0 {
+		return
+	}
+	t := time.NewTicker(45 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s := sources[rand.IntN(len(sources))]
+			if _, err := sim.RaiseEvent(s.device, s.instance, ""); err != nil {
+				m.Log.Debug().Err(err).Msg("demo: event not raised")
+			}
+		}
+	}
+}
+
+func (m *Main) printDemo(env *environment) {
+	if m.Stdout == nil {
+		return
+	}
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(env.mqttURL, "tcp://"))
+	base := m.Config.MQTT.BaseTopic
+	fmt.Fprintf(m.Stdout, `
+cloud2mqtt demo: a simulated cloud account and an embedded MQTT broker.
+
+  MQTT broker      %s   (anonymous)
+  Simulated cloud  %s
+
+Watch everything:       mosquitto_sub -h %s -p %s -t '#' -v
+Devices:                mosquitto_sub -h %s -p %s -t '%s/bridge/devices' -C 1
+Switch a light on:      mosquitto_pub -h %s -p %s -t '%s/<id>/set' -m '{"powerSwitch":"on","brightness":60,"colorRgb":"#ff8800"}'
+Home Assistant:         add the MQTT integration with broker %s, port %s; devices appear by discovery.
+Node-RED:               import deploy/node-red/flows.json and point its broker node at %s:%s.
+
+Stop with Ctrl-C.
+
+`, env.mqttURL, env.baseURL, host, port, host, port, base, host, port, base, host, port, host, port)
+}

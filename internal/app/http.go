@@ -1,0 +1,54 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// serveHTTP serves /healthz and /metrics on addr until ctx ends and returns
+// the base URL it listens on.
+func (m *Main) serveHTTP(ctx context.Context, wg *sync.WaitGroup, addr string, met *metrics) (string, error) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		ok, reasons, details := m.health()
+		w.Header().Set("Content-Type", "application/json")
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		if reasons == nil {
+			reasons = []string{}
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"healthy": ok, "reasons": reasons, "details": details})
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("app: listen on HTTP_ADDR=%s: %w (choose a free host:port, or leave HTTP_ADDR empty to turn the endpoint off)", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.Log.Error().Err(err).Msg("http endpoint stopped")
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	url := "http://" + ln.Addr().String()
+	m.Log.Info().Str("url", url).Msg("http endpoint: /healthz and /metrics")
+	return url, nil
+}

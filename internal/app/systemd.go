@@ -1,0 +1,58 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/rs/zerolog"
+)
+
+// Systemd tells systemd about the daemon (Type=notify): READY=1 once ready,
+// WATCHDOG=1 while the poller makes progress, STOPPING=1 at shutdown. Outside
+// systemd (no NOTIFY_SOCKET) it does nothing.
+type Systemd struct {
+	Log zerolog.Logger
+}
+
+// Ready sends READY=1.
+func (s Systemd) Ready() {
+	if ok, err := daemon.SdNotify(false, daemon.SdNotifyReady); err != nil {
+		s.Log.Warn().Err(err).Msg("systemd: READY=1 not sent")
+	} else if ok {
+		s.Log.Info().Msg("systemd: ready")
+	}
+}
+
+// Stopping sends STOPPING=1.
+func (s Systemd) Stopping() { _, _ = daemon.SdNotify(false, daemon.SdNotifyStopping) }
+
+// Watchdog pings systemd's watchdog at half its interval, but only while
+// progress() is more recent than stale(): a poller that stopped making
+// progress lets systemd restart the daemon. It returns when ctx ends.
+func (s Systemd) Watchdog(ctx context.Context, progress func() time.Time, stale func() time.Duration) {
+	interval, err := daemon.SdWatchdogEnabled(false)
+	if err != nil || interval <= 0 {
+		return
+	}
+	s.Log.Info().Dur("interval", interval).Msg("systemd watchdog enabled")
+	t := time.NewTicker(interval / 2)
+	defer t.Stop()
+	start := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			last := progress()
+			if last.IsZero() {
+				last = start // nothing to read yet: the first list is still on its way
+			}
+			if time.Since(last) > stale() {
+				s.Log.Error().Time("last_progress", last).Msg("systemd watchdog not pinged: the poller makes no progress")
+				continue
+			}
+			_, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog)
+		}
+	}
+}

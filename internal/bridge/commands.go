@@ -1,0 +1,281 @@
+package bridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+
+	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/discovery"
+	"cloud2mqtt/internal/scheduler"
+)
+
+// Handle takes one MQTT message on any of Subscriptions. It decodes and
+// validates, hands work over without waiting for the cloud, and never panics
+// on bad input: every rejection is published on <id>/error and logged.
+func (b *Bridge) Handle(t string, payload []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.log.Error().Interface("panic", r).Str("topic", t).Msg("bug: message handler panicked; message dropped")
+		}
+	}()
+	if t == b.opt.HAStatusTopic {
+		if strings.EqualFold(strings.TrimSpace(string(payload)), "online") {
+			b.log.Info().Msg("home assistant is online: republishing discovery and state")
+			b.republish(true)
+		}
+		return
+	}
+	id, rest, ok := b.opt.Layout.Parse(t)
+	if !ok {
+		return
+	}
+	if id == "bridge" {
+		if action, ok := strings.CutPrefix(rest, "request/"); ok {
+			b.handleRequest(action, payload)
+		}
+		return
+	}
+	b.mu.Lock()
+	e, ok := b.devices[id]
+	var dev cloud.Device
+	if ok {
+		dev = e.dev
+	}
+	b.mu.Unlock()
+	if !ok {
+		b.log.Warn().Str("topic", t).Msg("command for an unknown device: check the id in " + b.opt.Layout.BridgeDevices())
+		return
+	}
+	switch {
+	case rest == "set":
+		b.handleSetObject(id, dev, payload)
+	case strings.HasPrefix(rest, "set/"):
+		instance := strings.TrimPrefix(rest, "set/")
+		b.command(id, dev, instance, cloud.ParsePayload(payload))
+	case rest == "get":
+		err := b.reader().ReadNow(dev.SKU, dev.Device, func(err error) {
+			if err != nil {
+				b.log.Warn().Err(err).Str("device", dev.String()).Msg("read on request failed")
+			}
+		})
+		if err != nil {
+			b.reject(id, dev, "", nil, err)
+		}
+	case rest == "light/set":
+		cmds, err := discovery.DecodeLight(dev, payload)
+		if err != nil {
+			b.reject(id, dev, "light", string(payload), err)
+			return
+		}
+		for _, c := range cmds {
+			b.command(id, dev, c.Instance, c.Value)
+		}
+	case strings.HasPrefix(rest, "segment/") && strings.HasSuffix(rest, "/set"):
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(rest, "segment/"), "/set"))
+		if err != nil {
+			b.reject(id, dev, "segment", string(payload), fmt.Errorf("bridge: segment topic %q: the segment must be a number", t))
+			return
+		}
+		cmds, err := discovery.DecodeSegment(dev, n, payload)
+		if err != nil {
+			b.reject(id, dev, "segment", string(payload), err)
+			return
+		}
+		for _, c := range cmds {
+			b.command(id, dev, c.Instance, c.Value)
+		}
+	}
+}
+
+// handleSetObject takes <id>/set: a JSON object of instance → value, applied
+// in the order written.
+func (b *Bridge) handleSetObject(id string, dev cloud.Device, payload []byte) {
+	keys, vals, err := orderedObject(payload)
+	if err != nil {
+		b.reject(id, dev, "", string(payload), &cloud.ValueError{Category: cloud.CategoryFormat,
+			Msg: `set expects a JSON object such as {"powerSwitch":1,"brightness":40}; send a plain value to set/<instance>`})
+		return
+	}
+	if len(keys) == 0 {
+		b.reject(id, dev, "", string(payload), &cloud.ValueError{Category: cloud.CategoryEmpty,
+			Msg: "the set object names no instance"})
+		return
+	}
+	for i, k := range keys {
+		b.command(id, dev, k, vals[i])
+	}
+}
+
+// orderedObject decodes a JSON object keeping its members in order, values
+// normalised.
+func orderedObject(payload []byte) ([]string, []any, error) {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, nil, errors.New("not a JSON object")
+	}
+	var keys []string
+	var vals []any
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		k, ok := tok.(string)
+		if !ok {
+			return nil, nil, errors.New("not a JSON object")
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, nil, err
+		}
+		v, err := cloud.Normalize(raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		keys = append(keys, k)
+		vals = append(vals, v)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, nil, err
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, nil, errors.New("trailing data after the JSON object")
+	}
+	return keys, vals, nil
+}
+
+// command validates one instance's value and queues it.
+func (b *Bridge) command(id string, dev cloud.Device, instance string, input any) {
+	c, ok := dev.Capability(instance)
+	if !ok {
+		b.reject(id, dev, instance, input, &cloud.ValueError{Category: cloud.CategoryUnknown, Instance: instance,
+			Msg: "this device has no such instance; it has: " + strings.Join(controllable(dev), ", ")})
+		return
+	}
+	if !c.Controllable() {
+		b.reject(id, dev, instance, input, &cloud.ValueError{Category: cloud.CategoryUnknown, Instance: instance,
+			Msg: "this instance is read-only"})
+		return
+	}
+	if partial, ok := input.(map[string]any); ok && c.Parameters != nil && c.Parameters.DataType == cloud.DataStruct {
+		input = b.mergeStruct(dev, instance, partial)
+	}
+	value, err := cloud.Decode(c, input)
+	if err != nil {
+		b.reject(id, dev, instance, input, err)
+		return
+	}
+	req := cloud.ControlRequest{SKU: dev.SKU, Device: dev.Device, Type: c.Type, Instance: instance, Value: value}
+	err = b.cmd.Control(req, func(r scheduler.CommandResult) { b.commandDone(id, dev, r) })
+	if err != nil {
+		b.reject(id, dev, instance, value, err)
+	}
+}
+
+// mergeStruct lays a partial struct value over the last known one, so
+// {"sensitivity":80} keeps the music mode and colour already set.
+func (b *Bridge) mergeStruct(dev cloud.Device, instance string, partial map[string]any) map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.entryLocked(dev)
+	if e == nil {
+		return partial
+	}
+	last, ok := e.values[instance].(map[string]any)
+	if !ok {
+		return partial
+	}
+	merged := maps.Clone(last)
+	maps.Copy(merged, partial)
+	return merged
+}
+
+// commandDone handles the scheduler's report of one command.
+func (b *Bridge) commandDone(id string, dev cloud.Device, r scheduler.CommandResult) {
+	if b.opt.OnCommand != nil {
+		b.opt.OnCommand(r)
+	}
+	switch {
+	case r.Err == nil:
+		b.log.Debug().Str("device", dev.String()).Str("instance", r.Request.Instance).
+			Interface("value", r.Request.Value).Msg("command applied")
+		b.applyOptimistic(dev, r.Request.Instance, r.Request.Value)
+		b.reader().SetOptimistic(dev.SKU, dev.Device, map[string]any{r.Request.Instance: r.Request.Value})
+		b.reader().Confirm(dev.SKU, dev.Device)
+	case errors.Is(r.Err, scheduler.ErrSuperseded):
+		// A newer value for the same instance took its place; that one reports.
+	default:
+		b.reject(id, dev, r.Request.Instance, r.Request.Value, r.Err)
+		b.republishState(dev) // roll back what an optimistic UI may show
+	}
+}
+
+func (b *Bridge) republishState(dev cloud.Device) {
+	b.mu.Lock()
+	e := b.entryLocked(dev)
+	var msgs []message
+	if e != nil && e.stateJSON != nil {
+		msgs = append(msgs, message{b.opt.Layout.State(e.id), e.stateJSON, true})
+	}
+	b.mu.Unlock()
+	b.send(msgs)
+}
+
+// errorJSON is the <id>/error payload.
+type errorJSON struct {
+	Instance string `json:"instance"`
+	Value    any    `json:"value"`
+	Error    string `json:"error"`
+	Code     int    `json:"code"`
+}
+
+// reject publishes a rejected or failed command on <id>/error and logs it.
+func (b *Bridge) reject(id string, dev cloud.Device, instance string, value any, err error) {
+	code := errorCode(err)
+	p, _ := json.Marshal(errorJSON{Instance: instance, Value: value, Error: err.Error(), Code: code})
+	b.send([]message{{b.opt.Layout.Error(id), p, false}})
+	b.log.Warn().Str("device", dev.String()).Str("instance", instance).Int("code", code).
+		Err(err).Msg("command rejected")
+}
+
+// errorCode maps an error onto the HTTP-like code of the error topic.
+func errorCode(err error) int {
+	var ve *cloud.ValueError
+	if errors.As(err, &ve) {
+		return ve.Code()
+	}
+	var ae *cloud.APIError
+	if errors.As(err, &ae) {
+		if ae.Code != 0 {
+			return ae.Code
+		}
+		if ae.HTTPStatus != 0 {
+			return ae.HTTPStatus
+		}
+	}
+	switch {
+	case errors.Is(err, scheduler.ErrOverloaded):
+		return 503
+	case errors.Is(err, scheduler.ErrClosed), errors.Is(err, scheduler.ErrNotSent):
+		return 503
+	}
+	return 500
+}
+
+// controllable lists the instances a device accepts commands for.
+func controllable(d cloud.Device) []string {
+	var out []string
+	for _, c := range d.Capabilities {
+		if c.Controllable() {
+			out = append(out, c.Instance)
+		}
+	}
+	return out
+}
