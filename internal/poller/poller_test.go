@@ -507,7 +507,7 @@ func TestReadInFlightDoesNotUndoOptimisticValue(t *testing.T) {
 			return mkState("H6072", device, true, map[string]any{cloud.InstancePower: power}), nil
 		})
 		h := start(t, f, Config{Interval: time.Minute})
-		time.Sleep(60*time.Second + 500*time.Millisecond) // the periodic read at 60s is in flight, answering power 0
+		time.Sleep(61*time.Second + 500*time.Millisecond) // list at 1s, reads at 1s and 61s: that one is in flight, answering power 0
 		h.p.SetOptimistic("H6072", "D00", map[string]any{cloud.InstancePower: 1})
 		power = 1
 		h.p.Confirm("H6072", "D00")
