@@ -324,3 +324,6 @@ func (o *outcome) get() (at time.Time, once bool, err error) {
 	defer o.mu.Unlock()
 	return o.at, o.calls == 1, o.err
 }
+
+// The real scheduler satisfies the poller's interface of it.
+var _ Scheduler = (*scheduler.Scheduler)(nil)
