@@ -1,0 +1,297 @@
+// Package broker runs the embedded MQTT broker (mochi-mqtt) used by demo mode,
+// MQTT_URL=embedded and tests on machines without mosquitto.
+//
+// It is a convenience, not a production broker: everything is kept in memory
+// (retained messages, persistent sessions and their queued QoS 1 messages are
+// lost when the process ends) and, unless Options.Users is set, every client
+// may connect anonymously. It listens on loopback by default; binding it to
+// another address (e.g. ":1883") exposes an unauthenticated broker to the
+// network.
+package broker
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"time"
+
+	mochi "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/listeners"
+	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/rs/zerolog"
+)
+
+// DefaultAddr is where the embedded broker listens when Options.Addr is empty.
+const DefaultAddr = "127.0.0.1:1883"
+
+// Options configures the embedded broker.
+type Options struct {
+	// Addr is the MQTT (TCP) listen address, e.g. "127.0.0.1:1883", or
+	// "127.0.0.1:0" for a free port (see Broker.Addr). Empty means DefaultAddr.
+	// A host other than loopback exposes the broker to the network.
+	Addr string
+	// WSAddr, when set, adds an MQTT-over-websocket listener (ws://, or wss://
+	// with TLSConfig). A port of 0 picks a free port.
+	WSAddr string
+	// TLSConfig, when set, makes both listeners speak TLS (ssl://, wss://).
+	TLSConfig *tls.Config
+	// Users, when not empty, requires a username and password from this map
+	// (username → password); otherwise anonymous clients are allowed.
+	Users map[string]string
+	// Logger receives the broker's warnings and errors (mochi's own log at
+	// info and below is discarded: it logs every connection).
+	Logger zerolog.Logger
+}
+
+// Broker is a running embedded broker.
+type Broker struct {
+	srv    *mochi.Server
+	addr   string
+	wsAddr string
+	tls    bool
+	log    zerolog.Logger
+}
+
+// Start starts the broker and returns once its listeners accept
+// connections. ctx bounds only the start; stop the broker with Close.
+func Start(ctx context.Context, opts Options) (*Broker, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("broker: start: %w", err)
+	}
+	if opts.Addr == "" {
+		opts.Addr = DefaultAddr
+	}
+	if _, _, err := net.SplitHostPort(opts.Addr); err != nil {
+		return nil, fmt.Errorf("broker: listen address %q: %w (want host:port, e.g. %s)", opts.Addr, err, DefaultAddr)
+	}
+	log := opts.Logger.With().Str("component", "broker").Logger()
+	srv := mochi.New(&mochi.Options{
+		Logger:       slog.New(&slogHandler{log: log}),
+		InlineClient: false,
+	})
+	if err := srv.AddHook(&authHook{users: maps.Clone(opts.Users)}, nil); err != nil {
+		return nil, fmt.Errorf("broker: add auth hook: %w", err)
+	}
+
+	b := &Broker{srv: srv, tls: opts.TLSConfig != nil, log: log}
+	tcp := listeners.NewTCP(listeners.Config{Type: listeners.TypeTCP, ID: "tcp", Address: opts.Addr, TLSConfig: opts.TLSConfig})
+	if err := srv.AddListener(tcp); err != nil {
+		return nil, fmt.Errorf("broker: listen on %s: %w (is another broker running there? choose another MQTT_LISTEN)", opts.Addr, err)
+	}
+	b.addr = tcp.Address()
+	if opts.WSAddr != "" {
+		ws, err := freeAddr(opts.WSAddr)
+		if err != nil {
+			_ = srv.Close()
+			return nil, err
+		}
+		l := listeners.NewWebsocket(listeners.Config{Type: listeners.TypeWS, ID: "ws", Address: ws, TLSConfig: opts.TLSConfig})
+		if err := srv.AddListener(l); err != nil {
+			_ = srv.Close()
+			return nil, fmt.Errorf("broker: websocket listener on %s: %w", ws, err)
+		}
+		b.wsAddr = ws
+	}
+	if err := srv.Serve(); err != nil {
+		_ = srv.Close()
+		return nil, fmt.Errorf("broker: serve: %w", err)
+	}
+	if b.wsAddr != "" {
+		// The websocket listener binds inside its own goroutine: wait for it.
+		if err := waitListening(ctx, b.wsAddr); err != nil {
+			_ = srv.Close()
+			return nil, fmt.Errorf("broker: websocket listener on %s did not start: %w", b.wsAddr, err)
+		}
+	}
+	log.Debug().Str("addr", b.addr).Str("ws_addr", b.wsAddr).Bool("tls", b.tls).Msg("embedded broker listening")
+	return b, nil
+}
+
+// Addr is the actual host:port of the MQTT listener.
+func (b *Broker) Addr() string { return b.addr }
+
+// URL is the address for clients: "tcp://host:port" (or "ssl://" with TLS).
+func (b *Broker) URL() string {
+	if b.tls {
+		return "ssl://" + b.addr
+	}
+	return "tcp://" + b.addr
+}
+
+// WSURL is the websocket address ("ws://host:port/" or "wss://"), or "" when
+// Options.WSAddr was not set.
+func (b *Broker) WSURL() string {
+	if b.wsAddr == "" {
+		return ""
+	}
+	if b.tls {
+		return "wss://" + b.wsAddr + "/"
+	}
+	return "ws://" + b.wsAddr + "/"
+}
+
+// Close stops the listeners, disconnects every client (their wills are
+// published) and returns when the client goroutines have ended.
+func (b *Broker) Close() error {
+	if err := b.srv.Close(); err != nil {
+		return fmt.Errorf("broker: close: %w", err)
+	}
+	return nil
+}
+
+// freeAddr resolves port 0 to a free port, for listeners (websocket) that do
+// not report the port they bound.
+func freeAddr(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("broker: websocket address %q: %w (want host:port)", addr, err)
+	}
+	if port != "0" {
+		return addr, nil
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", fmt.Errorf("broker: find a free port on %s: %w", host, err)
+	}
+	a := l.Addr().String()
+	if err := l.Close(); err != nil {
+		return "", fmt.Errorf("broker: find a free port on %s: %w", host, err)
+	}
+	return a, nil
+}
+
+func waitListening(ctx context.Context, addr string) error {
+	host, port, _ := net.SplitHostPort(addr)
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	target := net.JoinHostPort(host, port)
+	var d net.Dialer
+	var last error
+	for i := 0; i < 100; i++ {
+		c, err := d.DialContext(ctx, "tcp", target)
+		if err == nil {
+			return c.Close()
+		}
+		last = err
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		t := time.NewTimer(time.Duration(i+1) * 5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return last
+}
+
+// slogHandler forwards mochi's slog records at warn and above to zerolog.
+type slogHandler struct {
+	log    zerolog.Logger
+	attrs  []slog.Attr // keys already carry their group prefix
+	prefix string      // open groups, "a.b."
+}
+
+func (h *slogHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h *slogHandler) Handle(_ context.Context, r slog.Record) error {
+	var ev *zerolog.Event
+	switch {
+	case r.Level >= slog.LevelError:
+		ev = h.log.Error()
+	case r.Level >= slog.LevelWarn:
+		ev = h.log.Warn()
+	default:
+		return nil
+	}
+	quiet := false
+	add := func(a slog.Attr) {
+		a.Value = a.Value.Resolve()
+		if a.Equal(slog.Attr{}) {
+			return
+		}
+		key := a.Key
+		switch a.Value.Kind() {
+		case slog.KindAny:
+			if err, ok := a.Value.Any().(error); ok {
+				// A client going away is routine, not a warning.
+				quiet = quiet || errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF)
+				ev = ev.AnErr(key, err)
+				return
+			}
+			ev = ev.Interface(key, a.Value.Any())
+		default:
+			ev = ev.Str(key, a.Value.String())
+		}
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		a.Key = h.prefix + a.Key
+		add(a)
+		return true
+	})
+	if quiet {
+		ev.Discard()
+		return nil
+	}
+	msg := r.Message
+	if msg == "" {
+		msg = "mochi"
+	}
+	ev.Msg(msg)
+	return nil
+}
+
+func (h *slogHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	n := *h
+	n.attrs = append([]slog.Attr(nil), h.attrs...)
+	for _, a := range as {
+		a.Key = h.prefix + a.Key
+		n.attrs = append(n.attrs, a)
+	}
+	return &n
+}
+
+func (h *slogHandler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	n := *h
+	n.prefix = h.prefix + name + "."
+	return &n
+}
+
+// authHook allows anonymous clients when users is empty, else only the
+// listed username/password pairs. (mochi's own auth package would pull in a
+// YAML module for its ledger files, which we do not need.)
+type authHook struct {
+	mochi.HookBase
+	users map[string]string
+}
+
+func (h *authHook) ID() string { return "cloud2mqtt-auth" }
+
+func (h *authHook) Provides(b byte) bool {
+	return b == mochi.OnConnectAuthenticate || b == mochi.OnACLCheck
+}
+
+func (h *authHook) OnConnectAuthenticate(cl *mochi.Client, pk packets.Packet) bool {
+	if len(h.users) == 0 {
+		return true
+	}
+	want, ok := h.users[string(pk.Connect.Username)]
+	return ok && subtle.ConstantTimeCompare([]byte(want), pk.Connect.Password) == 1
+}
+
+func (h *authHook) OnACLCheck(*mochi.Client, string, bool) bool { return true }

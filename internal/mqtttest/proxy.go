@@ -1,0 +1,138 @@
+package mqtttest
+
+import (
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// Proxy forwards TCP connections to a broker and can cut them abruptly, as a
+// network failure or a crashed client would: the broker sees the connection
+// reset and publishes the client's will; the client sees it drop and
+// reconnects through the proxy.
+type Proxy struct {
+	t      testing.TB
+	target string
+	l      net.Listener
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	down   bool
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewProxy listens on a free loopback port and forwards to target
+// (host:port); t.Cleanup closes it.
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("mqtttest: proxy listen: %v", err)
+	}
+	p := &Proxy{t: t, target: target, l: l, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Addr is the proxy's 127.0.0.1:port.
+func (p *Proxy) Addr() string { return p.l.Addr().String() }
+
+// Port is the proxy's port.
+func (p *Proxy) Port() int {
+	_, port, _ := net.SplitHostPort(p.Addr())
+	n, _ := strconv.Atoi(port)
+	return n
+}
+
+// URL is tcp://127.0.0.1:port.
+func (p *Proxy) URL() string { return "tcp://" + p.Addr() }
+
+// Sever resets every open connection (both sides) at once.
+func (p *Proxy) Sever() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // RST, not FIN: an abrupt failure
+		}
+		_ = c.Close()
+	}
+}
+
+// SetDown makes the proxy refuse (accept and reset) new connections while
+// down is true, so a client stays disconnected; existing connections are
+// not touched (call Sever for that).
+func (p *Proxy) SetDown(down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = down
+}
+
+// Close stops accepting, resets every connection and waits for the
+// forwarding goroutines.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	already := p.closed
+	p.closed = true
+	p.mu.Unlock()
+	if !already {
+		_ = p.l.Close()
+		p.Sever()
+	}
+	p.wg.Wait()
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.down || p.closed {
+			p.mu.Unlock()
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+			_ = c.Close()
+			continue
+		}
+		p.mu.Unlock()
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			_ = c.Close()
+			_ = up.Close()
+			continue
+		}
+		p.conns[c] = struct{}{}
+		p.conns[up] = struct{}{}
+		p.wg.Add(2)
+		p.mu.Unlock()
+		go p.pipe(c, up)
+		go p.pipe(up, c)
+	}
+}
+
+// pipe copies src to dst; when either side ends, both are closed.
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	_, _ = io.Copy(dst, src)
+	_ = dst.Close()
+	_ = src.Close()
+	p.mu.Lock()
+	delete(p.conns, dst)
+	delete(p.conns, src)
+	p.mu.Unlock()
+}
