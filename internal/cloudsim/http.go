@@ -69,6 +69,9 @@ func endpointOf(path string) string {
 // ServeHTTP answers one request like the live service.
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ep := endpointOf(r.URL.Path)
+	// Read the body first: only then does net/http notice a client that
+	// hangs up, which a hung or slow request must see.
+	body, readErr := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	act := s.faults.next(ep)
 	if act.latency > 0 && !sleepCtx(r.Context(), act.latency) {
 		s.logFault(r, ep, "latency")
@@ -90,7 +93,7 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	a := s.handle(r, ep)
+	a := s.handle(r, ep, body, readErr)
 	fault := ""
 	if act.kind == faultMalform {
 		fault = "malformed"
@@ -183,7 +186,7 @@ func mustJSON(v any) []byte {
 }
 
 // handle is the service proper: auth, request checks, limits, the device.
-func (s *Sim) handle(r *http.Request, ep string) *answer {
+func (s *Sim) handle(r *http.Request, ep string, body []byte, readErr error) *answer {
 	get := ep == EndpointDevices
 	if ep == AnyEndpoint {
 		return getError(http.StatusNotFound, "not found")
@@ -200,8 +203,7 @@ func (s *Sim) handle(r *http.Request, ep string) *answer {
 	if r.Method != http.MethodPost {
 		return getError(http.StatusMethodNotAllowed, "method not allowed")
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBodyBytes))
-	if err != nil {
+	if readErr != nil {
 		return postError("", http.StatusBadRequest, string(cloud.CategoryFormat))
 	}
 	req, fail := parseRequest(body, ep == EndpointControl)

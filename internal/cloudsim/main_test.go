@@ -205,3 +205,10 @@ func stateValues(t *testing.T, r reply) map[string]any {
 func readFixture(name string) ([]byte, error) { return os.ReadFile(filepath.Join(fixtures, name)) }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func bytesReader(b []byte, none bool) io.Reader {
+	if none {
+		return nil
+	}
+	return bytes.NewReader(b)
+}

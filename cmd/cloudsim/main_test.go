@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const fixtures = "../../../shared/fixtures"
+
+// serve starts run on a free port and returns its base URL and a stop
+// function that returns run's error.
+func serve(t *testing.T, args ...string) (string, func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), pw)
+		pw.CloseWithError(io.EOF)
+		done <- err
+	}()
+	sc := bufio.NewScanner(pr)
+	var out strings.Builder
+	url := ""
+	re := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+)`)
+	for url == "" && sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+		}
+	}
+	if url == "" {
+		cancel()
+		t.Fatalf("no URL printed; output %q, run: %v", out.String(), <-done)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	return url, func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("run did not return after cancel")
+			return nil
+		}
+	}
+}
+
+func get(t *testing.T, url, key string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url+"/router/api/v1/user/devices", nil)
+	req.Header.Set("Service-API-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+func TestRunServesDemo(t *testing.T) {
+	url, stop := serve(t, "-key", "k1")
+	if got := get(t, url, "k1"); got != 200 {
+		t.Fatalf("list with key: %d", got)
+	}
+	if got := get(t, url, "wrong"); got != 401 {
+		t.Fatalf("list with wrong key: %d", got)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+}
+
+func TestRunCatalogueAndScenes(t *testing.T) {
+	url, stop := serve(t, "-key", "k2", "-catalogue", filepath.Join(fixtures, "list_devices_2.json"),
+		"-scenes", filepath.Join(fixtures, "scenes.json"), "-errors-as-200")
+	body := `{"requestId":"1","payload":{"sku":"H6072","device":"AA:BB:CC:DD:AA:BB:CC:DD"}}`
+	req, _ := http.NewRequest(http.MethodPost, url+"/router/api/v1/device/scenes", strings.NewReader(body))
+	req.Header.Set("Service-API-Key", "k2")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"paramId":11837`) {
+		t.Fatalf("scenes from -scenes not served: %s", b)
+	}
+	req, _ = http.NewRequest(http.MethodPost, url+"/router/api/v1/device/state", strings.NewReader(`{"requestId":"1","payload":{"sku":"H6072","device":"nope"}}`))
+	req.Header.Set("Service-API-Key", "k2")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"code":404`) {
+		t.Fatalf("-errors-as-200: %d %s", resp.StatusCode, b)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	cases := map[string][]string{
+		"unknown flag":      {"-nope"},
+		"stray argument":    {"serve"},
+		"empty key":         {"-key", ""},
+		"missing catalogue": {"-catalogue", filepath.Join(t.TempDir(), "none.json")},
+		"bad scenes":        {"-scenes", filepath.Join(fixtures, "list_devices.json")},
+		"bad address":       {"-addr", "256.0.0.1:1"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			var out strings.Builder
+			if err := run(context.Background(), args, &out); err == nil {
+				t.Fatal("run succeeded")
+			}
+		})
+	}
+}
