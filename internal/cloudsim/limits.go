@@ -122,12 +122,19 @@ type namedLimiter struct {
 
 // take lets a request through only when every bucket has a token at now, and
 // then takes one from each: a request refused by one bucket costs the others
-// nothing. It returns the refusing bucket and how long until it has a token.
+// nothing. A refusal names the first refusing bucket and the longest wait
+// among the refusing ones, so Retry-After is enough for all of them.
 func take(now time.Time, ls ...namedLimiter) (refused string, retry time.Duration) {
 	for _, l := range ls {
 		if ok, wait := allowedAt(l.lim, now); !ok {
-			return l.name, wait
+			if refused == "" {
+				refused = l.name
+			}
+			retry = max(retry, wait)
 		}
+	}
+	if refused != "" {
+		return refused, retry
 	}
 	for _, l := range ls {
 		l.lim.AllowN(now, 1)

@@ -258,3 +258,18 @@ func TestRetryAfterSeconds(t *testing.T) {
 		}
 	}
 }
+
+// When both control buckets refuse, Retry-After covers the longer wait.
+func TestRetryAfterCoversBothBuckets(t *testing.T) {
+	h := start(t, Options{Catalogue: manyLights(1), Limits: Limits{
+		ControlAccount: Limit{Rate: 1, Burst: 1}, ControlDevice: Limit{Rate: 0.25, Burst: 1}}})
+	wantStatus(t, "first", h.power(0), 200)
+	r := h.power(0)
+	wantStatus(t, "second", r, 429)
+	if r.header.Get("Retry-After") != "4" {
+		t.Fatalf("Retry-After = %q, want 4 (the device bucket's wait)", r.header.Get("Retry-After"))
+	}
+	if n := h.sim.Counts().RateLimited[BucketControlAccount]; n != 1 {
+		t.Fatalf("refusal counted against %v", h.sim.Counts().RateLimited)
+	}
+}
