@@ -1,0 +1,326 @@
+package config
+
+// Tests of the deploy/ files that can run here: the systemd sandbox score,
+// and the Node-RED flow's structure and function code. Docker cannot run in
+// the test environment; the compose test only checks that what the files
+// name exists.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"cloud2mqtt/internal/topic"
+)
+
+var deployDir = filepath.Join("..", "..", "deploy")
+
+// maxExposure is the highest systemd-analyze security score the unit may
+// have (0 = locked down, 10 = unprotected).
+const maxExposure = 2.0
+
+func TestSystemdUnitExposure(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze is not installed: the unit's sandbox score is not checked")
+	}
+	unit, err := filepath.Abs(filepath.Join(deployDir, "systemd", "cloud2mqtt.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(t.Context(), analyze, "security", "--offline=true", "--no-pager", unit).CombinedOutput()
+	if err != nil {
+		t.Fatalf("systemd-analyze security: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`Overall exposure level for cloud2mqtt\.service: ([0-9.]+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no overall exposure in:\n%s", out)
+	}
+	score, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("systemd-analyze security: exposure %.1f", score)
+	if score > maxExposure {
+		t.Errorf("the unit's exposure is %.1f, above %.1f: restore its hardening\n%s", score, maxExposure, out)
+	}
+	// systemd ignores unknown keys and keys in the wrong section with a
+	// warning only; the unit must have none.
+	if bytes.Contains(out, []byte("Unknown key")) || bytes.Contains(out, []byte("ignoring")) {
+		t.Errorf("systemd ignores part of the unit:\n%s", out)
+	}
+}
+
+// The unit's contract with the daemon and with config: notify, watchdog,
+// the env file and the credential the config package reads.
+func TestSystemdUnitSettings(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(deployDir, "systemd", "cloud2mqtt.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := map[string][]string{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			set[k] = append(set[k], v)
+		}
+	}
+	for k, want := range map[string]string{
+		"Type": "notify", "NotifyAccess": "main", "WatchdogSec": "60", "Restart": "on-failure",
+		"DynamicUser": "yes", "EnvironmentFile": "/etc/cloud2mqtt/cloud2mqtt.env",
+		"LoadCredential": CredentialAPIKey + ":/etc/cloud2mqtt/api_key", "ExecStart": "/usr/local/bin/cloud2mqtt",
+	} {
+		if got := set[k]; len(got) != 1 || got[0] != want {
+			t.Errorf("%s=%v, want %s", k, got, want)
+		}
+	}
+	// The optional password credential is documented but not loaded: a
+	// missing file would fail the start.
+	if !bytes.Contains(b, []byte("#LoadCredential="+CredentialMQTTPassword+":/etc/cloud2mqtt/mqtt_password")) {
+		t.Errorf("the commented-out LoadCredential for %s is missing", CredentialMQTTPassword)
+	}
+	if fams := strings.Join(set["RestrictAddressFamilies"], " "); !strings.Contains(fams, "AF_UNIX") || !strings.Contains(fams, "AF_INET") {
+		t.Errorf("RestrictAddressFamilies=%s: the daemon needs AF_INET(6) for the cloud and broker, AF_UNIX for sd_notify", fams)
+	}
+	if _, ok := set["IPAddressDeny"]; ok {
+		t.Error("IPAddressDeny would cut the bridge off the cloud or the broker")
+	}
+}
+
+type flowNode struct {
+	ID          string     `json:"id"`
+	Type        string     `json:"type"`
+	Z           string     `json:"z"`
+	Name        string     `json:"name"`
+	Topic       string     `json:"topic"`
+	Datatype    string     `json:"datatype"`
+	Broker      string     `json:"broker"`
+	Port        string     `json:"port"`
+	Payload     string     `json:"payload"`
+	PayloadType string     `json:"payloadType"`
+	Func        string     `json:"func"`
+	Wires       [][]string `json:"wires"`
+}
+
+func readFlow(t *testing.T) ([]flowNode, map[string]flowNode) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(deployDir, "node-red", "flows.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []flowNode
+	if err := json.Unmarshal(b, &nodes); err != nil {
+		t.Fatalf("flows.json is not a Node-RED flow: %v", err)
+	}
+	byID := map[string]flowNode{}
+	for _, n := range nodes {
+		if _, dup := byID[n.ID]; dup || n.ID == "" {
+			t.Errorf("node id %q empty or repeated", n.ID)
+		}
+		byID[n.ID] = n
+	}
+	return nodes, byID
+}
+
+func TestNodeREDFlow(t *testing.T) {
+	nodes, byID := readFlow(t)
+	var tab, broker string
+	count := map[string]int{}
+	for _, n := range nodes {
+		count[n.Type]++
+		switch n.Type {
+		case "tab":
+			tab = n.ID
+		case "mqtt-broker":
+			broker = n.ID
+			if n.Broker != "127.0.0.1" || n.Port != "1883" {
+				t.Errorf("broker %s:%s, want 127.0.0.1:1883", n.Broker, n.Port)
+			}
+		}
+	}
+	if count["tab"] != 1 || count["mqtt-broker"] != 1 {
+		t.Fatalf("want one tab and one broker config node, have %v", count)
+	}
+	for _, n := range nodes {
+		if n.Type != "tab" && n.Type != "mqtt-broker" && n.Z != tab {
+			t.Errorf("node %s is not on the tab", n.ID)
+		}
+		if strings.HasPrefix(n.Type, "mqtt ") && n.Broker != broker {
+			t.Errorf("%s %q does not use the broker config node", n.Type, n.Name)
+		}
+		for _, out := range n.Wires {
+			for _, to := range out {
+				if _, ok := byID[to]; !ok {
+					t.Errorf("%s wires to missing node %s", n.ID, to)
+				}
+			}
+		}
+	}
+
+	// The state subscription: parsed JSON objects, wired to a debug node
+	// and to the formatter.
+	var stateIn *flowNode
+	for _, n := range nodes {
+		if n.Type == "mqtt in" && n.Topic == "cloud2mqtt/+/state" {
+			stateIn = &n
+		}
+	}
+	if stateIn == nil {
+		t.Fatal("no mqtt in node on cloud2mqtt/+/state")
+	}
+	if stateIn.Datatype != "auto-detect" {
+		t.Errorf("state datatype %q: want auto-detect (parsed JSON, and bridge/state's plain text passes)", stateIn.Datatype)
+	}
+	targets := map[string]bool{}
+	for _, to := range stateIn.Wires[0] {
+		targets[byID[to].Type] = true
+	}
+	if !targets["debug"] || !targets["function"] {
+		t.Errorf("state node wired to %v, want a debug and a function node", targets)
+	}
+
+	// The command: an inject of {"powerSwitch":1,"brightness":50} to a demo
+	// light's set topic, through an mqtt out node.
+	demoLight := demoDeviceID(t, 0)
+	found := false
+	for _, n := range nodes {
+		if n.Type != "inject" || n.PayloadType != "json" {
+			continue
+		}
+		var p map[string]any
+		if err := json.Unmarshal([]byte(n.Payload), &p); err != nil {
+			t.Errorf("inject %q payload %q: %v", n.Name, n.Payload, err)
+			continue
+		}
+		if n.Topic != topic.New("").Set(demoLight) {
+			t.Errorf("inject %q publishes to %s, want the demo light's %s", n.Name, n.Topic, topic.New("").Set(demoLight))
+		}
+		if len(n.Wires) != 1 || len(n.Wires[0]) != 1 || byID[n.Wires[0][0]].Type != "mqtt out" || byID[n.Wires[0][0]].Topic != "" {
+			t.Errorf("inject %q is not wired to an mqtt out node that keeps msg.topic", n.Name)
+		}
+		if p["powerSwitch"] == 1.0 && p["brightness"] == 50.0 && len(p) == 2 {
+			found = true
+		}
+	}
+	if !found {
+		t.Error(`no inject node sends {"powerSwitch":1,"brightness":50}`)
+	}
+}
+
+// demoDeviceID is the id of the demo catalogue's i-th device, so the flow
+// works against -demo out of the box.
+func demoDeviceID(t *testing.T, i int) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "cloudsim", "demo", "devices.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Data []struct{ SKU, Device string }
+	}
+	if err := json.Unmarshal(b, &list); err != nil || len(list.Data) <= i {
+		t.Fatalf("demo devices: %v", err)
+	}
+	return topic.DeviceID(list.Data[i].SKU, list.Data[i].Device)
+}
+
+// The flow's function code runs in Node.js, as Node-RED would run it, on a
+// device list and on states (and on the bridge's plain "online").
+func TestNodeREDFunctions(t *testing.T) {
+	nodeJS, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the flow's function code is not run")
+	}
+	_, byID := readFlow(t)
+	var names, format string
+	for _, n := range byID {
+		switch n.Name {
+		case "remember names":
+			names = n.Func
+		case "format state":
+			format = n.Func
+		}
+	}
+	if names == "" || format == "" {
+		t.Fatal("function nodes 'remember names' and 'format state' not found")
+	}
+	id := demoDeviceID(t, 0)
+	script := `
+const ctx = {};
+const flow = { get: k => ctx[k], set: (k, v) => { ctx[k] = v; } };
+const node = { status: () => {} };
+const names = new Function('msg', 'flow', 'node', NAMES);
+const format = new Function('msg', 'flow', 'node', FORMAT);
+const out = [];
+names({ topic: 'cloud2mqtt/bridge/devices', payload: [{ id: ID, name: 'Living Room Strip' }] }, flow, node);
+out.push(format({ topic: 'cloud2mqtt/bridge/state', payload: 'online' }, flow, node));
+out.push(format({ topic: 'cloud2mqtt/' + ID + '/state', payload: { brightness: 50, colorRgb: 255, powerSwitch: 1 } }, flow, node));
+out.push(format({ topic: 'cloud2mqtt/h6008_unknown/state', payload: { powerSwitch: 0 } }, flow, node));
+console.log(JSON.stringify(out.map(m => m === null ? null : m.payload)));
+`
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	script = strings.NewReplacer("NAMES", q(names), "FORMAT", q(format), "ID", q(id)).Replace(script)
+	out, err := exec.CommandContext(t.Context(), nodeJS, "-e", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var got []any
+	if err := json.Unmarshal(bytes.TrimSpace(out), &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := []any{nil, "Living Room Strip: powerSwitch=1 brightness=50 colorRgb=255", "h6008_unknown: powerSwitch=0"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("output %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+// The compose file and Dockerfile name files that exist, and build the
+// command that exists, with the version variable it has.
+func TestDockerFilesReferTheRepository(t *testing.T) {
+	read := func(p string) string {
+		b, err := os.ReadFile(filepath.Join(deployDir, "docker", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	dockerfile, compose := read("Dockerfile"), read("docker-compose.yml")
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", `-ldflags "-s -w -X main.version=${VERSION}"`, "./cmd/bridge", "FROM gcr.io/distroless/static"} {
+		if !strings.Contains(dockerfile, want) {
+			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	main, err := os.ReadFile(filepath.Join("..", "..", "cmd", "bridge", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^var version = `).Match(main) {
+		t.Error("cmd/bridge has no package-level var version for -X main.version")
+	}
+	for _, want := range []string{"dockerfile: deploy/docker/Dockerfile", "context: ../..", "./mosquitto.conf:/mosquitto/config/mosquitto.conf",
+		"env_file:", "CREDENTIALS_DIRECTORY: /run/secrets", "cloud_api_key:", "MQTT_URL: tcp://mosquitto:1883", "eclipse-mosquitto:2"} {
+		if !strings.Contains(compose, want) {
+			t.Errorf("docker-compose.yml lacks %q", want)
+		}
+	}
+	if !strings.Contains(read("mosquitto.conf"), "allow_anonymous true") {
+		t.Error("mosquitto.conf does not allow anonymous clients on the compose network")
+	}
+	// The compose secret is read as the systemd credential of the same name.
+	if !strings.Contains(compose, "  "+CredentialAPIKey+":") {
+		t.Errorf("the compose secret is not named %s", CredentialAPIKey)
+	}
+}
