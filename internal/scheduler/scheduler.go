@@ -413,12 +413,16 @@ type Stats struct {
 	QueuedReads      int // waiters, counting each coalesced report
 	InFlight         int
 	InFlightCommands int
-	Coalesced        uint64 // submissions merged into a queued request
-	Superseded       uint64 // commands replaced by a newer one
-	RateLimited      uint64 // 429 answers
-	LastRateLimited  time.Time
-	Retries          uint64 // requests sent again after a 429 or a transient error
-	Failures         uint64 // requests whose failure was reported
+	// Devices is the number of devices whose buckets are tracked; devices
+	// idle with full buckets are forgotten (every minute), so it stays near
+	// the number of devices recently used.
+	Devices         int
+	Coalesced       uint64 // submissions merged into a queued request
+	Superseded      uint64 // commands replaced by a newer one
+	RateLimited     uint64 // 429 answers
+	LastRateLimited time.Time
+	Retries         uint64 // requests sent again after a 429 or a transient error
+	Failures        uint64 // requests whose failure was reported
 	// Requests counts requests sent, by endpoint name (Endpoint*).
 	Requests map[string]uint64
 	// RequestsToday counts requests sent since local midnight (the cloud
@@ -441,6 +445,7 @@ func (s *Scheduler) Stats() Stats {
 		QueuedReads:      s.queuedR,
 		InFlight:         s.inflight,
 		InFlightCommands: s.inflight - s.inflR,
+		Devices:          len(s.devices),
 		Coalesced:        s.st.coalesced,
 		Superseded:       s.st.superseded,
 		RateLimited:      s.st.rateLimited,

@@ -745,6 +745,36 @@ func TestStats(t *testing.T) {
 	})
 }
 
+// Devices no longer used are forgotten: memory follows the devices in use,
+// not every device ever seen.
+func TestIdleDevicesForgotten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		s := newScheduler(f, scheduler.Config{})
+		stop := run(t, s)
+		for i := range 300 {
+			must(t, s.Control(ctl(fmt.Sprintf("d%03d", i), "powerSwitch", 1), nil))
+			must(t, s.State("H6008", fmt.Sprintf("d%03d", i), scheduler.PriorityPoll, nil))
+		}
+		time.Sleep(30 * time.Second)
+		if n := s.Stats().Devices; n != 300 {
+			t.Errorf("%d devices tracked while their buckets refill, want 300", n)
+		}
+		// Buckets are full again after a minute; the next wake-up sweeps.
+		time.Sleep(2 * time.Minute)
+		must(t, s.Control(ctl("new", "powerSwitch", 1), nil))
+		synctest.Wait()
+		st := s.Stats()
+		stop()
+		if st.Devices != 1 {
+			t.Errorf("%d devices tracked after the others went idle, want 1", st.Devices)
+		}
+		if n := len(f.Calls()); n != 601 {
+			t.Errorf("%d requests, want 601", n)
+		}
+	})
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
