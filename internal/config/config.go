@@ -59,7 +59,7 @@ type Config struct {
 type Cloud struct {
 	BaseURL    string        `env:"CLOUD_BASE_URL" redact:"url" doc:"Base address of the cloud API, http(s)://host; required unless -demo (paths /router/api/v1/... are appended)"`
 	APIKey     Secret        `env:"CLOUD_API_KEY" doc:"API key for the cloud (secret); or CLOUD_API_KEY_FILE, or the systemd credential cloud_api_key"`
-	APIKeyFile string        `env:"CLOUD_API_KEY_FILE" doc:"File holding the API key (absolute path; a trailing newline is ignored); not together with CLOUD_API_KEY"`
+	APIKeyFile string        `env:"CLOUD_API_KEY_FILE" doc:"File holding the API key (absolute path; trailing newlines are ignored); not together with CLOUD_API_KEY"`
 	KeyHeader  string        `env:"CLOUD_API_KEY_HEADER" envDefault:"Service-API-Key" doc:"HTTP header that carries the API key"`
 	Timeout    time.Duration `env:"CLOUD_TIMEOUT" envDefault:"10s" doc:"Timeout of one cloud request"`
 	EventsURL  string        `env:"CLOUD_EVENTS_URL" redact:"url" doc:"Cloud event stream, mqtts://host:8883 style; empty = events off"`
@@ -91,7 +91,7 @@ type MQTT struct {
 	Listen       string `env:"MQTT_LISTEN" envDefault:"127.0.0.1:1883" doc:"Address (host:port) the embedded broker listens on when MQTT_URL=embedded"`
 	Username     string `env:"MQTT_USERNAME" doc:"Broker user name; empty = anonymous"`
 	Password     Secret `env:"MQTT_PASSWORD" doc:"Broker password (secret); or MQTT_PASSWORD_FILE, or the systemd credential mqtt_password"`
-	PasswordFile string `env:"MQTT_PASSWORD_FILE" doc:"File holding the broker password (absolute path; a trailing newline is ignored); not together with MQTT_PASSWORD"`
+	PasswordFile string `env:"MQTT_PASSWORD_FILE" doc:"File holding the broker password (absolute path; trailing newlines are ignored); not together with MQTT_PASSWORD"`
 	CAFile       string `env:"MQTT_CA_FILE" doc:"PEM file of the CA(s) the broker's certificate is checked against; empty = the system's CAs"`
 	CertFile     string `env:"MQTT_CERT_FILE" doc:"PEM client certificate for TLS client authentication; together with MQTT_KEY_FILE"`
 	KeyFile      string `env:"MQTT_KEY_FILE" doc:"PEM private key of MQTT_CERT_FILE"`
@@ -206,7 +206,7 @@ func parseProblems(err error, environ map[string]string, unparsed map[string]str
 // loadSecret resolves one secret: the variable itself, else the file named
 // by fileVar, else the systemd credential. Setting both the variable and its
 // file is an error, so nobody wonders which one is used. The file's content
-// loses its trailing newline (editors add one); nothing else is trimmed.
+// loses its trailing newlines (editors add one); nothing else is trimmed.
 //
 // Errors never carry the secret, nor the file variable's value: a key pasted
 // into X_FILE by mistake must not end up in a log line.

@@ -226,6 +226,7 @@ func TestValidateProblems(t *testing.T) {
 		{"base URL bad scheme", with(valid(), "CLOUD_BASE_URL", "ftp://api.example.com"), false, []string{`CLOUD_BASE_URL="ftp://api.example.com" is not an http:// or https:// URL with a host`}},
 		{"base URL no host", with(valid(), "CLOUD_BASE_URL", "https://"), false, []string{"CLOUD_BASE_URL", "with a host"}},
 		{"base URL not a URL", with(valid(), "CLOUD_BASE_URL", "api.example.com"), false, []string{"CLOUD_BASE_URL", "https://api.example.com"}},
+		{"base URL with a password", with(valid(), "CLOUD_BASE_URL", "https://u:pw@api.example.com"), false, []string{`CLOUD_BASE_URL="https://u:xxxxx@api.example.com" carries a user or password`}},
 		{"base URL with query", with(valid(), "CLOUD_BASE_URL", "https://api.example.com/?x=1"), false, []string{"CLOUD_BASE_URL", "query"}},
 		{"base URL bad even in demo", with(valid(), "CLOUD_BASE_URL", "nope://x"), true, []string{"CLOUD_BASE_URL"}},
 		{"missing key", with(valid(), "CLOUD_API_KEY", ""), false, []string{"CLOUD_API_KEY is empty: set it, or CLOUD_API_KEY_FILE, or a systemd credential named cloud_api_key"}},
@@ -404,5 +405,38 @@ func TestErrorsAreJoinedAndPrefixed(t *testing.T) {
 	var joined interface{ Unwrap() []error }
 	if !errors.As(err, &joined) || len(joined.Unwrap()) != 2 {
 		t.Errorf("want the two problems (base URL, key) as a joined error, got %v", err)
+	}
+}
+
+// Values a user may reasonably write are accepted.
+func TestValidateAccepts(t *testing.T) {
+	for _, kv := range [][]string{
+		{"MQTT_URL", "tcp://broker.lan"},
+		{"MQTT_URL", "mqtt://broker.lan:1883"},
+		{"MQTT_URL", "ssl://broker.lan:8883"},
+		{"MQTT_URL", "mqtts://broker.lan"},
+		{"MQTT_URL", "tls://broker.lan:8883"},
+		{"MQTT_URL", "ws://broker.lan:9001/mqtt"},
+		{"MQTT_URL", "wss://broker.lan/mqtt"},
+		{"MQTT_URL", "tcp://[::1]:1883"},
+		{"MQTT_URL", "Embedded"},
+		{"CLOUD_BASE_URL", "http://127.0.0.1:8080"},
+		{"CLOUD_BASE_URL", "https://api.example.com/prefix/"},
+		{"CLOUD_EVENTS_URL", "ssl://events.example.com:8883"},
+		{"HTTP_ADDR", ":8080"},
+		{"HTTP_ADDR", "[::1]:0"},
+		{"MQTT_LISTEN", ":1883"},
+		{"MQTT_BASE_TOPIC", "home/cloud2mqtt"},
+		{"MQTT_CLIENT_ID", "cloud2mqtt-kitchen_1"},
+		{"LOG_LEVEL", "DEBUG"},
+		{"LOG_FORMAT", "Console"},
+		{"POLL_INTERVAL", "2s"},
+		{"CLOUD_DAILY_LIMIT", "10000"},
+		{"MQTT_USERNAME", "bridge"},
+	} {
+		cfg := mustLoad(t, with(valid(), kv...))
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%s=%s: %v", kv[0], kv[1], err)
+		}
 	}
 }

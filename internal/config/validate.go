@@ -182,13 +182,18 @@ func (v *validator) httpURL(name, s string) {
 		v.add(name, fmt.Sprintf("%s=%q is not an http:// or https:// URL with a host: use the base address, like https://api.example.com", name, redactURL(s)))
 		return
 	}
+	if u.User != nil {
+		v.add(name, fmt.Sprintf("%s=%q carries a user or password: remove it; the API key goes in CLOUD_API_KEY", name, redactURL(s)))
+	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		v.add(name, fmt.Sprintf("%s=%q has a query or fragment: give only scheme, host and optional path", name, redactURL(s)))
 	}
 }
 
-// brokerSchemes are the MQTT URL schemes, and whether each uses TLS.
-var brokerSchemes = map[string]bool{"tcp": false, "ssl": true, "mqtts": true, "ws": false, "wss": true}
+// brokerSchemes are the MQTT URL schemes, and whether each uses TLS: the
+// documented tcp, ssl, mqtts, ws and wss, and the aliases mqtt and tls that
+// the MQTT client accepts too.
+var brokerSchemes = map[string]bool{"tcp": false, "mqtt": false, "ssl": true, "mqtts": true, "tls": true, "ws": false, "wss": true}
 
 // brokerURL checks an MQTT broker URL and reports whether it uses TLS.
 func (v *validator) brokerURL(name, s, example string) bool {
