@@ -91,7 +91,7 @@ func (c Config) Validate() error {
 	tlsURL := false
 	switch {
 	case c.Embedded():
-		if _, err := hostPort(c.MQTT.Listen); err != nil {
+		if err := hostPort(c.MQTT.Listen); err != nil {
 			v.add("MQTT_LISTEN", fmt.Sprintf("MQTT_LISTEN=%q %v: use host:port, like 127.0.0.1:1883", c.MQTT.Listen, err))
 		}
 	default:
@@ -142,7 +142,7 @@ func (c Config) Validate() error {
 
 	// HTTP.
 	if c.HTTP.Addr != "" {
-		if _, err := hostPort(c.HTTP.Addr); err != nil {
+		if err := hostPort(c.HTTP.Addr); err != nil {
 			v.add("HTTP_ADDR", fmt.Sprintf("HTTP_ADDR=%q %v: use host:port, like 127.0.0.1:8080 or :8080, or leave it empty to turn HTTP off", c.HTTP.Addr, err))
 		}
 	}
@@ -248,17 +248,18 @@ func (v *validator) topicName(name, s, example string) bool {
 	return false
 }
 
-// hostPort checks a listen address host:port (host may be empty).
-func hostPort(s string) (string, error) {
-	host, port, err := net.SplitHostPort(s)
+// hostPort checks a listen address host:port (host may be empty, port 0
+// picks a free one).
+func hostPort(s string) error {
+	_, port, err := net.SplitHostPort(s)
 	if err != nil {
-		return "", errors.New("is not host:port")
+		return errors.New("is not host:port")
 	}
 	n, err := strconv.Atoi(port)
 	if err != nil || n < 0 || n > 65535 {
-		return "", errors.New("has a port that is not 0 to 65535")
+		return errors.New("has a port that is not 0 to 65535")
 	}
-	return host, nil
+	return nil
 }
 
 // readFile reads a (non-secret) file named by variable name.
