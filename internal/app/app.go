@@ -58,6 +58,7 @@ type Main struct {
 func (m *Main) Run(ctx context.Context) error {
 	cfg := m.Config
 	log := m.Log
+	log.Info().Str("version", m.Version).Object("config", cfg).Msg("starting cloud2mqtt")
 	layout := topic.New(cfg.MQTT.BaseTopic)
 	m.ready = make(chan struct{})
 

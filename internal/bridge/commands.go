@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 
@@ -69,7 +68,7 @@ func (b *Bridge) Handle(t string, payload []byte) {
 	case rest == "light/set":
 		cmds, err := discovery.DecodeLight(dev, payload)
 		if err != nil {
-			b.reject(id, dev, "light", string(payload), err)
+			b.reject(id, dev, "light", string(payload), badFormat(err))
 			return
 		}
 		for _, c := range cmds {
@@ -83,7 +82,7 @@ func (b *Bridge) Handle(t string, payload []byte) {
 		}
 		cmds, err := discovery.DecodeSegment(dev, n, payload)
 		if err != nil {
-			b.reject(id, dev, "segment", string(payload), err)
+			b.reject(id, dev, "segment", string(payload), badFormat(err))
 			return
 		}
 		for _, c := range cmds {
@@ -165,7 +164,7 @@ func (b *Bridge) command(id string, dev cloud.Device, instance string, input any
 		return
 	}
 	if partial, ok := input.(map[string]any); ok && c.Parameters != nil && c.Parameters.DataType == cloud.DataStruct {
-		input = b.mergeStruct(dev, instance, partial)
+		input = b.completeStruct(dev, c, partial)
 	}
 	value, err := cloud.Decode(c, input)
 	if err != nil {
@@ -179,22 +178,22 @@ func (b *Bridge) command(id string, dev cloud.Device, instance string, input any
 	}
 }
 
-// mergeStruct lays a partial struct value over the last known one, so
-// {"sensitivity":80} keeps the music mode and colour already set.
-func (b *Bridge) mergeStruct(dev cloud.Device, instance string, partial map[string]any) map[string]any {
+// completeStruct lays a partial struct value over the last known one, so
+// {"sensitivity":80} keeps the music mode and colour already set. With no
+// value known yet (music mode is never reported by the cloud) the base is
+// a valid example built from the definition, so the first partial command
+// works too; cloud.Decode still validates the result.
+func (b *Bridge) completeStruct(dev cloud.Device, c cloud.Capability, partial map[string]any) any {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	e := b.entryLocked(dev)
-	if e == nil {
-		return partial
+	var last any
+	if e := b.entryLocked(dev); e != nil {
+		last = e.values[c.Instance]
 	}
-	last, ok := e.values[instance].(map[string]any)
-	if !ok {
-		return partial
+	b.mu.Unlock()
+	if _, ok := last.(map[string]any); !ok {
+		last, _ = cloud.Example(c)
 	}
-	merged := maps.Clone(last)
-	maps.Copy(merged, partial)
-	return merged
+	return discovery.Complete(last, partial)
 }
 
 // commandDone handles the scheduler's report of one command.
@@ -267,6 +266,16 @@ func errorCode(err error) int {
 		return 503
 	}
 	return 500
+}
+
+// badFormat classifies a payload that could not be decoded as the cloud's
+// "invalid parameter format" (code 400), keeping its message.
+func badFormat(err error) error {
+	var ve *cloud.ValueError
+	if errors.As(err, &ve) {
+		return err
+	}
+	return &cloud.ValueError{Category: cloud.CategoryFormat, Msg: err.Error()}
 }
 
 // controllable lists the instances a device accepts commands for.

@@ -109,10 +109,22 @@ func (b *Bridge) applyOptimistic(dev cloud.Device, instance string, value any) {
 		return
 	}
 	e.values[instance] = value
-	if instance == cloud.InstanceColorRGB {
-		delete(e.values, cloud.InstanceColorTemperatureK) // the light now shows a colour
-	} else if instance == cloud.InstanceColorTemperatureK {
-		delete(e.values, cloud.InstanceColorRGB)
+	switch instance {
+	case cloud.InstanceColorRGB, cloud.InstanceColorTemperatureK:
+		// A colour or white now shows instead of a scene, and the cloud
+		// reports 0 for the temperature while a colour shows.
+		delete(e.values, cloud.InstanceLightScene)
+		delete(e.values, cloud.InstanceDIYScene)
+		delete(e.values, cloud.InstanceSnapshot)
+		if instance == cloud.InstanceColorRGB {
+			e.values[cloud.InstanceColorTemperatureK] = int64(0)
+		}
+	case cloud.InstanceLightScene, cloud.InstanceDIYScene, cloud.InstanceSnapshot:
+		for _, other := range []string{cloud.InstanceLightScene, cloud.InstanceDIYScene, cloud.InstanceSnapshot} {
+			if other != instance {
+				delete(e.values, other)
+			}
+		}
 	}
 	var msgs []message
 	if e.read {
@@ -205,10 +217,9 @@ func (b *Bridge) Event(sku, device, instance string, name string, value any, msg
 		b.log.Debug().Str("device", sku+"/"+device).Str("instance", instance).Msg("event for an unknown device dropped")
 		return
 	}
-	p, _ := json.Marshal(map[string]any{
-		"event_type": name, "instance": instance, "value": value, "message": msg,
-	})
+	p := discovery.EventPayload(instance, cloud.EventOption{Name: name, Value: value, Message: msg})
 	b.send([]message{{b.opt.Layout.Event(id), p, false}})
+	b.log.Info().Str("device", sku+"/"+device).Str("instance", instance).Str("event", name).Msg("device event")
 }
 
 // Online counts the devices that are online and reachable.

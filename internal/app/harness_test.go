@@ -1,0 +1,244 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/app"
+	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/config"
+	"cloud2mqtt/internal/mqtttest"
+)
+
+// harness is one whole daemon started in-process against a test broker and
+// a simulated cloud, with a watcher subscribed to everything.
+type harness struct {
+	t      *testing.T
+	broker *mqtttest.Broker
+	sim    *cloudsim.Sim
+	cloud  *httptest.Server
+	main   *app.Main
+	watch  *watcher
+	logs   *syncBuffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+type harnessOptions struct {
+	env     map[string]string
+	sim     cloudsim.Options
+	broker  []mqtttest.Option
+	noStart bool
+}
+
+const testKey = "test-key-5f3a9c1e77"
+
+func startHarness(t *testing.T, o harnessOptions) *harness {
+	t.Helper()
+	h := &harness{t: t, logs: &syncBuffer{}}
+	h.broker = mqtttest.Start(t, o.broker...)
+	if o.sim.APIKey == "" {
+		o.sim.APIKey = testKey
+	}
+	h.sim = cloudsim.New(o.sim)
+	h.cloud = httptest.NewServer(h.sim)
+	t.Cleanup(h.cloud.Close)
+
+	env := map[string]string{
+		"CLOUD_BASE_URL": h.cloud.URL,
+		"CLOUD_API_KEY":  o.sim.APIKey,
+		"MQTT_URL":       h.broker.URL(),
+		"MQTT_CLIENT_ID": fmt.Sprintf("bridge-%s", strings.ReplaceAll(t.Name(), "/", "-")),
+		"LOG_LEVEL":      "debug",
+		"POLL_INTERVAL":  "2s",
+	}
+	for k, v := range o.env {
+		env[k] = v
+	}
+	cfg, err := config.Load(env)
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	h.watch = newWatcher(t, h.broker.URL(), h.broker)
+	h.main = &app.Main{Config: cfg, Version: "test", Log: zerolog.New(h.logs).With().Timestamp().Logger()}
+	if !o.noStart {
+		h.start()
+	}
+	return h
+}
+
+func (h *harness) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.done = make(chan error, 1)
+	go func() { h.done <- h.main.Run(ctx) }()
+	h.t.Cleanup(h.stop)
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer wcancel()
+	if err := h.main.WaitReady(wctx); err != nil {
+		h.t.Fatalf("bridge not ready: %v\nlogs:\n%s", err, h.logs.String())
+	}
+}
+
+// stop shuts the daemon down and checks it exits cleanly.
+func (h *harness) stop() {
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	h.cancel = nil
+	select {
+	case err := <-h.done:
+		if err != nil {
+			h.t.Errorf("bridge exited with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		h.t.Errorf("bridge did not stop within 10s")
+	}
+}
+
+// publish sends a message as a user would.
+func (h *harness) publish(topic, payload string) {
+	h.t.Helper()
+	tok := h.watch.c.Publish(topic, 1, false, payload)
+	if !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		h.t.Fatalf("publish %s: %v", topic, tok.Error())
+	}
+}
+
+// watcher keeps the last message of every topic and every message in order.
+type watcher struct {
+	t  *testing.T
+	c  paho.Client
+	mu sync.Mutex
+	// last payload per topic; a deleted retained topic maps to "".
+	last  map[string]string
+	count map[string]int
+	all   []msg
+	cond  chan struct{}
+}
+
+type msg struct{ topic, payload string }
+
+func newWatcher(t *testing.T, url string, b *mqtttest.Broker) *watcher {
+	w := &watcher{t: t, last: map[string]string{}, count: map[string]int{}, cond: make(chan struct{}, 1)}
+	opts := paho.NewClientOptions().AddBroker(url).SetClientID("watcher-" + strings.ReplaceAll(t.Name(), "/", "-")).
+		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(100 * time.Millisecond).
+		SetMaxReconnectInterval(200 * time.Millisecond).SetOrderMatters(true)
+	opts.SetOnConnectHandler(func(c paho.Client) {
+		c.Subscribe("#", 1, func(_ paho.Client, m paho.Message) {
+			w.mu.Lock()
+			w.last[m.Topic()] = string(m.Payload())
+			w.count[m.Topic()]++
+			w.all = append(w.all, msg{m.Topic(), string(m.Payload())})
+			w.mu.Unlock()
+			select {
+			case w.cond <- struct{}{}:
+			default:
+			}
+		})
+	})
+	w.c = paho.NewClient(opts)
+	if tok := w.c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("watcher: %v", tok.Error())
+	}
+	t.Cleanup(func() { w.c.Disconnect(100) })
+	return w
+}
+
+// get returns the last payload of a topic.
+func (w *watcher) get(topic string) (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p, ok := w.last[topic]
+	return p, ok
+}
+
+func (w *watcher) seen(topic string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.count[topic]
+}
+
+// topics returns the topics whose last payload is not empty, by prefix.
+func (w *watcher) topics(prefix string) map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]string{}
+	for t, p := range w.last {
+		if strings.HasPrefix(t, prefix) && p != "" {
+			out[t] = p
+		}
+	}
+	return out
+}
+
+// messages returns every message so far.
+func (w *watcher) messages() []msg {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]msg(nil), w.all...)
+}
+
+// until waits for cond, failing the test with what describes the miss.
+func (w *watcher) until(timeout time.Duration, what string, cond func() bool) {
+	w.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			w.t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		select {
+		case <-w.cond:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// waitJSON waits for the topic's last payload to be JSON satisfying cond.
+func (w *watcher) waitJSON(timeout time.Duration, topic string, cond func(map[string]any) bool) map[string]any {
+	w.t.Helper()
+	var got map[string]any
+	w.until(timeout, "a matching payload on "+topic, func() bool {
+		p, ok := w.get(topic)
+		if !ok || p == "" {
+			return false
+		}
+		got = nil
+		if json.Unmarshal([]byte(p), &got) != nil {
+			return false
+		}
+		return cond(got)
+	})
+	return got
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
