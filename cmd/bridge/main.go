@@ -91,7 +91,6 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 0
 	}
 
-	log.Info().Str("version", version).Object("config", cfg).Msg("starting cloud2mqtt")
 	m := &app.Main{Config: cfg, Version: version, Log: log, Stdout: stdout}
 	if err := m.Run(ctx); err != nil {
 		log.Error().Err(err).Msg("stopped with an error")
