@@ -521,7 +521,7 @@ func (c *Client) check(cl call, a answer) (envelope, error) {
 		return envelope{}, e
 	}
 	if env.codeErr != nil {
-		e := cl.fail(ErrTransient, env.codeErr.Error(), nil)
+		e := cl.fail(ErrTransient, c.clean(env.codeErr.Error()), nil)
 		e.HTTPStatus = a.status
 		return envelope{}, e
 	}
@@ -548,7 +548,7 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	}
 	var d time.Duration
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if math.IsNaN(secs) || secs <= 0 {
+		if math.IsNaN(secs) || math.IsInf(secs, 0) || secs <= 0 {
 			return 0
 		}
 		if secs >= maxRetryAfter.Seconds() {
