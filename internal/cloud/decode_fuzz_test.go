@@ -1,0 +1,170 @@
+package cloud
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// The fuzz targets feed arbitrary bytes to the decoding of each endpoint's
+// answer, without HTTP, under several statuses. Beyond "no panic" they check
+// what callers rely on: a failure is always an *APIError of a real kind that
+// never shows the key, and a success names the device asked for. The seed
+// corpus in testdata/fuzz holds the recorded answers of ../../../shared/fixtures
+// and the error bodies of client_test.go.
+
+const (
+	fuzzKey    = "fz-key-0b9e77d1c3"
+	fuzzSKU    = "H7143"
+	fuzzDevice = "52:8B:D4:AD:FC:45:5D:FE"
+)
+
+func fuzzClient(t *testing.T) *Client {
+	t.Helper()
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1", APIKey: fuzzKey, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// fuzzAnswers is the body under the statuses whose handling differs.
+func fuzzAnswers(body []byte) []answer {
+	return []answer{
+		{status: 200, header: http.Header{}, body: body},
+		{status: 400, header: http.Header{}, body: body},
+		{status: 429, header: http.Header{"Retry-After": {"7"}}, body: body},
+		{status: 503, header: http.Header{}, body: body},
+	}
+}
+
+func checkDecodeError(t *testing.T, a answer, err error) {
+	t.Helper()
+	ae, ok := err.(*APIError)
+	if !ok {
+		t.Fatalf("status %d: error %v (%T) is not an *APIError", a.status, err, err)
+	}
+	if ae.Kind < ErrAuth || ae.Kind > ErrTransient || ae.Endpoint == "" {
+		t.Fatalf("status %d: error %+v has no kind or endpoint", a.status, ae)
+	}
+	if msg := ae.Error(); strings.Contains(msg, fuzzKey) || !strings.HasPrefix(msg, "cloud: ") {
+		t.Fatalf("status %d: error text %q", a.status, msg)
+	}
+	if a.status != 200 && ae.HTTPStatus != a.status {
+		t.Fatalf("status %d: error carries HTTP %d", a.status, ae.HTTPStatus)
+	}
+	if ae.RetryAfter < 0 || ae.RetryAfter > maxRetryAfter {
+		t.Fatalf("retry after %v", ae.RetryAfter)
+	}
+}
+
+func FuzzDecodeDevices(f *testing.F) {
+	f.Add([]byte(`{"code":200,"message":"success","data":[{"sku":"H1","device":"D1","capabilities":[]}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c := fuzzClient(t)
+		cl := call{ep: epDevices}
+		for _, a := range fuzzAnswers(body) {
+			devs, err := c.readDevices(cl, a)
+			if err != nil {
+				checkDecodeError(t, a, err)
+				continue
+			}
+			if a.status != 200 || devs == nil {
+				t.Fatalf("status %d: success with %v", a.status, devs)
+			}
+			seen := map[string]bool{}
+			for _, d := range devs {
+				if d.SKU == "" || d.Device == "" || seen[d.String()] {
+					t.Fatalf("device %q is unnamed or repeated", d.String())
+				}
+				seen[d.String()] = true
+				for _, cp := range d.Capabilities {
+					if cp.Instance == "" {
+						t.Fatalf("capability without instance in %s", d)
+					}
+				}
+			}
+		}
+	})
+}
+
+func FuzzDecodeState(f *testing.F) {
+	f.Add([]byte(`{"code":200,"msg":"success","payload":{"sku":"H7143","device":"52:8B:D4:AD:FC:45:5D:FE","capabilities":[]}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c := fuzzClient(t)
+		cl := call{ep: epState, sku: fuzzSKU, device: fuzzDevice}
+		for _, a := range fuzzAnswers(body) {
+			st, err := c.readState(cl, a)
+			if err != nil {
+				checkDecodeError(t, a, err)
+				continue
+			}
+			if a.status != 200 || st.SKU != fuzzSKU || st.Device != fuzzDevice {
+				t.Fatalf("status %d: state of %s/%s", a.status, st.SKU, st.Device)
+			}
+			for _, cs := range st.Capabilities {
+				if cs.Instance == "" {
+					t.Fatal("capability state without instance")
+				}
+			}
+			_, _ = st.Online()
+			_ = st.Values()
+		}
+	})
+}
+
+func FuzzDecodeScenes(f *testing.F) {
+	f.Add([]byte(`{"code":200,"msg":"success","payload":{"sku":"H7143","device":"52:8B:D4:AD:FC:45:5D:FE","capabilities":[]}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c := fuzzClient(t)
+		for _, ep := range []endpoint{epScenes, epDIYScenes} {
+			cl := call{ep: ep, sku: fuzzSKU, device: fuzzDevice}
+			for _, a := range fuzzAnswers(body) {
+				sc, err := c.readScenes(cl, a)
+				if err != nil {
+					checkDecodeError(t, a, err)
+					continue
+				}
+				if a.status != 200 || sc.SKU != fuzzSKU || sc.Device != fuzzDevice {
+					t.Fatalf("status %d: scenes of %s/%s", a.status, sc.SKU, sc.Device)
+				}
+				_ = sc.Options()
+			}
+		}
+	})
+}
+
+func FuzzDecodeControl(f *testing.F) {
+	f.Add([]byte(`{"requestId":"r","msg":"success","code":200,"capability":{"type":"devices.capabilities.on_off","instance":"powerSwitch","value":1,"state":{"status":"success"}}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c := fuzzClient(t)
+		cl := call{ep: epControl, sku: fuzzSKU, device: fuzzDevice, instance: InstancePower}
+		for _, a := range fuzzAnswers(body) {
+			res, err := c.readControl(cl, a)
+			if err != nil {
+				checkDecodeError(t, a, err)
+				continue
+			}
+			if a.status != 200 || res.Code != 200 {
+				t.Fatalf("status %d: success with code %d", a.status, res.Code)
+			}
+			if res.Capability != nil && res.Capability.State != nil &&
+				strings.EqualFold(strings.TrimSpace(res.Capability.State.Status), "failure") {
+				t.Fatalf("a failure status passed as success: %+v", res.Capability.State)
+			}
+		}
+	})
+}
+
+func FuzzDecodeRetryAfter(f *testing.F) {
+	f.Add("30")
+	f.Fuzz(func(t *testing.T, v string) {
+		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+		if d := parseRetryAfter(v, now); d < 0 || d > maxRetryAfter {
+			t.Fatalf("parseRetryAfter(%q) = %v", v, d)
+		}
+	})
+}
