@@ -11,7 +11,8 @@ import (
 // ParsePayload reads an MQTT payload: the normalised JSON value when the
 // trimmed bytes are one JSON value, else the trimmed text, so that `on`,
 // `#ff0000` and `Sunrise` arrive as strings and `40` or `{"r":255,…}` as
-// JSON. An empty payload is the empty string.
+// JSON. An empty payload is the empty string; bytes that are not UTF-8
+// become U+FFFD, as encoding/json does inside JSON strings.
 func ParsePayload(b []byte) any {
 	t := bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(b), []byte("\ufeff")))
 	if len(t) > 0 {
@@ -19,7 +20,7 @@ func ParsePayload(b []byte) any {
 			return v
 		}
 	}
-	return string(t)
+	return strings.ToValidUTF8(string(t), "\uFFFD")
 }
 
 // Decode turns a value a person or Home Assistant sent (friendly form) or a
