@@ -106,6 +106,8 @@ func TestDecodeEnumNames(t *testing.T) {
 	emptyScenes := fixtureCapability(t, "H6072", InstanceLightScene)
 	snapshot := fixtureCapability(t, "H6601", InstanceSnapshot)
 	diy := fixtureCapability(t, "H605C", InstanceDIYScene)
+	diyColor := Capability{Type: TypeDIYColorSetting, Instance: InstanceDIYScene, Parameters: &Parameters{DataType: DataEnum,
+		Options: []Option{{Name: "Morning", Value: int64(42)}, {Name: "Evening", Value: int64(44)}}}}
 	runDecodeCases(t, []decodeCase{
 		{"mode by name", night, "Rainbow", `2`, "", ""},
 		{"mode by lower name", night, "rainbow", `2`, "", ""},
@@ -124,6 +126,7 @@ func TestDecodeEnumNames(t *testing.T) {
 		{"scene before list loaded by value", emptyScenes, "12", `12`, "", ""},
 		{"snapshot by name", snapshot, "sunset", `1`, "", ""},
 		{"diy on a non-spec type", diy, "FADE", `8216567`, "", ""},
+		{"diy scene from the diy endpoint", diyColor, "evening", `44`, "", ""},
 		{"float for enum", night, "2.5", ``, CategoryType, "not a whole number"},
 	})
 }

@@ -165,6 +165,9 @@ func TestValidateShapes(t *testing.T) {
 	emptyScene := fixtureCapability(t, "H6072", InstanceLightScene)
 	snapshot := fixtureCapability(t, "H6601", InstanceSnapshot)
 	diy := fixtureCapability(t, "H605C", InstanceDIYScene) // type dynamic_setting: generic ENUM
+	diyDynamic := fixtureCapability(t, "H6601", InstanceDIYScene)
+	diyColor := Capability{Type: TypeDIYColorSetting, Instance: InstanceDIYScene, Parameters: &Parameters{DataType: DataEnum,
+		Options: []Option{{Name: "Morning", Value: int64(42)}, {Name: "Evening", Value: int64(44)}}}}
 	temp := fixtureCapability(t, "H7131", InstanceTargetTemperature)
 	music := fixtureCapability(t, "H6601", InstanceMusicMode)
 	music2 := fixtureCapability(t, "H6072", InstanceMusicMode)
@@ -265,6 +268,11 @@ func TestValidateShapes(t *testing.T) {
 		{"snapshot", snapshot, `1`, "", ""},
 		{"snapshot unknown", snapshot, `2`, CategoryRange, "Sunset (1)"},
 		{"diy scene other type", diy, `8216567`, "", ""},
+		{"diy scene of a dynamic_scene", diyDynamic, `8216567`, "", ""},
+		{"diy scene of a dynamic_scene unknown", diyDynamic, `8216568`, CategoryRange, "Fade (8216567)"},
+		{"diy_color_setting from the diy endpoint", diyColor, `42`, "", ""},
+		{"diy_color_setting unknown", diyColor, `43`, CategoryRange, "Morning (42)"},
+		{"diy_color_setting object", diyColor, `{"paramId":1,"id":42}`, CategoryType, ""},
 		{"diy scene wrong", diy, `1`, CategoryRange, ""},
 		// temperature_setting
 		{"temperature full", temp, `{"autoStop":0,"temperature":22,"unit":"Celsius"}`, "", ""},
