@@ -675,8 +675,7 @@ func (c *Client) readPayload(cl call, a answer, env envelope) (devicePart, error
 	return p, nil
 }
 
-// readState decodes a state answer. A capability state that cannot be
-// decoded is left out and logged.
+// readState decodes a state answer.
 func (c *Client) readState(cl call, a answer) (DeviceState, error) {
 	env, err := c.check(cl, a)
 	if err != nil {
@@ -691,54 +690,50 @@ func (c *Client) readState(cl call, a answer) (DeviceState, error) {
 	if err != nil {
 		return DeviceState{}, err
 	}
-	st := DeviceState{SKU: cl.sku, Device: cl.device, Capabilities: make([]CapabilityState, 0, len(p.Capabilities))}
-	for i, raw := range p.Capabilities {
-		var cs CapabilityState
-		err := json.Unmarshal(raw, &cs)
-		if err == nil && cs.Instance == "" {
+	caps := decodeCapabilities(c, cl, p.Capabilities, func(cs CapabilityState) (string, string) { return cs.Type, cs.Instance })
+	return DeviceState{SKU: cl.sku, Device: cl.device, Capabilities: caps}, nil
+}
+
+// decodeCapabilities decodes the capabilities of a state or scene payload.
+// One that cannot be decoded or has no instance is left out and logged.
+func decodeCapabilities[T any](c *Client, cl call, raws []json.RawMessage, name func(T) (typ, instance string)) []T {
+	out := make([]T, 0, len(raws))
+	for i, raw := range raws {
+		var v T
+		err := json.Unmarshal(raw, &v)
+		typ, instance := name(v)
+		if err == nil && instance == "" {
 			err = errors.New("it has no instance")
 		}
 		if err != nil {
-			c.warnOnce("state-undecodable:"+cl.sku+"/"+cl.device+":"+strconv.Itoa(i)+":"+err.Error(), func(ev *zerolog.Event) {
-				ev.Str("sku", c.clean(cl.sku)).Str("device", c.clean(cl.device)).Int("index", i).Str("error", c.clean(err.Error())).
-					Msg("cloud: a capability state cannot be decoded; left out")
+			c.warnOnce(cl.ep.name+"-undecodable:"+cl.sku+"/"+cl.device+":"+strconv.Itoa(i)+":"+err.Error(), func(ev *zerolog.Event) {
+				ev.Str("endpoint", cl.ep.name).Str("sku", c.clean(cl.sku)).Str("device", c.clean(cl.device)).Int("index", i).
+					Str("error", c.clean(err.Error())).Msg("cloud: a capability in the answer cannot be decoded; left out")
 			})
 			continue
 		}
-		c.noteCapabilityType(cs.Type, cs.Instance, cl.sku, cl.device)
-		st.Capabilities = append(st.Capabilities, cs)
+		c.noteCapabilityType(typ, instance, cl.sku, cl.device)
+		out = append(out, v)
 	}
-	return st, nil
+	return out
 }
 
 // readScenes decodes a scene or DIY-scene answer. A missing payload is no
-// scenes; a capability that cannot be decoded is left out and logged.
+// scenes.
 func (c *Client) readScenes(cl call, a answer) (Scenes, error) {
 	env, err := c.check(cl, a)
 	if err != nil {
 		return Scenes{}, err
 	}
-	sc := Scenes{SKU: cl.sku, Device: cl.device, Capabilities: []Capability{}}
 	if isNull(env.payload) {
-		return sc, nil
+		return Scenes{SKU: cl.sku, Device: cl.device, Capabilities: []Capability{}}, nil
 	}
 	p, err := c.readPayload(cl, a, env)
 	if err != nil {
 		return Scenes{}, err
 	}
-	for i, raw := range p.Capabilities {
-		var cp Capability
-		if err := json.Unmarshal(raw, &cp); err != nil {
-			c.warnOnce(cl.ep.name+"-undecodable:"+cl.sku+"/"+cl.device+":"+strconv.Itoa(i)+":"+err.Error(), func(ev *zerolog.Event) {
-				ev.Str("endpoint", cl.ep.name).Str("sku", c.clean(cl.sku)).Str("device", c.clean(cl.device)).Int("index", i).
-					Str("error", c.clean(err.Error())).Msg("cloud: a scene capability cannot be decoded; left out")
-			})
-			continue
-		}
-		c.noteCapabilityType(cp.Type, cp.Instance, cl.sku, cl.device)
-		sc.Capabilities = append(sc.Capabilities, cp)
-	}
-	return sc, nil
+	caps := decodeCapabilities(c, cl, p.Capabilities, func(cp Capability) (string, string) { return cp.Type, cp.Instance })
+	return Scenes{SKU: cl.sku, Device: cl.device, Capabilities: caps}, nil
 }
 
 // readControl decodes a control answer. Besides the code, the live service
