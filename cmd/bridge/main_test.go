@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"cloud2mqtt/internal/config"
+	"cloud2mqtt/internal/mqtttest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func runBridge(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := run(ctx, args, environ, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := runBridge(t, nil, "-version")
+	if code != 0 || !strings.Contains(out, "cloud2mqtt "+version) {
+		t.Errorf("-version: code %d, output %q", code, out)
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	code, _, errOut := runBridge(t, nil, "frobnicate")
+	if code != 2 || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Errorf("code %d, stderr %q", code, errOut)
+	}
+}
+
+// TestCheckNamesEveryMisconfiguration: -check exits 1 and names the
+// variable of each problem, without running anything.
+func TestCheckNamesEveryMisconfiguration(t *testing.T) {
+	dir := t.TempDir()
+	missing := dir + "/missing"
+	good := map[string]string{"CLOUD_BASE_URL": "https://cloud.example", "CLOUD_API_KEY": "k"}
+	cases := []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"nothing set", map[string]string{}, []string{"CLOUD_BASE_URL", "CLOUD_API_KEY"}},
+		{"bad base URL", map[string]string{"CLOUD_BASE_URL": "ftp://x", "CLOUD_API_KEY": "k"}, []string{"CLOUD_BASE_URL"}},
+		{"key and key file", map[string]string{"CLOUD_API_KEY_FILE": missing}, []string{"CLOUD_API_KEY_FILE"}},
+		{"poll too fast", map[string]string{"POLL_INTERVAL": "1s"}, []string{"POLL_INTERVAL"}},
+		{"poll not a duration", map[string]string{"POLL_INTERVAL": "fast"}, []string{"POLL_INTERVAL"}},
+		{"negative daily limit", map[string]string{"CLOUD_DAILY_LIMIT": "-5"}, []string{"CLOUD_DAILY_LIMIT"}},
+		{"bad broker scheme", map[string]string{"MQTT_URL": "http://broker"}, []string{"MQTT_URL"}},
+		{"cert without key", map[string]string{"MQTT_URL": "ssl://broker:8883", "MQTT_CERT_FILE": missing}, []string{"MQTT_CERT_FILE", "MQTT_KEY_FILE"}},
+		{"unreadable CA", map[string]string{"MQTT_URL": "ssl://broker:8883", "MQTT_CA_FILE": missing}, []string{"MQTT_CA_FILE"}},
+		{"password without user", map[string]string{"MQTT_PASSWORD": "p"}, []string{"MQTT_PASSWORD"}},
+		{"wildcard base topic", map[string]string{"MQTT_BASE_TOPIC": "home/#"}, []string{"MQTT_BASE_TOPIC"}},
+		{"bad log level", map[string]string{"LOG_LEVEL": "loud"}, []string{"LOG_LEVEL"}},
+		{"bad log format", map[string]string{"LOG_FORMAT": "xml"}, []string{"LOG_FORMAT"}},
+		{"bad HTTP address", map[string]string{"HTTP_ADDR": "nonsense"}, []string{"HTTP_ADDR"}},
+		{"zero limit", map[string]string{"LIMIT_CONTROL_PER_SECOND": "0"}, []string{"LIMIT_CONTROL_PER_SECOND"}},
+		{"bad discovery flag", map[string]string{"HA_DISCOVERY": "perhaps"}, []string{"HA_DISCOVERY"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := map[string]string{}
+			if c.name != "nothing set" {
+				for k, v := range good {
+					env[k] = v
+				}
+			}
+			if c.name == "key and key file" {
+				env["CLOUD_API_KEY"] = "k"
+			}
+			for k, v := range c.env {
+				env[k] = v
+			}
+			code, out, _ := runBridge(t, env, "-check")
+			if code != 1 {
+				t.Errorf("exit code %d, want 1\n%s", code, out)
+			}
+			if !strings.Contains(out, "FAIL configuration") {
+				t.Errorf("the report does not fail the configuration:\n%s", out)
+			}
+			for _, v := range c.want {
+				if !strings.Contains(out[strings.Index(out, "FAIL"):], v) {
+					t.Errorf("the report's problems do not name %s:\n%s", v, out)
+				}
+			}
+			if strings.Contains(out, "\"k\"") || strings.Contains(out, "=k\n") {
+				t.Errorf("the report shows the API key:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestCheckReachesBrokerAndCloud: a valid demo configuration passes -check
+// against a real broker; a broker that is not there fails it.
+func TestCheckReachesBrokerAndCloud(t *testing.T) {
+	b := mqtttest.Start(t)
+	code, out, _ := runBridge(t, map[string]string{"MQTT_URL": b.URL()}, "-check", "-demo")
+	if code != 0 || !strings.Contains(out, "devices on the account") {
+		t.Errorf("demo check: code %d\n%s", code, out)
+	}
+	key := "secret-key-31337"
+	code, out, _ = runBridge(t, map[string]string{
+		"CLOUD_BASE_URL": "http://127.0.0.1:1", "CLOUD_API_KEY": key, "CLOUD_TIMEOUT": "1s",
+		"MQTT_URL": b.URL(),
+	}, "-check")
+	if code != 1 || !strings.Contains(out, "ok   broker") || !strings.Contains(out, "FAIL cloud") {
+		t.Errorf("unreachable cloud: code %d\n%s", code, out)
+	}
+	if strings.Contains(out, key) {
+		t.Errorf("the report shows the API key")
+	}
+}
+
+func TestDevicesDemo(t *testing.T) {
+	code, out, errOut := runBridge(t, nil, "-demo", "devices")
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, errOut)
+	}
+	for _, want := range []string{"ID", "CAPABILITIES", "h619c_aabbccddeeff1001", "powerSwitch"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("devices output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestReadmeDocumentsEveryVariable keeps README's configuration table in
+// step with the code: every variable with its default.
+func TestReadmeDocumentsEveryVariable(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, v := range config.Vars() {
+		row := "| `" + v.Name + "` |"
+		i := strings.Index(readme, row)
+		if i < 0 {
+			t.Errorf("README's configuration table lacks %s", v.Name)
+			continue
+		}
+		line := readme[i:]
+		line = line[:strings.Index(line, "\n")]
+		want := "—"
+		if v.Default != "" {
+			want = "`" + v.Default + "`"
+		}
+		if !strings.Contains(line, "| "+want+" |") {
+			t.Errorf("README gives %s a different default than %q: %s", v.Name, want, line)
+		}
+	}
+	if !strings.HasPrefix(strings.SplitN(readme, "    go run", 2)[1], " ./cmd/bridge -demo") ||
+		!strings.Contains(readme, "    go test ./...") {
+		t.Errorf("README does not start with the demo and test commands")
+	}
+}
