@@ -65,6 +65,7 @@ type options struct {
 	password  string
 	tls       bool
 	websocket bool
+	persist   bool
 }
 
 // Option configures Start.
@@ -86,6 +87,16 @@ func WithTLS() Option { return func(o *options) { o.tls = true } }
 
 // WithWebsocket adds an MQTT-over-websocket listener; see Broker.WSURL.
 func WithWebsocket() Option { return func(o *options) { o.websocket = true } }
+
+// WithPersistence makes mosquitto keep retained messages, sessions and the
+// messages queued for them across Restart: it saves its database after
+// every change (to the test's temporary directory), as a production broker
+// with persistence on does periodically. A message is saved once the broker
+// has handled the next packet from any client, so a test that wants a
+// message to survive a kill publishes one more QoS 1 message (a fence) and
+// waits for its acknowledgement first. The embedded broker has no
+// persistence: asking for it there fails the test.
+func WithPersistence() Option { return func(o *options) { o.persist = true } }
 
 // Broker is a broker started for one test.
 type Broker struct {
@@ -117,6 +128,9 @@ func Start(t testing.TB, opts ...Option) *Broker {
 	}
 	if b.opts.kind == Mosquitto && MosquittoPath() == "" {
 		t.Fatalf("mqtttest: mosquitto is not installed (looked on PATH and in /usr/sbin); use mqtttest.Kinds()")
+	}
+	if b.opts.persist && b.opts.kind != Mosquitto {
+		t.Fatalf("mqtttest: WithPersistence needs mosquitto; the %s broker loses everything on Restart", b.opts.kind)
 	}
 	if b.opts.tls {
 		b.ca = writeCerts(t, b.dir)
@@ -174,7 +188,8 @@ func (b *Broker) CAFile() string { return b.ca }
 // Restart kills the broker abruptly (SIGKILL for mosquitto, a close for the
 // embedded one) and starts it again on the same port. All broker state —
 // retained messages, sessions — is lost, as after a crash without
-// persistence. It returns once the broker accepts connections again.
+// persistence, unless the broker was started WithPersistence: then what it
+// had saved is back. It returns once the broker accepts connections again.
 func (b *Broker) Restart() {
 	b.t.Helper()
 	b.mu.Lock()
@@ -274,7 +289,17 @@ func (b *Broker) startEmbedded() error {
 func (b *Broker) startMosquitto() error {
 	conf := filepath.Join(b.dir, "mosquitto.conf")
 	var c bytes.Buffer
-	fmt.Fprintf(&c, "persistence false\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\n")
+	if b.opts.persist {
+		// Save after every change; the location needs its trailing slash.
+		fmt.Fprintf(&c, "persistence true\npersistence_location %s/\nautosave_interval 1\nautosave_on_changes true\n", b.dir)
+	} else {
+		fmt.Fprintf(&c, "persistence false\n")
+	}
+	fmt.Fprintf(&c, "log_dest stderr\nlog_type error\nlog_type warning\n")
+	if !b.opts.persist {
+		// Notices include a line per save, thousands with persistence.
+		fmt.Fprintf(&c, "log_type notice\n")
+	}
 	if os.Geteuid() == 0 {
 		// Run as root keeps access to the test's private temporary directory
 		// (mosquitto would otherwise switch to the "mosquitto" user).
