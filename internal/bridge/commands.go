@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -77,7 +78,7 @@ func (b *Bridge) Handle(t string, payload []byte) {
 	case strings.HasPrefix(rest, "segment/") && strings.HasSuffix(rest, "/set"):
 		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(rest, "segment/"), "/set"))
 		if err != nil {
-			b.reject(id, dev, "segment", string(payload), fmt.Errorf("bridge: segment topic %q: the segment must be a number", t))
+			b.reject(id, dev, "segment", string(payload), badFormat(fmt.Errorf("bridge: segment topic %q: the segment must be a number", t)))
 			return
 		}
 		cmds, err := discovery.DecodeSegment(dev, n, payload)
@@ -144,7 +145,7 @@ func orderedObject(payload []byte) ([]string, []any, error) {
 	if _, err := dec.Token(); err != nil {
 		return nil, nil, err
 	}
-	if _, err := dec.Token(); err == nil {
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, nil, errors.New("trailing data after the JSON object")
 	}
 	return keys, vals, nil

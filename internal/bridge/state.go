@@ -116,7 +116,7 @@ func (b *Bridge) applyOptimistic(dev cloud.Device, instance string, value any) {
 		delete(e.values, cloud.InstanceLightScene)
 		delete(e.values, cloud.InstanceDIYScene)
 		delete(e.values, cloud.InstanceSnapshot)
-		if instance == cloud.InstanceColorRGB {
+		if _, hasCT := e.dev.Capability(cloud.InstanceColorTemperatureK); hasCT && instance == cloud.InstanceColorRGB {
 			e.values[cloud.InstanceColorTemperatureK] = int64(0)
 		}
 	case cloud.InstanceLightScene, cloud.InstanceDIYScene, cloud.InstanceSnapshot:

@@ -1,0 +1,428 @@
+package bridge
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/discovery"
+	"cloud2mqtt/internal/scheduler"
+	"cloud2mqtt/internal/topic"
+)
+
+// fakes: a publisher recording messages, a commander answering at once with
+// a chosen error, and a reader recording calls.
+
+type published struct {
+	topic    string
+	payload  string
+	retained bool
+}
+
+type fakePub struct {
+	mu   sync.Mutex
+	msgs []published
+}
+
+func (p *fakePub) Publish(t string, payload []byte, retained bool, _ byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.msgs = append(p.msgs, published{t, string(payload), retained})
+	return nil
+}
+
+func (p *fakePub) take() []published {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.msgs
+	p.msgs = nil
+	return out
+}
+
+func on(msgs []published, t string) []published {
+	var out []published
+	for _, m := range msgs {
+		if m.topic == t {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+type fakeCmd struct {
+	mu   sync.Mutex
+	reqs []cloud.ControlRequest
+	err  error // the outcome of every command
+}
+
+func (c *fakeCmd) Control(req cloud.ControlRequest, report func(scheduler.CommandResult)) error {
+	c.mu.Lock()
+	c.reqs = append(c.reqs, req)
+	err := c.err
+	c.mu.Unlock()
+	report(scheduler.CommandResult{Request: req, Err: err})
+	return nil
+}
+
+type fakeReader struct {
+	mu         sync.Mutex
+	confirms   int
+	optimistic []map[string]any
+	reads      int
+}
+
+func (r *fakeReader) Confirm(string, string) { r.mu.Lock(); r.confirms++; r.mu.Unlock() }
+func (r *fakeReader) ReadNow(_, _ string, done func(error)) error {
+	r.mu.Lock()
+	r.reads++
+	r.mu.Unlock()
+	done(nil)
+	return nil
+}
+func (r *fakeReader) RefreshDevices(done func(error)) error { done(nil); return nil }
+func (r *fakeReader) RefreshScenes(_, _ string, done func(error)) error {
+	done(errors.New("poller: no scenes"))
+	return nil
+}
+func (r *fakeReader) SetOptimistic(_, _ string, v map[string]any) {
+	r.mu.Lock()
+	r.optimistic = append(r.optimistic, v)
+	r.mu.Unlock()
+}
+
+var lamp = cloud.Device{SKU: "H6072", Device: "AA:BB:CC:DD:EE:FF:00:01", Name: "Lamp", Type: cloud.DeviceLight,
+	Capabilities: []cloud.Capability{
+		{Type: cloud.TypeOnOff, Instance: "powerSwitch", Parameters: &cloud.Parameters{DataType: cloud.DataEnum,
+			Options: []cloud.Option{{Name: "on", Value: int64(1)}, {Name: "off", Value: int64(0)}}}},
+		{Type: cloud.TypeRange, Instance: "brightness", Parameters: &cloud.Parameters{DataType: cloud.DataInteger,
+			Range: &cloud.Range{Min: 1, Max: 100, Precision: 1}}},
+		{Type: cloud.TypeColorSetting, Instance: "colorRgb", Parameters: &cloud.Parameters{DataType: cloud.DataInteger,
+			Range: &cloud.Range{Min: 0, Max: 16777215, Precision: 1}}},
+		{Type: cloud.TypeMusicSetting, Instance: "musicMode", Parameters: &cloud.Parameters{DataType: cloud.DataStruct,
+			Fields: []cloud.Field{
+				{FieldName: "musicMode", DataType: cloud.DataEnum, Required: true, Options: []cloud.Option{{Name: "Energic", Value: int64(5)}, {Name: "Rhythm", Value: int64(3)}}},
+				{FieldName: "sensitivity", DataType: cloud.DataInteger, Required: true, Range: &cloud.Range{Min: 0, Max: 100, Precision: 1}},
+			}}},
+		{Type: cloud.TypeDynamicScene, Instance: "lightScene", Parameters: &cloud.Parameters{DataType: cloud.DataEnum}},
+		{Type: cloud.TypeProperty, Instance: "sensorTemperature"},
+	}}
+
+const lampID = "h6072_aabbccddeeff0001"
+
+func newTestBridge(t *testing.T, discoveryOn bool) (*Bridge, *fakePub, *fakeCmd, *fakeReader) {
+	t.Helper()
+	pub, cmd, rd := &fakePub{}, &fakeCmd{}, &fakeReader{}
+	l := topic.New("c2m")
+	b := New(Options{Layout: l, DiscoveryEnabled: discoveryOn,
+		Discovery: discovery.Config{Layout: l, Version: "test"}, Log: zerolog.Nop()}, pub, cmd)
+	b.SetReader(rd)
+	b.Devices([]cloud.Device{lamp}, []cloud.Device{lamp}, nil)
+	return b, pub, cmd, rd
+}
+
+func TestDeviceListAndDiscoveryPublished(t *testing.T) {
+	b, pub, _, _ := newTestBridge(t, true)
+	_ = b
+	msgs := pub.take()
+	list := on(msgs, "c2m/bridge/devices")
+	if len(list) != 1 || !list[0].retained {
+		t.Fatalf("device list messages: %+v", list)
+	}
+	var devs []map[string]any
+	if err := json.Unmarshal([]byte(list[0].payload), &devs); err != nil || len(devs) != 1 || devs[0]["id"] != lampID {
+		t.Fatalf("device list payload %s (%v)", list[0].payload, err)
+	}
+	configs := 0
+	for _, m := range msgs {
+		if strings.HasPrefix(m.topic, "homeassistant/") {
+			configs++
+			if !m.retained || m.payload == "" {
+				t.Errorf("config %s not retained or empty", m.topic)
+			}
+		}
+	}
+	if configs == 0 {
+		t.Fatal("no discovery configs")
+	}
+	// The same list again publishes no config (nothing changed).
+	b.Devices([]cloud.Device{lamp}, nil, nil)
+	for _, m := range pub.take() {
+		if strings.HasPrefix(m.topic, "homeassistant/") {
+			t.Errorf("unchanged device republished %s", m.topic)
+		}
+	}
+}
+
+func TestDiscoveryOffPublishesNoConfigs(t *testing.T) {
+	_, pub, _, _ := newTestBridge(t, false)
+	for _, m := range pub.take() {
+		if strings.HasPrefix(m.topic, "homeassistant/") {
+			t.Errorf("HA_DISCOVERY=false published %s", m.topic)
+		}
+	}
+}
+
+func TestStatePublishedOnlyWhenItChanges(t *testing.T) {
+	b, pub, _, _ := newTestBridge(t, false)
+	pub.take()
+	b.State(lamp, true, map[string]any{"powerSwitch": int64(1), "brightness": int64(40)})
+	msgs := pub.take()
+	st := on(msgs, "c2m/"+lampID+"/state")
+	if len(st) != 1 || st[0].payload != `{"online":true,"brightness":40,"powerSwitch":1}` || !st[0].retained {
+		t.Fatalf("state: %+v", st)
+	}
+	if a := on(msgs, "c2m/"+lampID+"/availability"); len(a) != 1 || a[0].payload != "online" {
+		t.Fatalf("availability: %+v", a)
+	}
+	b.State(lamp, true, map[string]any{"brightness": int64(40)})
+	if msgs := pub.take(); len(msgs) != 0 {
+		t.Errorf("an unchanged state published %+v", msgs)
+	}
+	b.State(lamp, false, nil)
+	msgs = pub.take()
+	if a := on(msgs, "c2m/"+lampID+"/availability"); len(a) != 1 || a[0].payload != "offline" {
+		t.Errorf("offline device: %+v", msgs)
+	}
+	b.State(lamp, true, nil)
+	b.Unreachable(lamp, errors.New("cloud: state: timeout"))
+	msgs = pub.take()
+	if a := on(msgs, "c2m/"+lampID+"/availability"); len(a) != 2 || a[1].payload != "offline" {
+		t.Errorf("unreachable device: %+v", msgs)
+	}
+}
+
+func TestSetObjectIsAppliedInOrderWithFriendlyValues(t *testing.T) {
+	b, pub, cmd, rd := newTestBridge(t, false)
+	b.State(lamp, true, map[string]any{"powerSwitch": int64(0)})
+	pub.take()
+	b.Handle("c2m/"+lampID+"/set", []byte(`{"colorRgb":"#010203","powerSwitch":"ON","brightness":"55"}`))
+	want := []struct {
+		inst string
+		val  any
+	}{{"colorRgb", int64(0x010203)}, {"powerSwitch", int64(1)}, {"brightness", int64(55)}}
+	if len(cmd.reqs) != len(want) {
+		t.Fatalf("requests %+v", cmd.reqs)
+	}
+	for i, w := range want {
+		if cmd.reqs[i].Instance != w.inst || !cloud.Equal(cmd.reqs[i].Value, w.val) || cmd.reqs[i].SKU != lamp.SKU {
+			t.Errorf("request %d: %+v, want %s=%v", i, cmd.reqs[i], w.inst, w.val)
+		}
+	}
+	st := on(pub.take(), "c2m/"+lampID+"/state")
+	if len(st) == 0 || st[len(st)-1].payload != `{"online":true,"brightness":55,"colorRgb":66051,"powerSwitch":1}` {
+		t.Errorf("optimistic state: %+v", st)
+	}
+	if rd.confirms != 3 || len(rd.optimistic) != 3 {
+		t.Errorf("confirms %d, optimistic %d; want 3 each", rd.confirms, len(rd.optimistic))
+	}
+}
+
+func TestRejectedCommandsNeverReachTheScheduler(t *testing.T) {
+	b, pub, cmd, _ := newTestBridge(t, false)
+	pub.take()
+	cases := []struct {
+		topic, payload string
+		code           int
+		says           string
+	}{
+		{"set/brightness", "101", 400, "out of range"},
+		{"set/brightness", "bright", 400, "brightness"},
+		{"set/sensorTemperature", "20", 404, "read-only"},
+		{"set/nope", "1", 404, "powerSwitch, brightness"},
+		{"set", "[1]", 400, "JSON object"},
+		{"set", "{}", 400, "names no instance"},
+		{"set", `{"brightness":10} trailing`, 400, "JSON object"},
+		{"light/set", "{", 400, ""},
+		{"segment/x/set", "{}", 400, "number"},
+	}
+	for _, c := range cases {
+		b.Handle("c2m/"+lampID+"/"+c.topic, []byte(c.payload))
+		errs := on(pub.take(), "c2m/"+lampID+"/error")
+		if len(errs) != 1 {
+			t.Errorf("%s %q: %d error messages", c.topic, c.payload, len(errs))
+			continue
+		}
+		var e errorJSON
+		if err := json.Unmarshal([]byte(errs[0].payload), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Code != c.code || !strings.Contains(e.Error, c.says) || errs[0].retained {
+			t.Errorf("%s %q: %+v (retained %v), want code %d saying %q", c.topic, c.payload, e, errs[0].retained, c.code, c.says)
+		}
+	}
+	if len(cmd.reqs) != 0 {
+		t.Errorf("rejected commands reached the scheduler: %+v", cmd.reqs)
+	}
+	// An unknown device is logged, not answered, and sends nothing.
+	b.Handle("c2m/nobody/set/brightness", []byte("5"))
+	if msgs := pub.take(); len(msgs) != 0 || len(cmd.reqs) != 0 {
+		t.Errorf("unknown device: %+v", msgs)
+	}
+}
+
+func TestFailedCommandIsReportedAndRolledBack(t *testing.T) {
+	b, pub, cmd, rd := newTestBridge(t, false)
+	b.State(lamp, true, map[string]any{"brightness": int64(10)})
+	pub.take()
+	cmd.err = &cloud.APIError{Kind: cloud.ErrRequest, Endpoint: "control", HTTPStatus: 200, Code: 400, Msg: "device offline"}
+	b.Handle("c2m/"+lampID+"/set/brightness", []byte("90"))
+	msgs := pub.take()
+	errs := on(msgs, "c2m/"+lampID+"/error")
+	if len(errs) != 1 || !strings.Contains(errs[0].payload, `"code":400`) {
+		t.Fatalf("error: %+v", msgs)
+	}
+	st := on(msgs, "c2m/"+lampID+"/state")
+	if len(st) != 1 || !strings.Contains(st[0].payload, `"brightness":10`) {
+		t.Errorf("state not rolled back to the last known: %+v", st)
+	}
+	if rd.confirms != 0 {
+		t.Errorf("a failed command asked for a confirming read")
+	}
+	// Superseded commands report nothing: the newer one does.
+	cmd.err = scheduler.ErrSuperseded
+	b.Handle("c2m/"+lampID+"/set/brightness", []byte("91"))
+	if msgs := pub.take(); len(msgs) != 0 {
+		t.Errorf("a superseded command published %+v", msgs)
+	}
+}
+
+func TestPartialStructCommands(t *testing.T) {
+	b, _, cmd, _ := newTestBridge(t, false)
+	// Nothing known: the first partial command starts from a valid example.
+	b.Handle("c2m/"+lampID+"/set/musicMode", []byte(`{"sensitivity":80}`))
+	if len(cmd.reqs) != 1 {
+		t.Fatalf("requests: %+v", cmd.reqs)
+	}
+	v := cmd.reqs[0].Value.(map[string]any)
+	if !cloud.Equal(v["sensitivity"], int64(80)) || v["musicMode"] == nil {
+		t.Errorf("first partial command: %v", v)
+	}
+	// Then the last value sent is the base.
+	b.Handle("c2m/"+lampID+"/set/musicMode", []byte(`{"musicMode":"rhythm"}`))
+	v = cmd.reqs[1].Value.(map[string]any)
+	if !cloud.Equal(v["sensitivity"], int64(80)) || !cloud.Equal(v["musicMode"], int64(3)) {
+		t.Errorf("second partial command: %v", v)
+	}
+}
+
+func TestScenesMergeIntoDefinitionsAndNames(t *testing.T) {
+	b, pub, cmd, _ := newTestBridge(t, true)
+	pub.take()
+	scenes := []cloud.Option{{Name: "Sunrise", Value: map[string]any{"paramId": int64(1), "id": int64(2)}}}
+	b.Scenes(lamp, scenes, nil)
+	msgs := pub.take()
+	if l := on(msgs, "c2m/bridge/devices"); len(l) != 1 || !strings.Contains(l[0].payload, "Sunrise") {
+		t.Errorf("device list without the scenes: %+v", l)
+	}
+	changed := false
+	for _, m := range msgs {
+		if strings.HasPrefix(m.topic, "homeassistant/light/") && strings.Contains(m.payload, "Sunrise") {
+			changed = true
+		}
+	}
+	if !changed {
+		t.Errorf("the light's effect list was not republished with the scene")
+	}
+	b.Handle("c2m/"+lampID+"/set/lightScene", []byte("sunrise"))
+	if len(cmd.reqs) != 1 || !cloud.Equal(cmd.reqs[0].Value, scenes[0].Value) {
+		t.Errorf("scene by name: %+v", cmd.reqs)
+	}
+}
+
+func TestRemovedDeviceClearsItsRetainedTopics(t *testing.T) {
+	b, pub, _, _ := newTestBridge(t, true)
+	b.State(lamp, true, map[string]any{"powerSwitch": int64(1)})
+	before := pub.take()
+	var configs []string
+	for _, m := range before {
+		if strings.HasPrefix(m.topic, "homeassistant/") {
+			configs = append(configs, m.topic)
+		}
+	}
+	b.Devices(nil, nil, []cloud.Device{lamp})
+	after := pub.take()
+	cleared := map[string]bool{}
+	for _, m := range after {
+		if m.payload == "" && m.retained {
+			cleared[m.topic] = true
+		}
+	}
+	for _, c := range append(configs, "c2m/"+lampID+"/state", "c2m/"+lampID+"/availability") {
+		if !cleared[c] {
+			t.Errorf("%s not cleared", c)
+		}
+	}
+	if l := on(after, "c2m/bridge/devices"); len(l) != 1 || l[0].payload != "[]" {
+		t.Errorf("device list after removal: %+v", l)
+	}
+}
+
+func TestBirthAndReconnectRepublish(t *testing.T) {
+	b, pub, _, _ := newTestBridge(t, true)
+	b.State(lamp, true, map[string]any{"powerSwitch": int64(1)})
+	pub.take()
+	b.Handle("homeassistant/status", []byte("offline"))
+	if msgs := pub.take(); len(msgs) != 0 {
+		t.Errorf("offline birth published %d messages", len(msgs))
+	}
+	for _, trigger := range []func(){
+		func() { b.Handle("homeassistant/status", []byte("online")) },
+		b.Connected,
+	} {
+		trigger()
+		msgs := pub.take()
+		configs := 0
+		for _, m := range msgs {
+			if strings.HasPrefix(m.topic, "homeassistant/") {
+				configs++
+			}
+		}
+		if configs == 0 || len(on(msgs, "c2m/"+lampID+"/state")) != 1 || len(on(msgs, "c2m/"+lampID+"/availability")) != 1 {
+			t.Errorf("republish: %d configs, %d messages", configs, len(msgs))
+		}
+	}
+}
+
+func TestBridgeRequestsAnswer(t *testing.T) {
+	b, pub, _, _ := newTestBridge(t, false)
+	pub.take()
+	b.Handle("c2m/bridge/request/refresh", []byte(`{"transaction":"a"}`))
+	b.Handle("c2m/bridge/request/scenes", []byte(`{"transaction":"b","device":"`+lampID+`"}`))
+	b.Handle("c2m/bridge/request/nope", nil)
+	b.Handle("c2m/bridge/request/health", []byte(`not json`))
+	msgs := pub.take()
+	check := func(action, status, says string) {
+		t.Helper()
+		r := on(msgs, "c2m/bridge/response/"+action)
+		if len(r) != 1 {
+			t.Fatalf("%s: %d responses", action, len(r))
+		}
+		var resp responseJSON
+		if err := json.Unmarshal([]byte(r[0].payload), &resp); err != nil {
+			t.Fatal(err)
+		}
+		if resp.Status != status || !strings.Contains(resp.Error+r[0].payload, says) {
+			t.Errorf("%s: %s, want %s saying %q", action, r[0].payload, status, says)
+		}
+	}
+	check("refresh", "ok", `"transaction":"a"`)
+	check("scenes", "error", "no scenes")
+	check("nope", "error", "known: refresh")
+	check("health", "error", "JSON object")
+}
+
+func TestEventsPublished(t *testing.T) {
+	b, pub, _, _ := newTestBridge(t, false)
+	pub.take()
+	b.Event(lamp.SKU, lamp.Device, "lackWaterEvent", "lack", int64(1), "Lack of Water")
+	b.Event("H0000", "unknown", "lackWaterEvent", "lack", int64(1), "")
+	ev := on(pub.take(), "c2m/"+lampID+"/event")
+	if len(ev) != 1 || ev[0].retained || !strings.Contains(ev[0].payload, `"event_type":"lack"`) {
+		t.Errorf("event: %+v", ev)
+	}
+}
