@@ -60,7 +60,10 @@ func (m *Main) Run(ctx context.Context) error {
 	log := m.Log
 	log.Info().Str("version", m.Version).Object("config", cfg).Msg("starting cloud2mqtt")
 	layout := topic.New(cfg.MQTT.BaseTopic)
-	m.ready = make(chan struct{})
+	ready := make(chan struct{})
+	m.mu.Lock()
+	m.ready = ready
+	m.mu.Unlock()
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -165,7 +168,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 
 	wg.Add(2)
-	go func() { defer wg.Done(); m.background(ctx, br, sched, poll, conn) }()
+	go func() { defer wg.Done(); m.background(ctx, ready, br, sched, poll, conn) }()
 	sd := Systemd{Log: log}
 	go func() {
 		defer wg.Done()
@@ -192,15 +195,15 @@ func (m *Main) Run(ctx context.Context) error {
 
 // background publishes the bridge's stats, tells systemd when the daemon is
 // ready and, while the poller makes progress, that it is alive.
-func (m *Main) background(ctx context.Context, br *bridge.Bridge, sched *scheduler.Scheduler, poll *poller.Poller, conn *mqtt.Client) {
+func (m *Main) background(ctx context.Context, ready chan struct{}, br *bridge.Bridge, sched *scheduler.Scheduler, poll *poller.Poller, conn *mqtt.Client) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	readySent := false
 	check := func() {
 		br.PublishStats(bridgeStats(m.Version, sched.Stats(), poll.Stats(), br))
-		if !readySent && conn.Connected() && len(poll.Devices()) > 0 {
+		if !readySent && conn.Connected() && br.Listed() {
 			readySent = true
-			close(m.ready)
+			close(ready)
 			Systemd{Log: m.Log}.Ready()
 			if m.Ready != nil {
 				m.Ready()

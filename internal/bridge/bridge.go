@@ -77,6 +77,7 @@ type Bridge struct {
 	order         []string          // topic ids in list order
 	bridgeConfigs map[string][]byte
 	lastStats     []byte
+	listed        bool // the first device list has arrived
 }
 
 // entry is what the bridge knows and has published of one device.
@@ -190,6 +191,7 @@ func (b *Bridge) send(msgs []message) {
 // Devices implements the poller's consumer: the account's device list changed.
 func (b *Bridge) Devices(all []cloud.Device, added, removed []cloud.Device) {
 	b.mu.Lock()
+	b.listed = true
 	var msgs []message
 	for _, d := range removed {
 		msgs = append(msgs, b.removeLocked(key(d.SKU, d.Device))...)
@@ -226,6 +228,13 @@ func (b *Bridge) Devices(all []cloud.Device, added, removed []cloud.Device) {
 	for _, d := range removed {
 		b.log.Info().Str("device", d.String()).Str("name", d.Name).Msg("device removed")
 	}
+}
+
+// Listed reports whether the first device list has arrived (it may be empty).
+func (b *Bridge) Listed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.listed
 }
 
 func uniqueID(taken map[string]*entry, id string) string {
