@@ -68,9 +68,12 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if f, ok := stderr.(*os.File); ok {
 		isTerm = logging.IsTerminal(f)
 	}
-	log, logErr := logging.New(stderr, cfg.Log.Level, cfg.Log.Format, isTerm)
+	// Every log line passes through a writer that hides the secrets, as a
+	// last line of defence behind code that does not log them.
+	logOut := logging.Redact(stderr, cfg.Cloud.APIKey.Reveal(), cfg.MQTT.Password.Reveal())
+	log, logErr := logging.New(logOut, cfg.Log.Level, cfg.Log.Format, isTerm)
 	if logErr != nil {
-		log, _ = logging.New(stderr, "info", "auto", isTerm)
+		log, _ = logging.New(logOut, "info", "auto", isTerm)
 	}
 
 	if *check {

@@ -78,7 +78,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 	client, err := cloud.New(cloud.Config{
 		BaseURL: env.baseURL, APIKey: env.apiKey, KeyHeader: cfg.Cloud.KeyHeader,
-		HTTPClient: m.httpClient(), Logger: log.With().Str("component", "cloud").Logger(),
+		HTTPClient: m.httpClient(), Logger: log,
 	})
 	if err != nil {
 		return err
@@ -107,7 +107,7 @@ func (m *Main) Run(ctx context.Context) error {
 	mcfg := mqtt.Config{
 		URL: env.mqttURL, CAFile: cfg.MQTT.CAFile, CertFile: cfg.MQTT.CertFile, KeyFile: cfg.MQTT.KeyFile,
 		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(), ClientID: cfg.MQTT.ClientID,
-		StateTopic: layout.BridgeState(), Logger: log.With().Str("component", "mqtt").Logger(),
+		StateTopic: layout.BridgeState(), Logger: log,
 	}
 	conn, err := mqtt.Connect(ctx, mcfg, func(*mqtt.Client) { br.Connected() })
 	if err != nil {

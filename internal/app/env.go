@@ -40,7 +40,7 @@ func (m *Main) environment(ctx context.Context) (*environment, error) {
 		return nil, err
 	}
 	if cfg.Demo || cfg.Embedded() {
-		b, err := broker.Start(ctx, broker.Options{Addr: cfg.MQTT.Listen, Logger: m.Log.With().Str("component", "broker").Logger()})
+		b, err := broker.Start(ctx, broker.Options{Addr: cfg.MQTT.Listen, Logger: m.Log})
 		if err != nil {
 			return fail(fmt.Errorf("app: start the embedded broker on MQTT_LISTEN=%s: %w (is another broker using the port? set MQTT_LISTEN to a free address)", cfg.MQTT.Listen, err))
 		}

@@ -13,6 +13,7 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -107,7 +108,7 @@ func Subscribe(ctx context.Context, cfg Config, handle func(Event)) error {
 		ClientID: mqtt.DefaultClientID("events " + cfg.URL), Logger: cfg.Logger,
 	}, nil)
 	if err != nil {
-		return fmt.Errorf("events: connect to CLOUD_EVENTS_URL: %w", err)
+		return redact(fmt.Errorf("events: connect to CLOUD_EVENTS_URL: %w", err), cfg.APIKey)
 	}
 	defer c.Close(context.Background())
 	err = c.Subscribe(Topic(cfg.APIKey), 1, func(_ string, payload []byte) {
@@ -120,9 +121,19 @@ func Subscribe(ctx context.Context, cfg Config, handle func(Event)) error {
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("events: subscribe: %w", err)
+		// The topic holds the API key; the error quotes the topic.
+		return redact(fmt.Errorf("events: subscribe to the account's event topic: %w", err), cfg.APIKey)
 	}
 	cfg.Logger.Info().Msg("subscribed to cloud events")
 	<-ctx.Done()
 	return nil
+}
+
+// redact removes the API key from an error's message (the user name, the
+// password and the topic of the event broker are all the key).
+func redact(err error, key string) error {
+	if err == nil || key == "" || !strings.Contains(err.Error(), key) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), key, "***"))
 }

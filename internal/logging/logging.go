@@ -3,7 +3,8 @@
 // per line otherwise (journald, Docker, log shippers).
 //
 // It sets no zerolog globals, so two loggers (two bridges in one test) do not
-// interfere. It is not for redaction: the config redacts its own secrets.
+// interfere. Redact is a last line of defence against secrets in log lines;
+// the config and the clients redact their own.
 package logging
 
 import (
