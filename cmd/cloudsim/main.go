@@ -2,6 +2,12 @@
 // mode, manual testing and benchmarks against a real HTTP port.
 //
 //	cloudsim -addr 127.0.0.1:8081 -key mykey [-catalogue devices.json] [-errors-as-200]
+//	         [-events-addr 127.0.0.1:8883 -event-every 30s]
+//
+// With -events-addr it also plays the service's event broker: an embedded
+// MQTT broker (user name and password both the API key) on which a random
+// device event is published on GA/<key> every -event-every, in the live
+// payload shape, for CLOUD_EVENTS_URL=tcp://<events-addr>.
 package main
 
 import (
@@ -44,6 +50,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	errorsAs200 := fs.Bool("errors-as-200", false, "answer 400/404 failures with HTTP 200 and the code in the body, like the live service")
 	empty429 := fs.Bool("empty-429-body", false, "answer 429 with an empty body")
 	seed := fs.Uint64("seed", 1, "seed of the sensor drift and fractional faults")
+	eventsAddr := fs.String("events-addr", "", "also serve device events from an embedded MQTT broker on this address (empty: off)")
+	eventEvery := fs.Duration("event-every", 30*time.Second, "with -events-addr: how often a random device event is raised")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -84,6 +92,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "cloudsim: serving %d devices at http://%s\n", len(sim.Devices()), ln.Addr())
 	fmt.Fprintf(stdout, "cloudsim: CLOUD_BASE_URL=http://%s %s: %s\n", ln.Addr(), *header, *key)
+
+	if *eventsAddr != "" {
+		stopEvents, err := serveEvents(ctx, sim, *eventsAddr, *key, *eventEvery, stdout)
+		if err != nil {
+			return err
+		}
+		defer stopEvents()
+	}
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
