@@ -87,7 +87,11 @@ func TestNodeREDFlow(t *testing.T) {
 	// The bridge, built and run as a user runs it: configured by the
 	// environment only.
 	bin := filepath.Join(t.TempDir(), "bridge")
-	build := exec.Command(goTool(t), "build", "-o", bin, "./cmd/bridge")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command(goTool(t), append(args, "./cmd/bridge")...)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/bridge: %v\n%s", err, out)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package nodered_test
+
+const raceEnabled = false
