@@ -247,7 +247,7 @@ func (h *slogHandler) Handle(_ context.Context, r slog.Record) error {
 	}
 	msg := r.Message
 	if msg == "" {
-		msg = "mochi"
+		msg = "client connection failed"
 	}
 	ev.Msg(msg)
 	return nil

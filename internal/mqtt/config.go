@@ -1,0 +1,270 @@
+package mqtt
+
+import (
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Payloads of Config.StateTopic.
+const (
+	Online  = "online"
+	Offline = "offline"
+)
+
+// Defaults applied by Connect to zero Config fields.
+const (
+	DefaultConnectTimeout       = 10 * time.Second
+	DefaultKeepAlive            = 30 * time.Second
+	DefaultConnectRetryInterval = 5 * time.Second
+	DefaultMaxReconnectInterval = time.Minute
+	DefaultPublishTimeout       = 10 * time.Second
+	DefaultQueueSize            = 1024
+)
+
+// Config is the bridge's MQTT connection. Validate names the environment
+// variable (MQTT_URL, MQTT_CA_FILE, ...) to fix, because that is what the
+// user sets.
+type Config struct {
+	// URL of the broker: tcp:// (or mqtt://), ssl:// (or mqtts://, tls://),
+	// ws:// or wss://. A missing port means 1883 (tcp) or 8883 (ssl).
+	URL string
+	// CAFile is a PEM bundle of CAs to trust instead of the system's (TLS only).
+	CAFile string
+	// CertFile and KeyFile are a client certificate and key (TLS only), both or neither.
+	CertFile, KeyFile string
+	// Username and Password for the broker; the password is never logged.
+	Username, Password string
+	// ClientID identifies the persistent session; empty means
+	// DefaultClientID(StateTopic), stable across restarts of one installation.
+	ClientID string
+	// StateTopic is the bridge's birth and will topic (<base>/bridge/state):
+	// "online" retained on every connect, "offline" retained as the will and
+	// on Close, both QoS 1. Empty means no birth and no will.
+	StateTopic string
+	// Logger gets the connection's events; the password never reaches it.
+	Logger zerolog.Logger
+	// ConnectTimeout bounds each connection attempt (dial, TLS, CONNECT).
+	ConnectTimeout time.Duration
+	// KeepAlive is the MQTT keep-alive interval.
+	KeepAlive time.Duration
+	// ConnectRetryInterval is the wait between attempts until the first
+	// connection succeeds.
+	ConnectRetryInterval time.Duration
+	// MaxReconnectInterval caps the back-off between reconnection attempts.
+	MaxReconnectInterval time.Duration
+	// PublishTimeout bounds the wait for one publish to be acknowledged.
+	PublishTimeout time.Duration
+	// QueueSize is the capacity of the outbound queue and of each
+	// subscription's inbound queue.
+	QueueSize int
+}
+
+// Validate checks the configuration without touching the network; its
+// messages name the variable and the fix.
+func (c Config) Validate() error {
+	_, err := c.normalized()
+	return err
+}
+
+// normalized validates c and returns it with defaults applied and the URL
+// completed with its default port.
+func (c Config) normalized() (Config, error) {
+	u, err := parseURL(c.URL)
+	if err != nil {
+		return c, err
+	}
+	c.URL = u.String()
+	secure := isTLS(u.Scheme)
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return c, errors.New("mqtt: MQTT_CERT_FILE and MQTT_KEY_FILE must be set together (the client certificate and its key)")
+	}
+	if !secure && (c.CAFile != "" || c.CertFile != "") {
+		return c, fmt.Errorf("mqtt: MQTT_CA_FILE/MQTT_CERT_FILE are set but MQTT_URL uses %s://, which is not encrypted: use ssl://, mqtts:// or wss://, or unset the TLS files", u.Scheme)
+	}
+	if c.CAFile != "" {
+		if _, err := loadCA(c.CAFile); err != nil {
+			return c, err
+		}
+	}
+	if c.CertFile != "" {
+		if _, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile); err != nil {
+			return c, fmt.Errorf("mqtt: MQTT_CERT_FILE %s / MQTT_KEY_FILE %s: %w (both must be readable PEM files, the key matching the certificate)", c.CertFile, c.KeyFile, err)
+		}
+	}
+	if c.Password != "" && c.Username == "" {
+		return c, errors.New("mqtt: MQTT_PASSWORD is set but MQTT_USERNAME is empty: set the username too")
+	}
+	if c.StateTopic != "" {
+		if err := checkTopic(c.StateTopic); err != nil {
+			return c, fmt.Errorf("mqtt: state topic %q: %w (check MQTT_BASE_TOPIC)", c.StateTopic, err)
+		}
+	}
+	if strings.ContainsAny(c.ClientID, "+#/") {
+		return c, fmt.Errorf("mqtt: MQTT_CLIENT_ID %q must not contain '+', '#' or '/'", c.ClientID)
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"connect timeout", &c.ConnectTimeout, DefaultConnectTimeout},
+		{"keep-alive", &c.KeepAlive, DefaultKeepAlive},
+		{"connect retry interval", &c.ConnectRetryInterval, DefaultConnectRetryInterval},
+		{"max reconnect interval", &c.MaxReconnectInterval, DefaultMaxReconnectInterval},
+		{"publish timeout", &c.PublishTimeout, DefaultPublishTimeout},
+	} {
+		if *d.v < 0 {
+			return c, fmt.Errorf("mqtt: %s %s is negative: use a positive duration or 0 for the default %s", d.name, *d.v, d.def)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if c.KeepAlive < time.Second {
+		return c, fmt.Errorf("mqtt: keep-alive %s is below 1s: MQTT counts it in whole seconds", c.KeepAlive)
+	}
+	if c.QueueSize < 0 {
+		return c, fmt.Errorf("mqtt: queue size %d is negative: use 0 for the default %d", c.QueueSize, DefaultQueueSize)
+	}
+	if c.QueueSize == 0 {
+		c.QueueSize = DefaultQueueSize
+	}
+	if c.ClientID == "" {
+		c.ClientID = DefaultClientID(c.StateTopic)
+	}
+	return c, nil
+}
+
+var schemes = map[string]string{
+	"tcp": "1883", "mqtt": "1883",
+	"ssl": "8883", "mqtts": "8883", "tls": "8883",
+	"ws": "", "wss": "",
+}
+
+func isTLS(scheme string) bool {
+	return scheme == "ssl" || scheme == "mqtts" || scheme == "tls" || scheme == "wss"
+}
+
+func parseURL(raw string) (*url.URL, error) {
+	if strings.TrimSpace(raw) == "" {
+		return nil, errors.New("mqtt: MQTT_URL is empty: set it to the broker, e.g. tcp://127.0.0.1:1883")
+	}
+	if !strings.Contains(raw, "://") {
+		return nil, fmt.Errorf("mqtt: MQTT_URL %q has no scheme: write e.g. tcp://%s (or ssl://, ws://, wss://)", redactedURL("tcp://" + raw)[len("tcp://"):], redactedURL("tcp://" + raw)[len("tcp://"):])
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url's error quotes the URL, which may hold a password.
+		return nil, fmt.Errorf("mqtt: MQTT_URL is not a URL (want e.g. tcp://127.0.0.1:1883): %w", errors.Unwrap(err))
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	port, ok := schemes[u.Scheme]
+	if !ok {
+		return nil, fmt.Errorf("mqtt: MQTT_URL scheme %q is not supported: use tcp://, ssl:// (or mqtts://), ws:// or wss://", u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return nil, fmt.Errorf("mqtt: MQTT_URL %q has no host: write e.g. %s://127.0.0.1", u.Redacted(), u.Scheme)
+	}
+	if u.Port() == "" && port != "" {
+		u.Host = net.JoinHostPort(u.Hostname(), port)
+	}
+	return u, nil
+}
+
+func loadCA(path string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("mqtt: MQTT_CA_FILE cannot be read: %w (give a readable PEM file of the broker's CA)", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("mqtt: MQTT_CA_FILE %s holds no PEM certificate (want -----BEGIN CERTIFICATE-----)", path)
+	}
+	return pool, nil
+}
+
+// tlsConfig builds the client's TLS settings for a TLS scheme, nil otherwise.
+func (c Config) tlsConfig(u *url.URL) (*tls.Config, error) {
+	if !isTLS(u.Scheme) {
+		return nil, nil
+	}
+	t := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: u.Hostname()}
+	if c.CAFile != "" {
+		pool, err := loadCA(c.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		t.RootCAs = pool
+	}
+	if c.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("mqtt: MQTT_CERT_FILE/MQTT_KEY_FILE: %w", err)
+		}
+		t.Certificates = []tls.Certificate{cert}
+	}
+	return t, nil
+}
+
+// DefaultClientID is "cloud2mqtt-" and 8 hex digits of a hash of the host
+// name and seed (the bridge passes its state topic, which holds the base
+// topic): stable across restarts, so the broker keeps the persistent session,
+// and different for two bridges on one host with different base topics.
+func DefaultClientID(seed string) string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	sum := sha256.Sum256([]byte(host + "\n" + seed))
+	return "cloud2mqtt-" + hex.EncodeToString(sum[:4])
+}
+
+// redactedURL is the URL without a password in its user info.
+func redactedURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+func secret(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "***"
+}
+
+// String shows the configuration with the password redacted.
+func (c Config) String() string {
+	return fmt.Sprintf("mqtt.Config{URL:%s CAFile:%s CertFile:%s KeyFile:%s Username:%s Password:%s ClientID:%s StateTopic:%s ConnectTimeout:%s KeepAlive:%s}",
+		redactedURL(c.URL), c.CAFile, c.CertFile, c.KeyFile, c.Username, secret(c.Password), c.ClientID, c.StateTopic, c.ConnectTimeout, c.KeepAlive)
+}
+
+// GoString keeps %#v from printing the password.
+func (c Config) GoString() string { return c.String() }
+
+// MarshalZerologObject logs the configuration with the password redacted.
+func (c Config) MarshalZerologObject(e *zerolog.Event) {
+	e.Str("url", redactedURL(c.URL)).
+		Str("ca_file", c.CAFile).
+		Str("cert_file", c.CertFile).
+		Str("key_file", c.KeyFile).
+		Str("username", c.Username).
+		Str("password", secret(c.Password)).
+		Str("client_id", c.ClientID).
+		Str("state_topic", c.StateTopic).
+		Dur("connect_timeout", c.ConnectTimeout).
+		Dur("keep_alive", c.KeepAlive)
+}
