@@ -27,11 +27,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/eclipse/paho.mqtt.golang/packets"
 	"github.com/rs/zerolog"
 )
 
@@ -75,6 +77,7 @@ type Client struct {
 	cfg       Config
 	log       zerolog.Logger
 	pc        paho.Client
+	store     *store
 	onConnect func(*Client)
 
 	connected chan struct{} // paho's on-connect, coalesced (capacity 1)
@@ -89,6 +92,8 @@ type Client struct {
 	subs     []*subscription
 	pending  []inMsg
 	ready    chan struct{} // closed while the session is up and birth was sent
+	resumed  chan struct{} // closed once paho has taken stock of its store after connecting
+	armed    bool          // resumed is waiting for the store's All (reconnects)
 	gen      uint64        // incremented on each connection loss
 	closed   bool
 	lastErr  error
@@ -130,8 +135,10 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		flushed:   make(chan struct{}),
 		stop:      make(chan struct{}),
 		ready:     make(chan struct{}),
+		resumed:   make(chan struct{}),
 	}
 
+	c.store = &store{Store: paho.NewOrderedMemoryStore(), onAll: c.storeListed}
 	o := paho.NewClientOptions().
 		AddBroker(cfg.URL).
 		SetClientID(cfg.ClientID).
@@ -145,7 +152,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		// dispatcher never blocks (it only queues), which is what paho
 		// requires of an ordered handler.
 		SetOrderMatters(true).
-		SetStore(paho.NewOrderedMemoryStore()).
+		SetStore(c.store).
 		SetKeepAlive(cfg.KeepAlive).
 		SetPingTimeout(min(cfg.KeepAlive, 10*time.Second)).
 		SetConnectTimeout(cfg.ConnectTimeout).
@@ -186,6 +193,12 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 			c.shutdown(0)
 			return nil, fmt.Errorf("mqtt: connect to %s: %w (%s)", u.Redacted(), err, hint(err))
 		}
+		// paho completes the token after resuming its store.
+		c.mu.Lock()
+		if !c.armed {
+			close(c.resumed)
+		}
+		c.mu.Unlock()
 	case <-ctx.Done():
 	}
 	// Connected; wait for the session (birth, subscriptions) so that a
@@ -405,6 +418,28 @@ func (c *Client) session() {
 		if !c.pc.IsConnectionOpen() {
 			continue // already lost; paho reconnects and signals again
 		}
+		// After connecting, paho resends what its store holds, reading
+		// the store concurrently with the on-connect handler: a publish
+		// stored before it took stock would be sent twice and raced on.
+		c.mu.Lock()
+		resumed := c.resumed
+		c.mu.Unlock()
+		wait := time.NewTimer(2 * time.Second)
+		select {
+		case <-resumed:
+		case <-wait.C:
+			c.log.Debug().Msg("paho did not resume its store within 2s; going on")
+		case <-c.stop:
+			wait.Stop()
+			return
+		}
+		wait.Stop()
+		// Messages in flight when the connection dropped are being sent
+		// again; anything newer (birth, queued publishes) goes after them,
+		// so that a retained topic ends with its newest value.
+		if !c.awaitResends() {
+			return
+		}
 		c.mu.Lock()
 		gen := c.gen
 		c.connects++
@@ -477,11 +512,97 @@ func (c *Client) reconnecting(paho.Client, *paho.ClientOptions) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++ // waits on the old connection's tokens give up
+	if !c.armed {
+		c.armed = true
+		c.resumed = make(chan struct{})
+	}
 	select {
 	case <-c.ready:
 		c.ready = make(chan struct{}) // hold publishes until the next connect
 	default:
 	}
+}
+
+// awaitResends waits until paho's resent publishes are acknowledged, the
+// connection drops again, or PublishTimeout passes; false when stopping.
+func (c *Client) awaitResends() bool {
+	c.mu.Lock()
+	gen := c.gen
+	c.mu.Unlock()
+	deadline := time.Now().Add(c.cfg.PublishTimeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for c.store.resending() > 0 && time.Now().Before(deadline) {
+		select {
+		case <-c.stop:
+			return false
+		case <-tick.C:
+		}
+		c.mu.Lock()
+		lost := c.gen != gen
+		c.mu.Unlock()
+		if lost {
+			return true
+		}
+	}
+	return true
+}
+
+// storeListed is called when paho lists its store, which it does when it
+// resumes a session after (re)connecting.
+func (c *Client) storeListed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.armed {
+		c.armed = false
+		close(c.resumed)
+	}
+}
+
+// store wraps paho's store to tell the Client when paho takes stock of it
+// after connecting (resume) and which of the publishes it then resends are
+// still unacknowledged.
+type store struct {
+	paho.Store
+	onAll func()
+
+	mu      sync.Mutex
+	resends map[string]bool // outbound publishes listed by the last All
+}
+
+func (s *store) All() []string {
+	keys := s.Store.All()
+	s.mu.Lock()
+	s.resends = map[string]bool{}
+	for _, k := range keys {
+		if _, ok := s.Store.Get(k).(*packets.PublishPacket); ok && strings.HasPrefix(k, "o.") {
+			s.resends[k] = true
+		}
+	}
+	s.mu.Unlock()
+	s.onAll()
+	return keys
+}
+
+func (s *store) Del(key string) {
+	s.Store.Del(key)
+	s.mu.Lock()
+	delete(s.resends, key)
+	s.mu.Unlock()
+}
+
+func (s *store) Reset() {
+	s.Store.Reset()
+	s.mu.Lock()
+	clear(s.resends)
+	s.mu.Unlock()
+}
+
+// resending reports how many resent publishes await their acknowledgement.
+func (s *store) resending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.resends)
 }
 
 // lost is paho's connection-lost handler (on a paho goroutine).
@@ -620,6 +741,16 @@ func (c *Client) send(m outMsg) bool {
 	select {
 	case <-ready:
 	default:
+		return false
+	}
+	if !c.pc.IsConnectionOpen() {
+		// Lost, and paho has not yet called the reconnecting handler that
+		// closes the gate: wait a moment rather than hand paho a message
+		// it would resend before the next birth.
+		select {
+		case <-c.stop:
+		case <-time.After(10 * time.Millisecond):
+		}
 		return false
 	}
 	tok := c.pc.Publish(m.topic, m.qos, m.retained, m.payload)

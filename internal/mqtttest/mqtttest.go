@@ -50,13 +50,20 @@ func MosquittoPath() string {
 	return ""
 }
 
-// Kinds lists the broker kinds available here: mosquitto when installed,
-// and always the embedded broker. Run a suite once per kind.
+// Kinds lists the broker kinds to run a suite against: mosquitto when
+// installed, and the embedded broker. Under the race detector the embedded
+// broker is left out when mosquitto is there: mochi v2.7.9 reads its
+// retained-message index without a lock (a will being retained while a
+// wildcard subscription scans the index), which -race reports as a data
+// race in the broker, not in the code under test.
 func Kinds() []Kind {
-	if MosquittoPath() != "" {
-		return []Kind{Mosquitto, Embedded}
+	switch {
+	case MosquittoPath() == "":
+		return []Kind{Embedded}
+	case raceEnabled:
+		return []Kind{Mosquitto}
 	}
-	return []Kind{Embedded}
+	return []Kind{Mosquitto, Embedded}
 }
 
 type options struct {

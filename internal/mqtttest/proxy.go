@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Proxy forwards TCP connections to a broker and can cut them abruptly, as a
@@ -17,12 +18,18 @@ type Proxy struct {
 	target string
 	l      net.Listener
 
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	down   bool
-	closed bool
-	wg     sync.WaitGroup
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	down    bool
+	held    chan struct{} // non-nil while held; closed on release
+	closed  bool
+	closing chan struct{}
+	wg      sync.WaitGroup
 }
+
+// holdDialFor bounds how long a held connection retries reaching the target
+// after its release (a broker restarting).
+const holdDialFor = 10 * time.Second
 
 // NewProxy listens on a free loopback port and forwards to target
 // (host:port); t.Cleanup closes it.
@@ -32,7 +39,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatalf("mqtttest: proxy listen: %v", err)
 	}
-	p := &Proxy{t: t, target: target, l: l, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{t: t, target: target, l: l, conns: map[net.Conn]struct{}{}, closing: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.Close)
@@ -73,6 +80,23 @@ func (p *Proxy) SetDown(down bool) {
 	p.down = down
 }
 
+// Hold makes new connections wait instead of failing: while held they are
+// accepted but not forwarded; on release (Hold(false)) each is forwarded,
+// retrying the target for up to 10 s. A client reconnecting while its broker
+// restarts behind a held proxy sees a slow connect, not a refused one, so
+// its reconnect back-off does not grow. SetDown takes precedence.
+func (p *Proxy) Hold(hold bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case hold && p.held == nil:
+		p.held = make(chan struct{})
+	case !hold && p.held != nil:
+		close(p.held)
+		p.held = nil
+	}
+}
+
 // Close stops accepting, resets every connection and waits for the
 // forwarding goroutines.
 func (p *Proxy) Close() {
@@ -81,6 +105,7 @@ func (p *Proxy) Close() {
 	p.closed = true
 	p.mu.Unlock()
 	if !already {
+		close(p.closing)
 		_ = p.l.Close()
 		p.Sever()
 	}
@@ -103,26 +128,64 @@ func (p *Proxy) accept() {
 			_ = c.Close()
 			continue
 		}
+		held := p.held
+		if held != nil {
+			p.conns[c] = struct{}{} // Sever and Close reach it while it waits
+			p.wg.Add(1)
+		}
 		p.mu.Unlock()
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = c.Close()
+		if held == nil {
+			p.forward(c, 0)
 			continue
 		}
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			_ = c.Close()
-			_ = up.Close()
-			continue
-		}
-		p.conns[c] = struct{}{}
-		p.conns[up] = struct{}{}
-		p.wg.Add(2)
-		p.mu.Unlock()
-		go p.pipe(c, up)
-		go p.pipe(up, c)
+		go func() {
+			defer p.wg.Done()
+			select {
+			case <-held:
+				p.forward(c, holdDialFor)
+			case <-p.closing:
+				_ = c.Close()
+			}
+		}()
 	}
+}
+
+// forward dials the target, retrying for up to patience, and pipes c to it.
+func (p *Proxy) forward(c net.Conn, patience time.Duration) {
+	deadline := time.Now().Add(patience)
+	var up net.Conn
+	for {
+		var err error
+		if up, err = net.Dial("tcp", p.target); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = c.Close()
+			p.mu.Lock()
+			delete(p.conns, c)
+			p.mu.Unlock()
+			return
+		}
+		select {
+		case <-p.closing:
+			_ = c.Close()
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		_ = c.Close()
+		_ = up.Close()
+		return
+	}
+	p.conns[c] = struct{}{}
+	p.conns[up] = struct{}{}
+	p.wg.Add(2)
+	p.mu.Unlock()
+	go p.pipe(c, up)
+	go p.pipe(up, c)
 }
 
 // pipe copies src to dst; when either side ends, both are closed.

@@ -1,0 +1,5 @@
+//go:build !race
+
+package mqtttest
+
+const raceEnabled = false
