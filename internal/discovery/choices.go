@@ -222,8 +222,23 @@ func enumCommandTemplate(cs []choice) string {
 }
 
 // enumStateTemplate renders the label of the instance's reported value,
-// "None" (unknown) when it is missing or not one of the options.
+// "None" (unknown) when it is missing or not one of the options. Scalar
+// values are looked up by their string form; when an option's value is an
+// object (the scenes of a device without a light: {paramId, id}), the
+// template compares the reported value with each option's instead (Jinja
+// compares objects member by member), first match wins.
 func enumStateTemplate(instance string, cs []choice) string {
+	for _, c := range cs {
+		if c.key == "" {
+			pairs := make([]any, len(cs))
+			for i, c := range cs {
+				pairs[i] = []any{c.label, c.value}
+			}
+			return "{% set s = " + jval(pairs) + " %}" +
+				"{% for p in s if p[1] == " + stateGet(instance) + " %}" +
+				"{% if loop.first %}{{ p[0] }}{% endif %}{% else %}None{% endfor %}"
+		}
+	}
 	return stateMap(cs) + "{{ s.get(" + stateGet(instance) + " | string, \"None\") }}"
 }
 

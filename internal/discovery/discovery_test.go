@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -98,9 +99,9 @@ func TestLightState(t *testing.T) {
 		{"rgb", lamp, map[string]any{"powerSwitch": int64(1), "brightness": int64(40),
 			"colorRgb": int64(0xFF8000), "colorTemperatureK": int64(0)}, true,
 			`{"brightness":40,"color":{"b":0,"g":128,"r":255},"color_mode":"rgb","effect":null,"state":"ON"}`},
-		{"colour temperature in kelvin", lamp, map[string]any{"powerSwitch": int64(1), "brightness": int64(100),
+		{"colour temperature in mireds that read back as the device's kelvin", lamp, map[string]any{"powerSwitch": int64(1), "brightness": int64(100),
 			"colorRgb": int64(0xFFFFFF), "colorTemperatureK": int64(2700)}, true,
-			`{"brightness":100,"color":{"b":255,"g":255,"r":255},"color_mode":"color_temp","color_temp":2700,"effect":null,"state":"ON"}`},
+			`{"brightness":100,"color":{"b":255,"g":255,"r":255},"color_mode":"color_temp","color_temp":370.302,"effect":null,"state":"ON"}`},
 		{"off", lamp, map[string]any{"powerSwitch": int64(0)}, true,
 			`{"effect":null,"state":"OFF"}`},
 		{"offline values are history", lamp, map[string]any{"powerSwitch": int64(1), "brightness": int64(40)}, false,
@@ -171,10 +172,14 @@ func TestDecodeLight(t *testing.T) {
 		{"effect colliding with a scene goes to its own kind", lamp, `{"state":"ON","effect":"Party (DIY)"}`,
 			cmds("powerSwitch", 1, "diyScene", 77)},
 		{"snapshot", lamp, `{"state":"ON","effect":"sunrise (Snapshot)"}`, cmds("powerSwitch", 1, "snapshot", 0)},
-		{"colour temperature in kelvin (HA 2025.2+)", lamp, `{"state":"ON","color_temp":2700}`,
+		{"colour temperature in kelvin (other publishers)", lamp, `{"state":"ON","color_temp":2700}`,
 			cmds("powerSwitch", 1, "colorTemperatureK", 2700)},
-		{"colour temperature in mireds (HA 2025.1)", lamp, `{"state":"ON","color_temp":370}`,
-			cmds("powerSwitch", 1, "colorTemperatureK", 2703)},
+		{"colour temperature in mireds: 2700 K is 370 mireds in HA", lamp, `{"state":"ON","color_temp":370}`,
+			cmds("powerSwitch", 1, "colorTemperatureK", 2700)},
+		{"colour temperature in mireds: 2001 K is 499 mireds in HA", lamp, `{"color_temp":499}`,
+			cmds("colorTemperatureK", 2001)},
+		{"colour temperature in fractional mireds", lamp, `{"color_temp":250.0625}`,
+			cmds("colorTemperatureK", 3999)},
 		{"colour temperature clamped", lamp, `{"color_temp":1500}`, cmds("colorTemperatureK", 2000)},
 		{"brightness clamped to a minimum HA does not know", dimmer(), `{"state":"ON","brightness":1}`,
 			cmds("powerSwitch", 1, "brightness", 10)},
@@ -272,14 +277,20 @@ func TestLightConfig(t *testing.T) {
 	t.Run("colour lamp", func(t *testing.T) {
 		c := configOf(t, Configs(cfg, colourLamp()), "light", "light")
 		want := map[string]any{
-			"schema": "json", "brightness_scale": 100.0, "color_temp_kelvin": true,
-			"min_kelvin": 2000.0, "max_kelvin": 9000.0, "min_mireds": 112.0, "max_mireds": 500.0,
+			"schema": "json", "brightness_scale": 100.0, "min_mireds": 112.0, "max_mireds": 500.0,
 			"command_topic": "cloud2mqtt/h6072_aabb/light/set", "state_topic": "cloud2mqtt/h6072_aabb/light",
 			"name": nil,
 		}
 		for k, v := range want {
 			if c[k] != v {
 				t.Errorf("%s = %v, want %v", k, c[k], v)
+			}
+		}
+		// kelvin keys would make HA 2025.2+ expect kelvin in the state,
+		// which HA 2025.1 reads as mireds: one unit for all releases
+		for _, k := range []string{"color_temp_kelvin", "min_kelvin", "max_kelvin"} {
+			if _, ok := c[k]; ok {
+				t.Errorf("%s in the config: the light speaks mireds", k)
 			}
 		}
 		effects, _ := json.Marshal(c["effect_list"])
@@ -554,4 +565,52 @@ func validRange(d cloud.Device, c Command) string {
 		}
 	}
 	return ""
+}
+
+// Home Assistant turns mireds into kelvin as floor(1e6/mireds) and kelvin
+// into mireds as floor(1e6/K). The state must read back as the device's
+// kelvin, and a round kelvin a user picks must reach the device unchanged.
+func TestMiredsRoundTrip(t *testing.T) {
+	for k := int64(1000); k <= 10000; k++ {
+		if got := int64(math.Floor(1e6 / miredsOf(k))); got != k {
+			t.Fatalf("state %d K: mireds %v read back as %d K", k, miredsOf(k), got)
+		}
+	}
+	// one mired is less than 100 K up to 10000 K and less than 10 K up
+	// to 3000 K: those kelvin survive the trip exactly
+	for k := 1000.0; k <= 10000; k += 10 {
+		if k > 3000 && math.Mod(k, 100) != 0 {
+			continue
+		}
+		m := math.Floor(1e6 / k)
+		if got := kelvinOfMireds(m); got != k {
+			t.Errorf("%v K sent as %v mireds decodes to %v K", k, m, got)
+		}
+	}
+	for k := 1000.0; k <= 10000; k++ {
+		m := math.Floor(1e6 / k)
+		if got := kelvinOfMireds(m); math.Floor(1e6/got) != m {
+			t.Fatalf("%v mireds decode to %v K, which is %v mireds", m, got, math.Floor(1e6/got))
+		}
+	}
+}
+
+// A scene select of a device without a light has object values: its state
+// template must find them (a lookup by string form never would), and Home
+// Assistant must get "None" for anything else. Checked against a real Home
+// Assistant by tools/ha-e2e.
+func TestSelectStateOfObjectValues(t *testing.T) {
+	box := cloud.Device{SKU: "H6604", Device: "CC", Type: "devices.types.box", Capabilities: []cloud.Capability{
+		onOffCap(cloud.TypeOnOff, cloud.InstancePower),
+		enumCap(cloud.TypeDynamicScene, cloud.InstanceLightScene,
+			cloud.Option{Name: "Movie", Value: map[string]any{"paramId": int64(5001), "id": int64(2500)}},
+			cloud.Option{Name: "Game", Value: map[string]any{"paramId": int64(5008), "id": int64(2501)}}),
+	}}
+	c := configOf(t, Configs(testConfig(), box), "select", cloud.InstanceLightScene)
+	tpl, _ := c["value_template"].(string)
+	want := `{% set s = [["Movie",{"id":2500,"paramId":5001}],["Game",{"id":2501,"paramId":5008}]] %}` +
+		`{% for p in s if p[1] == value_json.get("lightScene") %}{% if loop.first %}{{ p[0] }}{% endif %}{% else %}None{% endfor %}`
+	if tpl != want {
+		t.Errorf("value_template\n got %s\nwant %s", tpl, want)
+	}
 }

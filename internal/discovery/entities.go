@@ -285,6 +285,9 @@ func (b *builder) climate(c cloud.Capability) {
 	if b.p.has(cloud.InstanceSensorTemperature) {
 		p["current_temperature_topic"] = b.state
 		p["current_temperature_template"] = "{{ " + stateGet(cloud.InstanceSensorTemperature) + " }}"
+		// Home Assistant rounds the current temperature to the precision
+		// too; the sensors report tenths.
+		p["precision"] = 0.1
 	}
 	b.add(&entity{component: "climate", role: c.Instance, payload: p})
 }

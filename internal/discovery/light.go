@@ -10,19 +10,20 @@ import (
 	"cloud2mqtt/internal/cloud"
 )
 
-// Colour temperature scheme. Light configs carry color_temp_kelvin: true
-// with min/max_kelvin AND min/max_mireds (rounded inwards, so every mired
-// value Home Assistant may send is inside the device's range):
-//   - Home Assistant 2025.2 and later read the flag and send and expect
-//     kelvin in "color_temp";
-//   - 2025.1 and earlier drop the flag and the kelvin bounds, and send
-//     mireds.
+// Colour temperature scheme: mireds, the unit every Home Assistant release
+// reads in the JSON schema when a config does not set color_temp_kelvin
+// (2025.1 does not know that flag and would take kelvin for mireds). Light
+// configs carry min/max_mireds (rounded inwards, so every mired value Home
+// Assistant may send is inside the device's range).
+//   - LightState reports color_temp in mireds with three decimals, chosen so
+//     that Home Assistant's conversion (floor(1e6/mireds)) gives back the
+//     device's exact kelvin.
+//   - Home Assistant sends whole mireds, floor(1e6/K) of the kelvin the user
+//     chose; DecodeLight picks the roundest kelvin that gives those mireds
+//     (4000 K → 250 → 4000 K, 2700 K → 370 → 2700 K).
 //
-// DecodeLight tells the two apart by magnitude (a value of at most
-// miredKelvinSplit is mireds, 1e6/K: no light reaches 1000 K), so commands
-// from either release work. LightState reports kelvin, which current
-// releases display correctly; a 2025.1 installation shows a wrong colour
-// temperature in the light's state (its commands still work).
+// DecodeLight also takes kelvin from other publishers: a value above
+// miredKelvinSplit is kelvin (no light reaches 1000 K, 1000 mireds).
 const miredKelvinSplit = 1000
 
 // Command is one control to send: the instance and its value, in cloud form
@@ -50,9 +51,6 @@ func lightEntity(cfg Config, id string, l *lightPlan) *entity {
 		p["brightness_scale"] = l.brightness.Max
 	}
 	if r := l.ct; r != nil {
-		p["color_temp_kelvin"] = true
-		p["min_kelvin"] = r.Min
-		p["max_kelvin"] = r.Max
 		p["min_mireds"] = int(math.Ceil(1e6 / float64(r.Max)))
 		p["max_mireds"] = int(math.Floor(1e6 / float64(r.Min)))
 	}
@@ -69,7 +67,8 @@ func lightEntity(cfg Config, id string, l *lightPlan) *entity {
 
 // LightState projects a device's values (cloud form, keyed by instance) onto
 // the JSON state of its Home Assistant light (<base>/<id>/light): state,
-// brightness, color_mode, color, color_temp (kelvin) and effect. ok is false
+// brightness, color_mode, color, color_temp (mireds, see miredsOf) and
+// effect. ok is false
 // when the device has no JSON light. Offline, the values are historical and
 // the state is unknown ({"state": null}).
 //
@@ -108,7 +107,7 @@ func LightState(dev cloud.Device, values map[string]any, online bool) ([]byte, b
 	if l.ct != nil {
 		if k, ok := values[cloud.InstanceColorTemperatureK].(int64); ok && k > 0 {
 			mode = "color_temp"
-			st["color_temp"] = k
+			st["color_temp"] = miredsOf(k)
 		} else if mode == "color_temp" {
 			mode = ""
 		}
@@ -236,7 +235,7 @@ func DecodeLight(dev cloud.Device, payload []byte) ([]Command, error) {
 			return nil, fmt.Errorf("discovery: light command for %s: color_temp must be a positive number of kelvin or mireds", dev)
 		}
 		if v <= miredKelvinSplit {
-			v = 1e6 / v
+			v = kelvinOfMireds(v)
 		}
 		out = append(out, Command{Instance: cloud.InstanceColorTemperatureK, Value: clampStep(v, *l.ct)})
 	}
@@ -251,6 +250,32 @@ func DecodeLight(dev cloud.Device, payload []byte) ([]Command, error) {
 		return nil, fmt.Errorf("discovery: light command for %s: nothing to do; send \"state\", \"brightness\", \"color\", \"color_temp\" or \"effect\"", dev)
 	}
 	return out, nil
+}
+
+// miredsOf is the colour temperature k (kelvin) in mireds for the light
+// state: 1e6/(k+0.5) with three decimals, so that Home Assistant's
+// floor(1e6/mireds) is exactly k.
+func miredsOf(k int64) float64 {
+	return math.Round(1e9/(float64(k)+0.5)) / 1000
+}
+
+// kelvinOfMireds turns mireds from Home Assistant into kelvin. Whole mireds
+// m come from floor(1e6/K), so K was in (1e6/(m+1), 1e6/m]: the result is
+// the roundest kelvin of that interval (a multiple of 100, 50, 10, 5, else
+// 1), which recovers what the user chose whenever that was a round number.
+// Fractional mireds are converted exactly.
+func kelvinOfMireds(m float64) float64 {
+	if m != math.Trunc(m) {
+		return 1e6 / m
+	}
+	lo, hi := 1e6/(m+1), 1e6/m
+	for _, g := range []float64{100, 50, 10, 5, 1} {
+		k := math.Floor(lo/g)*g + g // the first multiple of g above lo
+		if k <= hi {
+			return k
+		}
+	}
+	return 1e6 / m
 }
 
 func findEffect(effects []effect, name string) (effect, bool) {
