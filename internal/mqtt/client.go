@@ -81,7 +81,7 @@ type Client struct {
 	onConnect func(*Client)
 
 	connected chan struct{} // paho's on-connect, coalesced (capacity 1)
-	firstUp   chan struct{} // closed when the first session is up (birth sent)
+	firstUp   chan struct{} // closed when the first session is set up (birth, subscriptions, onConnect)
 	out       chan outMsg
 	flush     chan struct{} // closed by Close: publish what is queued, then stop
 	flushed   chan struct{} // closed by the publisher when it stops
@@ -112,8 +112,10 @@ type Client struct {
 // On every connection, including reconnections, the Client (on its own
 // goroutine) publishes "online" retained on cfg.StateTopic, subscribes again
 // to every filter given to Subscribe, and then calls onConnect (may be nil),
-// where the bridge republishes discovery and states. onConnect must return
-// promptly; it may call Publish and Subscribe.
+// where the bridge republishes discovery and states. The first call returns
+// before Connect does. onConnect must return promptly; it may call Publish
+// and Subscribe (through its argument: Connect has not returned yet the
+// first time).
 func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Client, error) {
 	cfg, err := cfg.normalized()
 	if err != nil {
@@ -201,8 +203,8 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		c.mu.Unlock()
 	case <-ctx.Done():
 	}
-	// Connected; wait for the session (birth, subscriptions) so that a
-	// Subscribe after Connect takes effect at once.
+	// Connected; wait for the session (birth, subscriptions, onConnect) so
+	// that a Subscribe after Connect takes effect at once.
 	select {
 	case <-c.firstUp:
 		return c, nil
@@ -268,7 +270,10 @@ func (c *Client) Publish(topic string, payload []byte, retained bool, qos byte) 
 
 // Subscribe registers handler for messages matching filter and subscribes
 // now when connected (waiting for the broker's answer), else on the next
-// connect; the Client subscribes again on every reconnect. Calling it again
+// connect; the Client subscribes again on every reconnect. It fails on a bad
+// filter, after Close, or when the broker refuses the subscription (ACL); a
+// subscription that could not be confirmed because the connection dropped is
+// logged and made again on the next connect. Calling it again
 // for the same filter replaces the handler. Each filter's handler runs on
 // its own goroutine, one message at a time, in arrival order; a message
 // matching several filters reaches each of their handlers. Messages that
@@ -324,7 +329,16 @@ func (c *Client) Subscribe(filter string, qos byte, handler func(topic string, p
 	default:
 		return nil // the session will subscribe on connect
 	}
-	return c.subscribe(filter, qos, gen)
+	err := c.subscribe(filter, qos, gen)
+	if errors.Is(err, errRefused) {
+		return err
+	}
+	if err != nil {
+		// The connection dropped or the broker is slow: the subscription
+		// stays registered and is made again on the next connect.
+		c.log.Warn().Err(err).Msg("subscribe not confirmed")
+	}
+	return nil
 }
 
 // subscribe sends one SUBSCRIBE and waits for the SUBACK.
@@ -335,7 +349,7 @@ func (c *Client) subscribe(filter string, qos byte, gen uint64) error {
 	}
 	if st, ok := tok.(*paho.SubscribeToken); ok {
 		if code, ok := st.Result()[filter]; ok && code == 0x80 {
-			return fmt.Errorf("mqtt: subscribe to %q: the broker refused it (not authorized? check the broker's ACL for MQTT_USERNAME)", filter)
+			return fmt.Errorf("mqtt: subscribe to %q: %w (not authorized? check the broker's ACL for MQTT_USERNAME)", filter, errRefused)
 		}
 	}
 	return nil
@@ -470,11 +484,6 @@ func (c *Client) session() {
 		default:
 			close(c.ready) // the publisher may send
 		}
-		select {
-		case <-c.firstUp:
-		default:
-			close(c.firstUp)
-		}
 		type want struct {
 			filter string
 			qos    byte
@@ -491,6 +500,11 @@ func (c *Client) session() {
 		}
 		if c.onConnect != nil {
 			c.callOnConnect()
+		}
+		select {
+		case <-c.firstUp:
+		default:
+			close(c.firstUp) // Connect returns
 		}
 	}
 }
@@ -773,6 +787,7 @@ func (c *Client) send(m outMsg) bool {
 }
 
 var (
+	errRefused = errors.New("the broker refused the subscription")
 	errLost    = errors.New("mqtt: connection lost while waiting for the broker")
 	errTimeout = errors.New("mqtt: no answer from the broker in time")
 )

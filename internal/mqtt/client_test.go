@@ -558,3 +558,27 @@ func TestPanicsContained(t *testing.T) {
 		}
 	}
 }
+
+// The first onConnect has run when Connect returns, and may use the Client
+// it is given to subscribe and publish.
+func TestFirstOnConnectBeforeConnectReturns(t *testing.T) {
+	b := mqtttest.Start(t)
+	cfg, _ := testConfig(t, b.URL())
+	got := make(sink, 1)
+	var calls atomic.Int32
+	connect(t, cfg, func(c *Client) {
+		calls.Add(1)
+		if err := c.Subscribe("c2m/echo", 1, got.handler); err != nil {
+			t.Errorf("Subscribe in onConnect: %v", err)
+		}
+		if err := c.Publish("c2m/echo", []byte("from onConnect"), false, 1); err != nil {
+			t.Errorf("Publish in onConnect: %v", err)
+		}
+	})
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("onConnect called %d times before Connect returned, want 1", n)
+	}
+	if m := got.next(t); m[1] != "from onConnect" {
+		t.Errorf("got %v", m)
+	}
+}
