@@ -109,7 +109,12 @@ func (m *Main) Run(ctx context.Context) error {
 		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(), ClientID: cfg.MQTT.ClientID,
 		StateTopic: layout.BridgeState(), Logger: log,
 	}
-	conn, err := mqtt.Connect(ctx, mcfg, func(*mqtt.Client) { br.Connected() })
+	// On every (re)connect: publish through this connection and republish
+	// everything retained (the broker may have lost it).
+	conn, err := mqtt.Connect(ctx, mcfg, func(c *mqtt.Client) {
+		br.SetPublisher(c)
+		br.Connected()
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -122,7 +127,6 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	br.SetPublisher(conn)
 
 	m.mu.Lock()
 	m.sched, m.poll, m.bridge, m.conn, m.metrics = sched, poll, br, conn, met
