@@ -480,7 +480,13 @@ func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err err
 	if err != nil {
 		p.readErrors++
 		d.failures++
-		d.streak++
+		// A refused API key is the account's problem, not the device's: the
+		// scheduler already holds every request back for a while, and
+		// backing the device off on top would delay its recovery by up to
+		// the back-off after the key is accepted again.
+		if !cloud.IsAuth(err) {
+			d.streak++
+		}
 		p.log.Debug().Err(err).Stringer("device", d.dev).Int("failures", d.failures).Msg("poller: state read failed")
 		if d.failures >= p.cfg.FailuresBeforeUnreachable && !d.unreachable {
 			d.unreachable = true

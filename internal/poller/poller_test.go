@@ -639,3 +639,36 @@ func TestScenes(t *testing.T) {
 		}
 	})
 }
+
+// TestRefusedKeyDoesNotBackOff: reads failing because the cloud refuses the
+// API key (or the scheduler holds requests back after such a refusal) mark
+// the device unreachable like other failures but do not back it off, so it
+// is read again at the poll interval as soon as the key is accepted.
+func TestRefusedKeyDoesNotBackOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		refused := &cloud.APIError{Kind: cloud.ErrAuth, Endpoint: "state", HTTPStatus: 401, Code: 401, Msg: "unauthorized"}
+		f := newFake(devs(1)...)
+		f.setState(func(device string, n int) (cloud.DeviceState, error) {
+			switch {
+			case n == 1:
+				return cloud.DeviceState{}, refused
+			case n >= 2 && n <= 5:
+				return cloud.DeviceState{}, fmt.Errorf("%w: %w", scheduler.ErrAuthHoldoff, refused)
+			}
+			return mkState("H6072", device, true, map[string]any{cloud.InstancePower: 1}), nil
+		})
+		h := start(t, f, Config{Interval: time.Minute})
+		time.Sleep(400 * time.Second)
+		h.stop()
+
+		if got, want := offsets(h.t0, f.reads("D00")), secs(0, 60, 120, 180, 240, 300, 360); !slices.Equal(got, want) {
+			t.Errorf("reads at %v, want %v (no back-off while the key is refused)", got, want)
+		}
+		if un := h.c.of("unreachable", "D00"); len(un) != 1 || un[0].at.Sub(h.t0) != 180*time.Second {
+			t.Errorf("unreachable events %+v, want one at the third failed read (180s)", un)
+		}
+		if ev := h.c.of("state", "D00"); len(ev) != 2 || ev[1].at.Sub(h.t0) != 360*time.Second || !ev[1].online {
+			t.Errorf("state events %+v, want the first read and the recovery at 360s", ev)
+		}
+	})
+}
