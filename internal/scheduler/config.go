@@ -78,6 +78,8 @@ type Config struct {
 
 	// AuthHoldoff is how long after a 401 every request is failed without
 	// being sent, so a wrong key does not hammer the cloud (default 1 min).
+	// After it, one request at a time is sent until one is answered
+	// without a 401: a key still refused costs one request per hold-off.
 	AuthHoldoff time.Duration
 	// ShutdownTimeout is how long Run waits, after its context ends, for
 	// requests on the wire before cancelling them (default 10 s).

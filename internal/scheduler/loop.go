@@ -125,6 +125,14 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 		}
 		return cmds, reads, time.Time{}
 	}
+	// After a hold-off, until an answer shows the key is accepted again,
+	// one request at a time probes the cloud: a key still refused costs
+	// one request (and one error line) per hold-off, not one per queued
+	// request.
+	maxInFlight := s.cfg.MaxInFlight
+	if s.authErr != nil {
+		maxInFlight = 1
+	}
 	var wake time.Time
 
 	// Commands: devices in ring order; a device served goes to the back,
@@ -137,7 +145,7 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 				d.inRing = false
 				continue
 			}
-			if d.busy[epControl] || s.inflight >= s.cfg.MaxInFlight || !s.control.ready(now) {
+			if d.busy[epControl] || s.inflight >= maxInFlight || !s.control.ready(now) {
 				kept = append(kept, d)
 				continue
 			}
@@ -180,7 +188,7 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 		l := &s.readQ[p]
 		for e := l.Front(); e != nil; {
 			next := e.Next()
-			if s.inflR >= readSlots || s.inflight >= s.cfg.MaxInFlight {
+			if s.inflR >= readSlots || s.inflight >= maxInFlight {
 				return cmds, reads, wake
 			}
 			r := e.Value.(*read)
@@ -388,6 +396,7 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 			b.answered(now)
 		}
 		a.rateLimited = 0
+		s.authErr = nil // the key is accepted
 		return false, nil
 	}
 	ev := func(e *zerolog.Event) *zerolog.Event {
@@ -432,6 +441,7 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 		s.st.failures++
 		return false, err
 	case cloud.IsRejected(err):
+		s.authErr = nil // a 400 or 404 comes after the key was checked
 		s.st.failures++
 		return false, err
 	}

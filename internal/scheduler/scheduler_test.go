@@ -566,6 +566,80 @@ func TestAuthHoldoff(t *testing.T) {
 	})
 }
 
+// After a hold-off one request probes the key before the others are sent:
+// a key still refused costs one request per hold-off, not one per request
+// waiting; once the probe is answered the rest go out.
+func TestAuthProbeAfterHoldoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		var mu sync.Mutex
+		refused := true
+		f.respond = func(call) time.Duration { return 100 * time.Millisecond }
+		f.fail = func(c call, n int) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if refused {
+				return &cloud.APIError{Kind: cloud.ErrAuth, Endpoint: c.ep, HTTPStatus: 401}
+			}
+			return nil
+		}
+		s := newScheduler(f, scheduler.Config{AuthHoldoff: time.Minute})
+		rep := newReports(t)
+		stop := run(t, s)
+		rep.submit(s, ctl("a", "powerSwitch", 1))
+		synctest.Wait()
+		time.Sleep(61 * time.Second)
+
+		// Still refused: of five commands and a read only one is sent.
+		var still []int
+		for i := range 5 {
+			still = append(still, rep.submit(s, ctl(fmt.Sprintf("b%d", i), "powerSwitch", 1)))
+		}
+		var readErr error
+		must(t, s.State("H1", "c", scheduler.PriorityPoll, func(_ cloud.DeviceState, err error) { readErr = err }))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := len(f.Calls()); n != 2 {
+			t.Errorf("%d requests reached the cloud with the key still refused, want 2 (one per hold-off): %v", n, f.Calls())
+		}
+		for _, id := range still {
+			if r := rep.result(id); !cloud.IsAuth(r.Err) {
+				t.Errorf("command while refused: %v, want the refusal", r.Err)
+			}
+		}
+		if !cloud.IsAuth(readErr) {
+			t.Errorf("read while refused: %v, want the refusal", readErr)
+		}
+
+		// Accepted again: after the hold-off the probe succeeds and the
+		// rest follow at once.
+		mu.Lock()
+		refused = false
+		mu.Unlock()
+		time.Sleep(61 * time.Second)
+		var back []int
+		for i := range 5 {
+			back = append(back, rep.submit(s, ctl(fmt.Sprintf("b%d", i), "powerSwitch", 0)))
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		stop()
+		for _, id := range back {
+			if r := rep.result(id); r.Err != nil {
+				t.Errorf("command after the key is accepted: %v", r.Err)
+			}
+		}
+		calls := f.Calls()
+		if n := len(calls); n != 7 {
+			t.Fatalf("%d requests, want 7: %v", n, calls)
+		}
+		if probe, rest := calls[2].at, calls[3].at; rest.Sub(probe) != 100*time.Millisecond {
+			t.Errorf("the others went out %v after the probe, want as soon as it was answered (100ms)", rest.Sub(probe))
+		}
+		rep.checkOnce()
+	})
+}
+
 // Queues are bounded: past the limit a submission fails with ErrOverloaded
 // at once; a command coalescing with a queued one still goes through.
 func TestOverload(t *testing.T) {
