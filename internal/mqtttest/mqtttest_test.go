@@ -141,3 +141,28 @@ func TestPersistenceKeepsSessionsAcrossRestart(t *testing.T) {
 	fresh.Subscribe("q/retained", 1)
 	fresh.WaitFor("q/retained", "kept", 5*time.Second)
 }
+
+// TestProxyHoldWaitsForTheBroker: a client connecting through a held proxy
+// while its broker is down is not refused: it connects once the proxy is
+// released and the broker is back.
+func TestProxyHoldWaitsForTheBroker(t *testing.T) {
+	b := Start(t)
+	p := NewProxy(t, b.Addr())
+	p.Hold(true)
+	b.Kill()
+	done := make(chan error, 1)
+	go func() {
+		_, err := DialClient(t, p.URL(), ClientOptions{})
+		done <- err
+	}()
+	b.Restart()
+	select {
+	case err := <-done:
+		t.Fatalf("connect through a held proxy finished before the release: %v", err)
+	default:
+	}
+	p.Hold(false)
+	if err := <-done; err != nil {
+		t.Fatalf("connect through a released proxy: %v", err)
+	}
+}
