@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +27,9 @@ import (
 type harness struct {
 	t      *testing.T
 	broker *mqtttest.Broker
+	// proxy is between the bridge and the broker with harnessOptions.proxy,
+	// so a test can cut the bridge off while the broker stays up.
+	proxy  *mqtttest.Proxy
 	sim    *cloudsim.Sim
 	cloud  *httptest.Server
 	main   *app.Main
@@ -39,6 +44,8 @@ type harnessOptions struct {
 	sim     cloudsim.Options
 	broker  []mqtttest.Option
 	noStart bool
+	// proxy connects the bridge to the broker through an mqtttest.Proxy.
+	proxy bool
 }
 
 const testKey = "test-key-5f3a9c1e77"
@@ -47,6 +54,11 @@ func startHarness(t *testing.T, o harnessOptions) *harness {
 	t.Helper()
 	h := &harness{t: t, logs: &syncBuffer{}}
 	h.broker = mqtttest.Start(t, o.broker...)
+	mqttURL := h.broker.URL()
+	if o.proxy {
+		h.proxy = mqtttest.NewProxy(t, h.broker.Addr())
+		mqttURL = h.proxy.URL()
+	}
 	if o.sim.APIKey == "" {
 		o.sim.APIKey = testKey
 	}
@@ -57,7 +69,7 @@ func startHarness(t *testing.T, o harnessOptions) *harness {
 	env := map[string]string{
 		"CLOUD_BASE_URL": h.cloud.URL,
 		"CLOUD_API_KEY":  o.sim.APIKey,
-		"MQTT_URL":       h.broker.URL(),
+		"MQTT_URL":       mqttURL,
 		"MQTT_CLIENT_ID": fmt.Sprintf("bridge-%s", strings.ReplaceAll(t.Name(), "/", "-")),
 		"LOG_LEVEL":      "debug",
 		"POLL_INTERVAL":  "2s",
@@ -72,6 +84,16 @@ func startHarness(t *testing.T, o harnessOptions) *harness {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}
+	t.Cleanup(func() {
+		// DEBUG_LOG_DIR, when set, receives every daemon's whole log.
+		if dir := os.Getenv("DEBUG_LOG_DIR"); dir != "" {
+			_ = os.WriteFile(filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "-")+".log"), []byte(h.logs.String()), 0o600)
+		}
+		if t.Failed() {
+			lines := strings.Split(strings.TrimSpace(h.logs.String()), "\n")
+			t.Logf("the daemon's last %d log lines:\n%s", min(len(lines), 150), strings.Join(lines[max(0, len(lines)-150):], "\n"))
+		}
+	})
 	h.watch = newWatcher(t, h.broker.URL(), h.broker)
 	h.main = &app.Main{Config: cfg, Version: "test", Log: zerolog.New(h.logs).With().Timestamp().Logger()}
 	if !o.noStart {
@@ -134,8 +156,14 @@ type watcher struct {
 type msg struct{ topic, payload string }
 
 func newWatcher(t *testing.T, url string, b *mqtttest.Broker) *watcher {
+	return newNamedWatcher(t, url, "watcher-"+strings.ReplaceAll(t.Name(), "/", "-"))
+}
+
+// newNamedWatcher is a watcher with its own client id, for a second,
+// fresh subscriber beside the harness's.
+func newNamedWatcher(t *testing.T, url, clientID string) *watcher {
 	w := &watcher{t: t, last: map[string]string{}, count: map[string]int{}, cond: make(chan struct{}, 1)}
-	opts := paho.NewClientOptions().AddBroker(url).SetClientID("watcher-" + strings.ReplaceAll(t.Name(), "/", "-")).
+	opts := paho.NewClientOptions().AddBroker(url).SetClientID(clientID).
 		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(100 * time.Millisecond).
 		SetMaxReconnectInterval(200 * time.Millisecond).SetOrderMatters(true)
 	opts.SetOnConnectHandler(func(c paho.Client) {
@@ -224,6 +252,29 @@ func (w *watcher) waitJSON(timeout time.Duration, topic string, cond func(map[st
 		return cond(got)
 	})
 	return got
+}
+
+// logLines returns the daemon's log lines (zerolog JSON) that keep says to.
+func (h *harness) logLines(keep func(line map[string]any) bool) []map[string]any {
+	var out []map[string]any
+	for _, l := range strings.Split(h.logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) != nil {
+			continue
+		}
+		if keep(m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// firstDevices is the demo catalogue cut to its first n devices (the first
+// three are lights), so that a test polls few devices.
+func firstDevices(n int) *cloudsim.Catalogue {
+	c := cloudsim.DemoCatalogue()
+	c.Devices = c.Devices[:n]
+	return c
 }
 
 type syncBuffer struct {
