@@ -266,20 +266,30 @@ func TestBrokerKilledTenTimesDuringCommandStream(t *testing.T) {
 		h.proxy.Hold(false)
 		streamProxy.Hold(false)
 	}
-	// paho resets its back-off when connections drop more than 6 s apart.
+	// paho resets its back-off when a client's connection drops more than
+	// 6 s after its previous drop: the stream's drops are the restarts, the
+	// bridge's the restarts while it is connected and the cuts.
 	const spacing = 6300 * time.Millisecond
-	var lastLoss time.Time
+	var streamLost, bridgeLost time.Time
+	after := func(lost ...time.Time) {
+		for _, l := range lost {
+			if d := time.Until(l.Add(spacing)); d > 0 {
+				time.Sleep(d) // pacing (see above), not waiting for an outcome
+			}
+		}
+	}
 	for round := range 10 {
 		acked(3)
-		if d := time.Until(lastLoss.Add(spacing)); d > 0 {
-			time.Sleep(d) // pacing (see above), not waiting for an outcome
-		}
-		lastLoss = time.Now()
 		if round%2 == 0 {
 			// Killed mid-stream, the bridge connected.
+			after(streamLost, bridgeLost)
+			streamLost, bridgeLost = time.Now(), time.Now()
 			restart()
 		} else {
 			// The bridge cut off: the broker queues the commands for it.
+			// Its reconnection waits in the held proxy.
+			after(bridgeLost)
+			bridgeLost = time.Now()
 			h.proxy.Hold(true)
 			h.proxy.Sever()
 			h.watch.until(wait, "the bridge's will", func() bool {
@@ -289,6 +299,8 @@ func TestBrokerKilledTenTimesDuringCommandStream(t *testing.T) {
 			acked(3)
 			s.hold()
 			s.fence()
+			after(streamLost)
+			streamLost = time.Now()
 			restart()
 			s.resume()
 		}
