@@ -131,21 +131,6 @@ func (c *checker) waitDiscovery(ctx context.Context, bridge *proc) error {
 				missing = append(missing, id)
 			}
 		}
-		// the bridge's own device (diagnostic sensors) comes with its
-		// first statistics
-		ids := map[string]bool{}
-		for _, d := range c.sim.Devices() {
-			ids[topic.DeviceID(d.SKU, d.Device)] = true
-		}
-		bridgeSeen := false
-		for t := range cfgs {
-			if parts := strings.Split(t, "/"); len(parts) == 5 && !ids[parts[2]] {
-				bridgeSeen = true
-			}
-		}
-		if !bridgeSeen {
-			missing = append(missing, "the bridge's own device")
-		}
 		var newest time.Time
 		for _, m := range cfgs {
 			if m.at.After(newest) {
@@ -160,6 +145,21 @@ func (c *checker) waitDiscovery(ctx context.Context, bridge *proc) error {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// bridgeConfigsSeen tells whether the bridge's own device (its diagnostic
+// sensors) has discovery configs on the broker.
+func (c *checker) bridgeConfigsSeen() bool {
+	ids := map[string]bool{}
+	for _, d := range c.sim.Devices() {
+		ids[topic.DeviceID(d.SKU, d.Device)] = true
+	}
+	for t := range c.configs() {
+		if parts := strings.Split(t, "/"); len(parts) == 5 && !ids[parts[2]] {
+			return true
+		}
+	}
+	return false
 }
 
 // haState is Home Assistant's state of an entity (mqtt_statestream).
@@ -266,9 +266,17 @@ func (r *report) write(w io.Writer, o options) {
 
 // run is the check proper, once the bridge published discovery and Home
 // Assistant is starting.
-func (c *checker) run(ctx context.Context, o options) (*report, error) {
+func (c *checker) run(ctx context.Context, o options, bridgeBeforeHA bool) (*report, error) {
 	rep := &report{started: time.Now()}
 	c.layout = topic.New("")
+	// Home Assistant's birth makes the bridge publish everything again
+	_ = eventually(90*time.Second, func() error {
+		if !c.bridgeConfigsSeen() && ctx.Err() == nil {
+			return fmt.Errorf("no bridge configs")
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second)
 	ents, err := c.entities()
 	if err != nil {
 		return nil, err
@@ -296,6 +304,9 @@ func (c *checker) run(ctx context.Context, o options) (*report, error) {
 		r.configs++
 	}
 	rep.devices = append(rep.devices, bridgeRes)
+	if !bridgeBeforeHA {
+		bridgeRes.fail("the bridge's own discovery configs were not on the broker before Home Assistant's birth message (a Home Assistant that is already running never sees the bridge device)")
+	}
 	nodeRes := func(e *haEntity) *devResult {
 		if r := byNode[e.node]; r != nil {
 			return r

@@ -178,6 +178,15 @@ func (p *proc) exited() bool {
 
 // check runs the whole chain and returns the report.
 func check(ctx context.Context, root string, o options, logf func(string, ...any)) (*report, error) {
+	// one Home Assistant chroot: one check at a time
+	lock, err := os.OpenFile("/tmp/ha-e2e.lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("ha-e2e: lock file: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return nil, fmt.Errorf("ha-e2e: another check is running (it holds /tmp/ha-e2e.lock): they would share one Home Assistant; wait for it")
+	}
 	if _, err := exec.LookPath("mosquitto"); err != nil {
 		return nil, fmt.Errorf("ha-e2e: needs mosquitto on PATH: %w", err)
 	}
@@ -268,7 +277,8 @@ func check(ctx context.Context, root string, o options, logf func(string, ...any
 	if err := c.waitDiscovery(ctx, bridge); err != nil {
 		return nil, err
 	}
-	logf("the bridge published %d discovery configs; starting Home Assistant", len(c.configs()))
+	bridgeBeforeHA := c.bridgeConfigsSeen()
+	logf("the bridge published %d discovery configs (its own device's: %v); starting Home Assistant", len(c.configs()), bridgeBeforeHA)
 	if err := c.ha.start(); err != nil {
 		return nil, err
 	}
@@ -283,7 +293,7 @@ func check(ctx context.Context, root string, o options, logf func(string, ...any
 			}
 		}
 	}()
-	rep, err := c.run(ctx, o)
+	rep, err := c.run(ctx, o, bridgeBeforeHA)
 	if bridge.exited() {
 		err = errors.Join(err, fmt.Errorf("ha-e2e: the bridge exited during the check; see %s/bridge.log", o.work))
 	}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"cloud2mqtt/internal/cloud"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The check reads the option tables out of our own templates; if the
+// template format changes, the check must notice rather than expect nil.
+func TestParseSetMap(t *testing.T) {
+	tpl := `{% set m = {"Low":{"modeValue":1,"workMode":1},"Auto":3} %}{{ m[value] | tojson }}`
+	m := parseSetMap(tpl, "m")
+	if !cloud.Equal(m["Low"], map[string]any{"modeValue": int64(1), "workMode": int64(1)}) || !cloud.Equal(m["Auto"], int64(3)) {
+		t.Errorf("parseSetMap = %v", m)
+	}
+	if parseSetMap(`{{ value }}`, "m") != nil {
+		t.Error("a template without a table gave one")
+	}
+}
+
+// Only the known set-up lines are forgiven; anything else Home Assistant
+// warns about fails the check, with its continuation lines (tracebacks).
+func TestLogProblems(t *testing.T) {
+	dir := t.TempDir()
+	log := strings.Join([]string{
+		"2026-11-22 03:02:50.001 WARNING (MainThread) [homeassistant.bootstrap] Skipping pip installation of required modules. This may cause issues",
+		"2026-11-22 03:02:51.002 DEBUG (MainThread) [homeassistant.components.mqtt] fine",
+		"2026-11-22 03:02:52.003 ERROR (MainThread) [homeassistant.components.mqtt.discovery] Error 'bad key' when processing MQTT discovery message",
+		"Traceback (most recent call last):",
+		"  File x",
+		"2026-11-22 03:02:53.004 WARNING (MainThread) [homeassistant.components.light] Got `kelvin` argument in `turn_on` service, which is deprecated",
+		"2026-11-22 03:02:54.005 WARNING (MainThread) [homeassistant.helpers.template] Template variable warning: 'dict object' has no attribute 'x'",
+	}, "\n") + "\n"
+	if err := os.MkdirAll(filepath.Join(dir, "opt/hacfg"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "opt/hacfg/ha.log"), []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := (&hass{root: dir}).logProblems()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !strings.Contains(got[0], "bad key") || !strings.Contains(got[0], "Traceback") ||
+		!strings.Contains(got[1], "Template variable warning") {
+		t.Errorf("logProblems = %q", got)
+	}
+}
+
+func TestKelvinBoundsFromMireds(t *testing.T) {
+	e := &haEntity{cfg: map[string]any{"min_mireds": 112.0, "max_mireds": 500.0}}
+	lo, hi := kelvinBounds(e)
+	if lo != 2000 || hi != 8928 {
+		t.Errorf("kelvinBounds = %d, %d; want 2000, 8928 (what Home Assistant offers)", lo, hi)
+	}
+	if k := roundIn(lo+(hi-lo)/3, lo, hi); k != 4300 {
+		t.Errorf("roundIn = %d", k)
+	}
+}
