@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/broker"
-	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/events"
 	"cloud2mqtt/internal/mqtt"
@@ -44,7 +42,7 @@ func serveEvents(ctx context.Context, sim *cloudsim.Sim, addr, key string, every
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		raiseEvery(ctx, sim, every)
+		sim.RaiseEventsEvery(ctx, every, nil)
 	}()
 	return func() {
 		cancel()
@@ -53,32 +51,4 @@ func serveEvents(ctx context.Context, sim *cloudsim.Sim, addr, key string, every
 		_ = pub.Close(context.Background())
 		_ = b.Close()
 	}, nil
-}
-
-// raiseEvery raises a random event of a random device with event
-// capabilities until ctx ends.
-func raiseEvery(ctx context.Context, sim *cloudsim.Sim, every time.Duration) {
-	type source struct{ device, instance string }
-	var sources []source
-	for _, d := range sim.Devices() {
-		for _, c := range d.Capabilities {
-			if c.Type == cloud.TypeEvent {
-				sources = append(sources, source{d.Device, c.Instance})
-			}
-		}
-	}
-	if len(sources) == 0 {
-		return
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s := sources[rand.IntN(len(sources))]
-			_, _ = sim.RaiseEvent(s.device, s.instance, "")
-		}
-	}
 }

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"strings"
 	"time"
@@ -65,7 +64,7 @@ func (m *Main) environment(ctx context.Context) (*environment, error) {
 	env.apiKey = sim.APIKey()
 	// The demo's events come straight from the simulator, in the live
 	// service's payload shape, through the same decoder as real ones.
-	env.events = func(ctx context.Context, br *bridge.Bridge) { demoEvents(ctx, sim, br, m) }
+	env.events = func(ctx context.Context, br *bridge.Bridge) { demoEvents(ctx, sim, br) }
 	m.printDemo(env)
 	return env, nil
 }
@@ -81,39 +80,16 @@ func (m *Main) cloudEvents(url, key string) func(context.Context, *bridge.Bridge
 	}
 }
 
-// demoEvents raises an event on a random demo device now and then.
-func demoEvents(ctx context.Context, sim *cloudsim.Sim, br *bridge.Bridge, m *Main) {
+// demoEvents feeds the simulator's events to the bridge, through the same
+// decoder as pushed ones, and raises one on a random demo device now and then.
+func demoEvents(ctx context.Context, sim *cloudsim.Sim, br *bridge.Bridge) {
 	remove := sim.OnEvent(func(ev cloudsim.Event) {
 		for _, e := range events.Parse(ev.Payload) {
 			br.Event(e.SKU, e.Device, e.Instance, e.Name, e.Value, e.Message)
 		}
 	})
 	defer remove()
-	type source struct{ device, instance string }
-	var sources []source
-	for _, d := range sim.Devices() {
-		for _, c := range d.Capabilities {
-			if c.Type == "devices.capabilities.event" {
-				sources = append(sources, source{d.Device, c.Instance})
-			}
-		}
-	}
-	if len(sources) == 0 {
-		return
-	}
-	t := time.NewTicker(45 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s := sources[rand.IntN(len(sources))]
-			if _, err := sim.RaiseEvent(s.device, s.instance, ""); err != nil {
-				m.Log.Debug().Err(err).Msg("demo: event not raised")
-			}
-		}
-	}
+	sim.RaiseEventsEvery(ctx, 45*time.Second, nil)
 }
 
 func (m *Main) printDemo(env *environment) {

@@ -302,9 +302,7 @@ func wholeNumber(n json.Number) (int, error) {
 func (o *Option) UnmarshalJSON(b []byte) error {
 	type plain Option
 	var p plain
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&p); err != nil {
+	if err := decodeNumbers(b, &p); err != nil {
 		return err
 	}
 	p.Value = normalizeDecoded(p.Value)
@@ -317,9 +315,7 @@ func (o *Option) UnmarshalJSON(b []byte) error {
 func (f *Field) UnmarshalJSON(b []byte) error {
 	type plain Field
 	var p plain
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&p); err != nil {
+	if err := decodeNumbers(b, &p); err != nil {
 		return err
 	}
 	p.DefaultValue = normalizeDecoded(p.DefaultValue)
@@ -331,14 +327,20 @@ func (f *Field) UnmarshalJSON(b []byte) error {
 func (o *EventOption) UnmarshalJSON(b []byte) error {
 	type plain EventOption
 	var p plain
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&p); err != nil {
+	if err := decodeNumbers(b, &p); err != nil {
 		return err
 	}
 	p.Value = normalizeDecoded(p.Value)
 	*o = EventOption(p)
 	return nil
+}
+
+// decodeNumbers decodes JSON keeping numbers as json.Number, for
+// normalizeDecoded to turn into int64 or float64.
+func decodeNumbers(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(v)
 }
 
 // Capability returns the device's capability with that instance, if any.

@@ -1,9 +1,11 @@
 package cloudsim
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -230,4 +232,40 @@ func (s *Sim) RaiseEvent(device, instance, option string) (Event, error) {
 		fn(Event{SKU: ev.SKU, Device: ev.Device, Instance: ev.Instance, Payload: p})
 	}
 	return ev, nil
+}
+
+// RaiseEventsEvery raises an event of a random online device with event
+// capabilities (its first event option) every interval until ctx ends: the
+// demo's and the standalone simulator's stream of events. rnd picks the
+// device; nil means a fixed seed.
+func (s *Sim) RaiseEventsEvery(ctx context.Context, every time.Duration, rnd *rand.Rand) {
+	if every <= 0 {
+		return
+	}
+	if rnd == nil {
+		rnd = rand.New(rand.NewPCG(s.seed, 1))
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		type source struct{ device, instance string }
+		var sources []source
+		for _, d := range s.Devices() {
+			for _, c := range d.Capabilities {
+				if c.Type == cloud.TypeEvent {
+					sources = append(sources, source{d.Device, c.Instance})
+				}
+			}
+		}
+		if len(sources) == 0 {
+			continue
+		}
+		src := sources[rnd.IntN(len(sources))]
+		_, _ = s.RaiseEvent(src.device, src.instance, "") // an offline device raises nothing
+	}
 }
