@@ -263,7 +263,13 @@ func (d *devCheck) light(e *haEntity) {
 		return // disabled by default; see segment
 	}
 	power := powerOf(e)
-	d.state(e, func() error { return d.wantState(e.id, onOff(toInt(d.simValue(power)))) })
+	d.state(e, func() error {
+		if err := d.wantState(e.id, onOff(toInt(d.simValue(power)))); err != nil {
+			m, _ := d.c.st.get(d.c.layout.Light(d.id))
+			return fmt.Errorf("%w; the bridge's retained %s is %s", err, d.c.layout.Light(d.id), m.payload)
+		}
+		return nil
+	})
 	modes := e.list("supported_color_modes")
 	on := func() error {
 		return all(func() error { return d.wantValue(power, 1) }, func() error { return d.wantState(e.id, "on") })

@@ -55,7 +55,7 @@ func (s *store) prefixed(prefix string) map[string]message {
 func mqttClient(broker string, st *store) (paho.Client, error) {
 	opts := paho.NewClientOptions().AddBroker(broker).
 		SetClientID(fmt.Sprintf("ha-e2e-%d", time.Now().UnixNano())).
-		SetAutoReconnect(true).SetOrderMatters(false)
+		SetAutoReconnect(true).SetOrderMatters(true) // the last message kept must be the broker's last
 	opts.SetOnConnectHandler(func(c paho.Client) {
 		c.Subscribe("#", 0, func(_ paho.Client, m paho.Message) { st.put(m.Topic(), m.Payload()) })
 	})
