@@ -8,7 +8,9 @@
 // names Node-RED's red.js (.ci/run installs Node-RED and sets it):
 //
 //	CLOUD2MQTT_NODE_RED=/tmp/cloud2mqtt-ci/node-red/node_modules/node-red/red.js \
-//	    go test -count=1 -v ./ci/nodered/
+//	    go test -race -count=1 -v ./ci/nodered/
+//
+// With -race the bridge binary is built with the race detector too.
 package nodered_test
 
 import (
