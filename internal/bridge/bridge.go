@@ -167,7 +167,7 @@ func (b *Bridge) Subscriptions() []string {
 	return subs
 }
 
-// message is one publication, collected under the lock and sent after it.
+// message is one publication, collected and sent under the lock.
 type message struct {
 	topic    string
 	payload  []byte
@@ -175,6 +175,17 @@ type message struct {
 }
 
 func (b *Bridge) send(msgs []message) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sendLocked(msgs)
+}
+
+// sendLocked publishes msgs while the caller holds b.mu, so messages leave
+// in the order they were computed: two updates of one retained topic made
+// on different goroutines can never reach the broker swapped (the older one
+// would stay retained while the bridge believes the newer one was sent).
+// Publish only queues; it never waits for the network.
+func (b *Bridge) sendLocked(msgs []message) {
 	b.wiring.Lock()
 	pub := b.pub
 	b.wiring.Unlock()
@@ -219,8 +230,8 @@ func (b *Bridge) Devices(all []cloud.Device, added, removed []cloud.Device) {
 		msgs = append(msgs, b.discoveryLocked(e, false)...)
 	}
 	msgs = append(msgs, b.deviceListLocked())
+	b.sendLocked(msgs)
 	b.mu.Unlock()
-	b.send(msgs)
 	for _, d := range added {
 		b.log.Info().Str("device", d.String()).Str("name", d.Name).Str("type", d.Type).
 			Str("id", topic.DeviceID(d.SKU, d.Device)).Msg("device added")
@@ -338,8 +349,8 @@ func (b *Bridge) Scenes(dev cloud.Device, light, diy []cloud.Option) {
 	e.dev = mergeScenes(e.listed, light, diy)
 	msgs := b.discoveryLocked(e, false)
 	msgs = append(msgs, b.deviceListLocked())
+	b.sendLocked(msgs)
 	b.mu.Unlock()
-	b.send(msgs)
 }
 
 func (b *Bridge) entryLocked(dev cloud.Device) *entry {

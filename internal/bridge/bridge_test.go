@@ -426,3 +426,32 @@ func TestEventsPublished(t *testing.T) {
 		t.Errorf("event: %+v", ev)
 	}
 }
+
+// TestConcurrentUpdatesLeaveTheNewestStateRetained: updates computed on
+// many goroutines reach the broker in the order computed, so the last
+// retained state is the one the bridge believes it published.
+func TestConcurrentUpdatesLeaveTheNewestStateRetained(t *testing.T) {
+	b, pub, _, _ := newTestBridge(t, true)
+	for round := range 20 {
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				b.State(lamp, true, map[string]any{"brightness": int64(1 + (round*16+i)%100)})
+			}()
+		}
+		wg.Wait()
+		msgs := pub.take()
+		b.mu.Lock()
+		e := b.devices[lampID]
+		wantState, wantLight := string(e.stateJSON), string(e.lightJSON)
+		b.mu.Unlock()
+		if st := on(msgs, "c2m/"+lampID+"/state"); len(st) > 0 && st[len(st)-1].payload != wantState {
+			t.Fatalf("round %d: last state published %s, the bridge believes %s", round, st[len(st)-1].payload, wantState)
+		}
+		if l := on(msgs, "c2m/"+lampID+"/light"); len(l) > 0 && l[len(l)-1].payload != wantLight {
+			t.Fatalf("round %d: last light state published %s, the bridge believes %s", round, l[len(l)-1].payload, wantLight)
+		}
+	}
+}

@@ -224,8 +224,8 @@ func (b *Bridge) republishState(dev cloud.Device) {
 	if e != nil && e.stateJSON != nil {
 		msgs = append(msgs, message{b.opt.Layout.State(e.id), e.stateJSON, true})
 	}
+	b.sendLocked(msgs)
 	b.mu.Unlock()
-	b.send(msgs)
 }
 
 // errorJSON is the <id>/error payload.

@@ -23,8 +23,8 @@ func (b *Bridge) State(dev cloud.Device, online bool, changed map[string]any) {
 	e.lastRead = time.Now()
 	maps.Copy(e.values, changed)
 	msgs := b.stateLocked(e)
+	b.sendLocked(msgs)
 	b.mu.Unlock()
-	b.send(msgs)
 }
 
 // Unreachable implements the poller's consumer: reads of the device keep
@@ -38,8 +38,8 @@ func (b *Bridge) Unreachable(dev cloud.Device, err error) {
 	}
 	e.reachable = false
 	msgs := b.stateLocked(e)
+	b.sendLocked(msgs)
 	b.mu.Unlock()
-	b.send(msgs)
 	b.log.Warn().Err(err).Str("device", dev.String()).Msg("device unreachable: marked unavailable until a read works")
 }
 
@@ -130,8 +130,8 @@ func (b *Bridge) applyOptimistic(dev cloud.Device, instance string, value any) {
 	if e.read {
 		msgs = b.stateLocked(e)
 	}
+	b.sendLocked(msgs)
 	b.mu.Unlock()
-	b.send(msgs)
 }
 
 // republish sends everything retained again: after a reconnect (the broker
@@ -162,8 +162,8 @@ func (b *Bridge) republish(withConfigs bool) {
 	if b.lastStats != nil {
 		msgs = append(msgs, message{l.BridgeStats(), b.lastStats, true})
 	}
+	b.sendLocked(msgs)
 	b.mu.Unlock()
-	b.send(msgs)
 }
 
 // Connected is called on every (re)connection to the broker: everything
@@ -184,8 +184,8 @@ func (b *Bridge) PublishStats(s discovery.BridgeStats) {
 		b.lastStats = p
 		msgs = append(msgs, message{b.opt.Layout.BridgeStats(), p, true})
 	}
+	b.sendLocked(msgs)
 	b.mu.Unlock()
-	b.send(msgs)
 }
 
 func (b *Bridge) bridgeConfigsLocked(force bool) []message {
