@@ -12,6 +12,7 @@ package bridge
 import (
 	"encoding/json"
 	"errors"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
@@ -75,9 +76,11 @@ type Bridge struct {
 	devices       map[string]*entry // by topic id
 	byKey         map[string]string // "sku/device" → topic id
 	order         []string          // topic ids in list order
-	bridgeConfigs map[string][]byte
+	bridgeConfigs configHashes
 	lastStats     []byte
 	listed        bool // the first device list has arrived
+	listDirty     bool // scenes changed the device list; sent with the next stats
+	resend        bool // a publish failed: republish everything with the next stats
 }
 
 // entry is what the bridge knows and has published of one device.
@@ -93,10 +96,10 @@ type entry struct {
 	read      bool      // at least one state answer arrived
 	lastRead  time.Time // of the last state answer; when listed until then
 
-	configs   map[string][]byte // discovery configs published
-	stateJSON []byte            // last published <id>/state
-	lightJSON []byte            // last published <id>/light
-	avail     string            // last published availability
+	configs   configHashes // discovery configs published
+	stateJSON []byte       // last published <id>/state
+	lightJSON []byte       // last published <id>/light
+	avail     string       // last published availability
 }
 
 // New returns a bridge commanding through cmd. The publisher and the reader
@@ -194,7 +197,8 @@ func (b *Bridge) sendLocked(msgs []message) {
 	}
 	for _, m := range msgs {
 		if err := pub.Publish(m.topic, m.payload, m.retained, 1); err != nil {
-			b.log.Warn().Err(err).Str("topic", m.topic).Msg("publish failed")
+			b.log.Warn().Err(err).Str("topic", m.topic).Msg("publish failed; everything is republished shortly")
+			b.resend = true
 		}
 	}
 }
@@ -289,6 +293,7 @@ type deviceJSON struct {
 }
 
 func (b *Bridge) deviceListLocked() message {
+	b.listDirty = false
 	list := make([]deviceJSON, 0, len(b.order))
 	for _, id := range b.order {
 		e := b.devices[id]
@@ -316,25 +321,42 @@ func (b *Bridge) discoveryLocked(e *entry, force bool) []message {
 	if !b.opt.DiscoveryEnabled {
 		return nil
 	}
-	next := discovery.Configs(b.opt.Discovery, e.dev)
 	var msgs []message
-	if force {
-		for t, p := range next {
-			msgs = append(msgs, message{t, p, true})
-		}
-		for t := range e.configs {
-			if _, ok := next[t]; !ok {
-				msgs = append(msgs, message{t, nil, true})
-			}
-		}
-	} else {
-		for t, p := range discovery.Diff(e.configs, next) {
+	msgs, e.configs = e.configs.update(discovery.Configs(b.opt.Discovery, e.dev), force)
+	return msgs
+}
+
+// configHashes remembers the discovery configs published, by topic, as
+// hashes of their payloads: enough to tell what changed without keeping
+// thousands of payloads in memory on a large account.
+type configHashes map[string]uint64
+
+func hashOf(p []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(p)
+	return h.Sum64()
+}
+
+// update returns the messages that bring the published configs to next
+// (every one of them when force is set; an empty retained payload for each
+// that disappeared), sorted by topic, and the hashes of next.
+func (old configHashes) update(next map[string][]byte, force bool) ([]message, configHashes) {
+	now := make(configHashes, len(next))
+	var msgs []message
+	for t, p := range next {
+		h := hashOf(p)
+		now[t] = h
+		if prev, ok := old[t]; force || !ok || prev != h {
 			msgs = append(msgs, message{t, p, true})
 		}
 	}
-	e.configs = next
+	for t := range old {
+		if _, ok := next[t]; !ok {
+			msgs = append(msgs, message{t, nil, true})
+		}
+	}
 	slices.SortFunc(msgs, func(a, b message) int { return strings.Compare(a.topic, b.topic) })
-	return msgs
+	return msgs, now
 }
 
 // Scenes implements the poller's consumer: a device's scene lists changed.
@@ -347,9 +369,10 @@ func (b *Bridge) Scenes(dev cloud.Device, light, diy []cloud.Option) {
 	}
 	e.light, e.diy = light, diy
 	e.dev = mergeScenes(e.listed, light, diy)
-	msgs := b.discoveryLocked(e, false)
-	msgs = append(msgs, b.deviceListLocked())
-	b.sendLocked(msgs)
+	// The device list (large on a large account) goes out with the next
+	// stats, once for every scene list that arrived meanwhile.
+	b.listDirty = true
+	b.sendLocked(b.discoveryLocked(e, false))
 	b.mu.Unlock()
 }
 

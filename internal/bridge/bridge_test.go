@@ -315,9 +315,20 @@ func TestScenesMergeIntoDefinitionsAndNames(t *testing.T) {
 	pub.take()
 	scenes := []cloud.Option{{Name: "Sunrise", Value: map[string]any{"paramId": int64(1), "id": int64(2)}}}
 	b.Scenes(lamp, scenes, nil)
+	b.Scenes(lamp, scenes, []cloud.Option{{Name: "Mine", Value: int64(7)}})
 	msgs := pub.take()
-	if l := on(msgs, "c2m/bridge/devices"); len(l) != 1 || !strings.Contains(l[0].payload, "Sunrise") {
+	if l := on(msgs, "c2m/bridge/devices"); len(l) != 0 {
+		t.Errorf("the device list went out with each scene update: %d times", len(l))
+	}
+	// It goes out once, with the next stats.
+	b.PublishStats(discovery.BridgeStats{})
+	later := pub.take()
+	if l := on(later, "c2m/bridge/devices"); len(l) != 1 || !strings.Contains(l[0].payload, "Sunrise") {
 		t.Errorf("device list without the scenes: %+v", l)
+	}
+	b.PublishStats(discovery.BridgeStats{Version: "x"})
+	if l := on(pub.take(), "c2m/bridge/devices"); len(l) != 0 {
+		t.Errorf("an unchanged device list went out again")
 	}
 	changed := false
 	for _, m := range msgs {
@@ -453,5 +464,53 @@ func TestConcurrentUpdatesLeaveTheNewestStateRetained(t *testing.T) {
 		if l := on(msgs, "c2m/"+lampID+"/light"); len(l) > 0 && l[len(l)-1].payload != wantLight {
 			t.Fatalf("round %d: last light state published %s, the bridge believes %s", round, l[len(l)-1].payload, wantLight)
 		}
+	}
+}
+
+// failingPub refuses publishes while fail is set, as a full queue does.
+type failingPub struct {
+	fakePub
+	fail bool
+}
+
+func (p *failingPub) Publish(t string, payload []byte, retained bool, q byte) error {
+	p.mu.Lock()
+	fail := p.fail
+	p.mu.Unlock()
+	if fail {
+		return errors.New("mqtt: publish: queue full")
+	}
+	return p.fakePub.Publish(t, payload, retained, q)
+}
+
+// TestFailedPublishesAreRepublished: what could not be published (a full
+// queue) is not taken as sent: the next stats tick republishes everything.
+func TestFailedPublishesAreRepublished(t *testing.T) {
+	pub := &failingPub{fail: true}
+	l := topic.New("c2m")
+	b := New(Options{Layout: l, DiscoveryEnabled: true, Discovery: discovery.Config{Layout: l}, Log: zerolog.Nop()}, pub, &fakeCmd{})
+	b.SetReader(&fakeReader{})
+	b.Devices([]cloud.Device{lamp}, []cloud.Device{lamp}, nil)
+	b.State(lamp, true, map[string]any{"powerSwitch": int64(1)})
+	if got := pub.take(); len(got) != 0 {
+		t.Fatalf("published while failing: %d", len(got))
+	}
+	pub.mu.Lock()
+	pub.fail = false
+	pub.mu.Unlock()
+	b.PublishStats(discovery.BridgeStats{})
+	msgs := pub.take()
+	configs := 0
+	for _, m := range msgs {
+		if strings.HasPrefix(m.topic, "homeassistant/") && strings.Contains(m.topic, lampID) {
+			configs++
+		}
+	}
+	if configs == 0 || len(on(msgs, "c2m/"+lampID+"/state")) != 1 || len(on(msgs, "c2m/bridge/devices")) == 0 {
+		t.Errorf("after the failure: %d configs, %d messages", configs, len(msgs))
+	}
+	b.PublishStats(discovery.BridgeStats{})
+	if got := pub.take(); len(got) > 0 {
+		t.Errorf("republished again without a failure: %d messages", len(got))
 	}
 }

@@ -178,32 +178,32 @@ func (b *Bridge) PublishStats(s discovery.BridgeStats) {
 		return
 	}
 	b.mu.Lock()
+	resend := b.resend
+	b.resend = false
 	var msgs []message
 	msgs = append(msgs, b.bridgeConfigsLocked(false)...)
+	if b.listDirty {
+		msgs = append(msgs, b.deviceListLocked())
+	}
 	if !bytes.Equal(p, b.lastStats) {
 		b.lastStats = p
 		msgs = append(msgs, message{b.opt.Layout.BridgeStats(), p, true})
 	}
 	b.sendLocked(msgs)
 	b.mu.Unlock()
+	if resend {
+		// Something was not published (a full queue, a closed
+		// connection): the retained topics may be stale, so send them all.
+		b.republish(true)
+	}
 }
 
 func (b *Bridge) bridgeConfigsLocked(force bool) []message {
 	if !b.opt.DiscoveryEnabled {
 		return nil
 	}
-	next := discovery.BridgeConfigs(b.opt.Discovery)
 	var msgs []message
-	if force {
-		for t, p := range next {
-			msgs = append(msgs, message{t, p, true})
-		}
-	} else {
-		for t, p := range discovery.Diff(b.bridgeConfigs, next) {
-			msgs = append(msgs, message{t, p, true})
-		}
-	}
-	b.bridgeConfigs = next
+	msgs, b.bridgeConfigs = b.bridgeConfigs.update(discovery.BridgeConfigs(b.opt.Discovery), force)
 	return msgs
 }
 

@@ -82,7 +82,7 @@ type Client struct {
 
 	connected chan struct{} // paho's on-connect, coalesced (capacity 1)
 	firstUp   chan struct{} // closed when the first session is set up (birth, subscriptions, onConnect)
-	out       chan outMsg
+	out       *outQueue
 	flush     chan struct{} // closed by Close: publish what is queued, then stop
 	flushed   chan struct{} // closed by the publisher when it stops
 	stop      chan struct{} // closed by Close: every worker stops
@@ -132,7 +132,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		onConnect: onConnect,
 		connected: make(chan struct{}, 1),
 		firstUp:   make(chan struct{}),
-		out:       make(chan outMsg, cfg.QueueSize),
+		out:       newOutQueue(cfg.MaxQueuedBytes),
 		flush:     make(chan struct{}),
 		flushed:   make(chan struct{}),
 		stop:      make(chan struct{}),
@@ -257,15 +257,13 @@ func (c *Client) Publish(topic string, payload []byte, retained bool, qos byte) 
 	}
 	m := outMsg{topic: topic, payload: append([]byte(nil), payload...), retained: retained, qos: qos}
 	c.queued.Add(1)
-	select {
-	case c.out <- m:
+	if c.out.push(m) {
 		return nil
-	default:
-		c.queued.Add(-1)
-		n := c.dropped.Add(1)
-		c.logDrop(n, "outbound", topic)
-		return fmt.Errorf("mqtt: publish to %q: %w: %d messages already wait for the broker; this one is dropped", topic, ErrQueueFull, cap(c.out))
 	}
+	c.queued.Add(-1)
+	n := c.dropped.Add(1)
+	c.logDrop(n, "outbound", topic)
+	return fmt.Errorf("mqtt: publish to %q: %w: %d messages (%d MiB, the limit) already wait for the broker; this one is dropped", topic, ErrQueueFull, c.out.Len(), c.cfg.MaxQueuedBytes>>20)
 }
 
 // Subscribe registers handler for messages matching filter and subscribes
@@ -372,7 +370,7 @@ func (c *Client) Close(ctx context.Context) error {
 	select {
 	case <-c.flushed:
 	case <-ctx.Done():
-		c.log.Warn().Int("queued", len(c.out)).Msg("closing before every queued message was published")
+		c.log.Warn().Int("queued", c.out.Len()).Msg("closing before every queued message was published")
 	}
 	if c.cfg.StateTopic != "" && c.pc.IsConnectionOpen() {
 		tok := c.pc.Publish(c.cfg.StateTopic, 1, true, Offline)
@@ -708,27 +706,31 @@ func (c *Client) publisher() {
 	defer close(c.flushed)
 	flushing := false
 	for {
-		var m outMsg
-		if flushing {
+		if !flushing {
 			select {
-			case m = <-c.out:
+			case <-c.stop:
+				return
 			default:
+			}
+		}
+		m, ok := c.out.pop()
+		if !ok {
+			if flushing {
 				return // everything queued was sent
 			}
-		} else {
 			select {
 			case <-c.stop:
 				return
 			case <-c.flush:
 				flushing = true
-				continue
-			case m = <-c.out:
+			case <-c.out.notify:
 			}
+			continue
 		}
 		for !c.send(m) {
 			if flushing {
 				c.queued.Add(-1)
-				c.log.Warn().Int("unsent", len(c.out)+1).Msg("closing while disconnected: queued messages are not published")
+				c.log.Warn().Int("unsent", c.out.Len()+1).Msg("closing while disconnected: queued messages are not published")
 				return
 			}
 			c.mu.Lock()

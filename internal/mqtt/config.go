@@ -30,6 +30,7 @@ const (
 	DefaultMaxReconnectInterval = time.Minute
 	DefaultPublishTimeout       = 10 * time.Second
 	DefaultQueueSize            = 1024
+	DefaultMaxQueuedBytes       = 64 << 20
 )
 
 // Config is the bridge's MQTT connection. Validate names the environment
@@ -65,9 +66,12 @@ type Config struct {
 	MaxReconnectInterval time.Duration
 	// PublishTimeout bounds the wait for one publish to be acknowledged.
 	PublishTimeout time.Duration
-	// QueueSize is the capacity of the outbound queue and of each
-	// subscription's inbound queue.
+	// QueueSize is the capacity of each subscription's inbound queue.
 	QueueSize int
+	// MaxQueuedBytes bounds the outbound queue (topics and payloads waiting
+	// for the broker): a republish of thousands of discovery configs must
+	// fit, so it is bounded in bytes, not messages.
+	MaxQueuedBytes int
 }
 
 // Validate checks the configuration without touching the network; its
@@ -136,6 +140,9 @@ func (c Config) normalized() (Config, error) {
 	}
 	if c.QueueSize < 0 {
 		return c, fmt.Errorf("mqtt: queue size %d is negative: use 0 for the default %d", c.QueueSize, DefaultQueueSize)
+	}
+	if c.MaxQueuedBytes <= 0 {
+		c.MaxQueuedBytes = DefaultMaxQueuedBytes
 	}
 	if c.QueueSize == 0 {
 		c.QueueSize = DefaultQueueSize
