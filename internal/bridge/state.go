@@ -140,7 +140,11 @@ func (b *Bridge) republish(withConfigs bool) {
 	b.mu.Lock()
 	var msgs []message
 	l := b.opt.Layout
-	msgs = append(msgs, b.deviceListLocked())
+	if b.listed {
+		// Before the first list, an empty one would tell subscribers
+		// the account has no devices.
+		msgs = append(msgs, b.deviceListLocked())
+	}
 	if withConfigs && b.opt.DiscoveryEnabled {
 		msgs = append(msgs, b.bridgeConfigsLocked(true)...)
 		for _, id := range b.order {
