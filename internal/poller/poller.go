@@ -169,6 +169,9 @@ func keyOf(d cloud.Device) key { return key{d.SKU, d.Device} }
 // Guarded by Poller.mu.
 type device struct {
 	dev cloud.Device
+	// Whether dev has the light-scene and DIY-scene capabilities, cached
+	// by setDev: step looks at every device on every wake.
+	withLight, withDIY bool
 
 	values      map[string]any
 	optimistic  map[string]uint64 // instance → seq of the SetOptimistic that set it
@@ -203,8 +206,15 @@ type device struct {
 	sceneInFlightW []func(error) // RefreshScenes callers of the round in flight
 }
 
-func (d *device) hasLight() bool { _, ok := d.dev.Capability(cloud.InstanceLightScene); return ok }
-func (d *device) hasDIY() bool   { _, ok := d.dev.Capability(cloud.InstanceDIYScene); return ok }
+func (d *device) hasLight() bool { return d.withLight }
+func (d *device) hasDIY() bool   { return d.withDIY }
+
+// setDev sets the device's definition and what is cached of it.
+func (d *device) setDev(dev cloud.Device) {
+	d.dev = dev
+	_, d.withLight = dev.Capability(cloud.InstanceLightScene)
+	_, d.withDIY = dev.Capability(cloud.InstanceDIYScene)
+}
 
 // Poller reads devices on a schedule through a Scheduler and reports changes
 // to a Consumer. Create it with New and start it with Run; its methods are
@@ -229,6 +239,7 @@ type Poller struct {
 	plan     Plan
 	devices  map[key]*device
 	list     []cloud.Device // the last list, cloud order, without duplicates
+	ordered  []*device      // devices in list order; nil: rebuild (orderedDevices)
 	listed   bool           // a list has arrived
 
 	nextList      time.Time
@@ -401,13 +412,16 @@ func earliest(a, b time.Time) time.Time {
 // orderedDevices returns the devices in list order, so that reads falling due
 // at the same instant go out in a stable order.
 func (p *Poller) orderedDevices() []*device {
-	out := make([]*device, 0, len(p.list))
+	if p.ordered != nil || len(p.list) == 0 {
+		return p.ordered
+	}
+	p.ordered = make([]*device, 0, len(p.list))
 	for _, dev := range p.list {
 		if d := p.devices[keyOf(dev)]; d != nil {
-			out = append(out, d)
+			p.ordered = append(p.ordered, d)
 		}
 	}
-	return out
+	return p.ordered
 }
 
 // stepRead sends the device's state read if one is due, and returns when
@@ -639,7 +653,7 @@ func (p *Poller) onList(now time.Time, list []cloud.Device, err error) {
 		if !reflect.DeepEqual(d.dev, dev) {
 			changed = true
 			hadScenes := d.hasLight() || d.hasDIY()
-			d.dev = dev
+			d.setDev(dev)
 			if !hadScenes && (d.hasLight() || d.hasDIY()) {
 				d.nextScenes = now
 			}
@@ -666,14 +680,16 @@ func (p *Poller) onList(now time.Time, list []cloud.Device, err error) {
 	// of n at i×interval/n from now, so a start is no burst.
 	for i, dev := range added {
 		off := p.interval * time.Duration(i) / time.Duration(len(added))
-		p.devices[keyOf(dev)] = &device{
-			dev:        dev,
+		d := &device{
 			values:     make(map[string]any),
 			optimistic: make(map[string]uint64),
 			nextPoll:   now.Add(off),
 			nextScenes: now.Add(off),
 		}
+		d.setDev(dev)
+		p.devices[keyOf(dev)] = d
 	}
+	p.ordered = nil // rebuilt by orderedDevices
 	if first || changed || len(added) > 0 || len(removed) > 0 {
 		p.log.Info().Int("devices", len(all)).Int("added", len(added)).Int("removed", len(removed)).
 			Msg("poller: device list changed")
