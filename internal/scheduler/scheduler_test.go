@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -296,9 +297,10 @@ func TestStateBucket(t *testing.T) {
 		f := newFake()
 		s := newScheduler(f, scheduler.Config{})
 		stop := run(t, s)
-		answered := 0
+		// Reports come from the scheduler's goroutines, possibly several.
+		var answered atomic.Int64
 		for range 600 { // one poll every 100 ms for a minute
-			must(t, s.State("H1", "x", scheduler.PriorityPoll, func(cloud.DeviceState, error) { answered++ }))
+			must(t, s.State("H1", "x", scheduler.PriorityPoll, func(cloud.DeviceState, error) { answered.Add(1) }))
 			time.Sleep(100 * time.Millisecond)
 		}
 		stop()
@@ -308,8 +310,8 @@ func TestStateBucket(t *testing.T) {
 		if len(at) < 55 || len(at) > 61 {
 			t.Errorf("%d reads in 60 s, want the budget's ~59", len(at))
 		}
-		if answered != 600 {
-			t.Errorf("%d of 600 polls answered", answered)
+		if n := answered.Load(); n != 600 {
+			t.Errorf("%d of 600 polls answered", n)
 		}
 	})
 }
