@@ -26,7 +26,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -120,7 +119,7 @@ func TestNodeREDFlow(t *testing.T) {
 	// Node-RED, headless, with a copy of the flow pointed at the broker and
 	// probes that republish what the flow's nodes produced.
 	userDir := t.TempDir()
-	port := freePort(t)
+	port := mqtttest.FreePort(t)
 	writeFlow(t, filepath.Join(root, "deploy", "node-red", "flows.json"), filepath.Join(userDir, "flows.json"), broker.Addr())
 	writeSettings(t, filepath.Join(userDir, "settings.js"), port)
 	nrCmd := exec.Command(node, redJS, "--settings", filepath.Join(userDir, "settings.js"), "--userDir", userDir, "flows.json")
@@ -442,14 +441,14 @@ func (b *inbox) waitFrom(from int, timeout time.Duration, what string, pred func
 type proc struct {
 	name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *mqtttest.SyncBuffer
 	done chan struct{}
 	err  error
 }
 
 func startProc(t *testing.T, name string, cmd *exec.Cmd) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, out: &mqtttest.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test
 	if err := cmd.Start(); err != nil {
@@ -520,31 +519,4 @@ func goTool(t *testing.T) string {
 	}
 	t.Fatal("the go command is not on PATH")
 	return ""
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

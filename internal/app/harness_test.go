@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,7 +33,7 @@ type harness struct {
 	cloud  *httptest.Server
 	main   *app.Main
 	watch  *watcher
-	logs   *syncBuffer
+	logs   *mqtttest.SyncBuffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -52,7 +51,7 @@ const testKey = "test-key-5f3a9c1e77"
 
 func startHarness(t *testing.T, o harnessOptions) *harness {
 	t.Helper()
-	h := &harness{t: t, logs: &syncBuffer{}}
+	h := &harness{t: t, logs: &mqtttest.SyncBuffer{}}
 	h.broker = mqtttest.Start(t, o.broker...)
 	mqttURL := h.broker.URL()
 	if o.proxy {
@@ -275,21 +274,4 @@ func firstDevices(n int) *cloudsim.Catalogue {
 	c := cloudsim.DemoCatalogue()
 	c.Devices = c.Devices[:n]
 	return c
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

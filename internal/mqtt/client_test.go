@@ -1,7 +1,6 @@
 package mqtt
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,26 +19,8 @@ import (
 
 const stateTopic = "c2m/bridge/state"
 
-// logBuf collects a client's log for assertions; it is printed when the test fails.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func testConfig(t *testing.T, url string) (Config, *logBuf) {
-	logs := &logBuf{}
+func testConfig(t *testing.T, url string) (Config, *mqtttest.SyncBuffer) {
+	logs := &mqtttest.SyncBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("client log:\n%s", logs.String())

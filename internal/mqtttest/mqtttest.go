@@ -118,7 +118,7 @@ type Broker struct {
 	embedded *broker.Broker
 	proc     *exec.Cmd
 	exited   chan struct{}
-	output   *syncBuffer
+	output   *SyncBuffer
 	stopped  bool
 }
 
@@ -147,9 +147,9 @@ func Start(t testing.TB, opts ...Option) *Broker {
 	}
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
-		b.port = freePort(t)
+		b.port = FreePort(t)
 		if b.opts.websocket {
-			b.ws = freePort(t)
+			b.ws = FreePort(t)
 		}
 		if err = b.start(); err == nil {
 			break
@@ -335,7 +335,7 @@ func (b *Broker) startMosquitto() error {
 	if err := os.WriteFile(conf, c.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("write mosquitto config: %w", err)
 	}
-	out := &syncBuffer{}
+	out := &SyncBuffer{}
 	cmd := exec.Command(MosquittoPath(), "-c", conf)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test binary
@@ -397,7 +397,8 @@ func waitPort(port int, exited <-chan struct{}) error {
 	}
 }
 
-func freePort(t testing.TB) int {
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -410,18 +411,22 @@ func freePort(t testing.TB) int {
 	return port
 }
 
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for concurrent writers: a process's
+// output or a logger's, read by the test that owns it.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+// String returns everything written so far.
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
