@@ -514,3 +514,41 @@ func TestFailedPublishesAreRepublished(t *testing.T) {
 		t.Errorf("republished again without a failure: %d messages", len(got))
 	}
 }
+
+// TestCapabilityGoneEmptiesItsEntity: when a device's definition loses a
+// capability, its entity's config is replaced by an empty retained one
+// (Home Assistant removes the entity); the rest are not sent again.
+func TestCapabilityGoneEmptiesItsEntity(t *testing.T) {
+	b, pub, _, _ := newTestBridge(t, true)
+	before := map[string]bool{}
+	for _, m := range pub.take() {
+		if strings.HasPrefix(m.topic, "homeassistant/") {
+			before[m.topic] = true
+		}
+	}
+	less := lamp
+	less.Capabilities = nil
+	for _, c := range lamp.Capabilities {
+		if c.Instance != "sensorTemperature" {
+			less.Capabilities = append(less.Capabilities, c)
+		}
+	}
+	b.Devices([]cloud.Device{less}, nil, nil)
+	var emptied, other []string
+	for _, m := range pub.take() {
+		if !strings.HasPrefix(m.topic, "homeassistant/") {
+			continue
+		}
+		if m.payload == "" && m.retained && before[m.topic] {
+			emptied = append(emptied, m.topic)
+		} else {
+			other = append(other, m.topic)
+		}
+	}
+	if len(emptied) != 1 || !strings.Contains(emptied[0], "sensorTemperature") {
+		t.Errorf("emptied %v, want the temperature sensor's config", emptied)
+	}
+	if len(other) != 0 {
+		t.Errorf("unchanged entities sent again: %v", other)
+	}
+}

@@ -94,25 +94,6 @@ func Configs(cfg Config, dev cloud.Device) map[string][]byte {
 	return out
 }
 
-// Diff returns what to publish to go from the retained configs old to new:
-// every topic whose payload is new or changed, and an empty payload (which
-// removes the entity in Home Assistant) for every topic of old that new
-// lacks. Unchanged topics are left out.
-func Diff(old, new map[string][]byte) map[string][]byte {
-	out := make(map[string][]byte)
-	for t, p := range new {
-		if q, ok := old[t]; !ok || !bytes.Equal(p, q) {
-			out[t] = p
-		}
-	}
-	for t := range old {
-		if _, ok := new[t]; !ok {
-			out[t] = []byte{}
-		}
-	}
-	return out
-}
-
 // entity is one Home Assistant entity before the common members are added.
 type entity struct {
 	component string // light, switch, ...
