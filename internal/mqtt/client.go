@@ -550,10 +550,7 @@ func (c *Client) awaitResends() bool {
 			return false
 		case <-tick.C:
 		}
-		c.mu.Lock()
-		lost := c.gen != gen
-		c.mu.Unlock()
-		if lost {
+		if c.replaced(gen) {
 			return true
 		}
 	}
@@ -812,10 +809,7 @@ func (c *Client) wait(tok paho.Token, gen uint64) error {
 		case <-c.stop:
 			return ErrClosed
 		case <-tick.C:
-			c.mu.Lock()
-			lost := c.gen != gen
-			c.mu.Unlock()
-			if lost {
+			if c.replaced(gen) {
 				return errLost
 			}
 		}
@@ -827,4 +821,11 @@ func (c *Client) logDrop(n uint64, queue, topic string) {
 	if n == 1 || n%100 == 0 {
 		c.log.Warn().Str("queue", queue).Str("topic", topic).Uint64("dropped_total", n).Msg("MQTT queue full; message dropped")
 	}
+}
+
+// replaced reports whether the session gen was replaced by a reconnect.
+func (c *Client) replaced(gen uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen != gen
 }

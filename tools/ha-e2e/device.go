@@ -150,6 +150,11 @@ func (d *devCheck) call(eid, action string, data map[string]any, want func(since
 	if err == nil {
 		err = eventually(d.c.timeout, func() error { return want(since) })
 	}
+	d.record(label, err)
+}
+
+// record counts one service call's outcome in the report.
+func (d *devCheck) record(label string, err error) {
 	d.r.mu.Lock()
 	defer d.r.mu.Unlock()
 	if err != nil {
@@ -681,15 +686,7 @@ func (d *devCheck) event(e *haEntity) {
 			})
 		})
 	}
-	d.r.mu.Lock()
-	defer d.r.mu.Unlock()
-	if err != nil {
-		d.r.failures = append(d.r.failures, label+": "+err.Error())
-		d.r.calls = append(d.r.calls, "✗ "+label)
-		return
-	}
-	d.r.worked++
-	d.r.calls = append(d.r.calls, "✓ "+label)
+	d.record(label, err)
 }
 
 // offline takes the device offline in the simulator: its connectivity
