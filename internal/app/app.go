@@ -37,9 +37,6 @@ type Main struct {
 	Stdout io.Writer
 	// HTTPClient, when set, is used for the cloud (tests inject transports).
 	HTTPClient *http.Client
-	// Ready is called once the broker is connected and the first device
-	// list is in (systemd's READY=1).
-	Ready func()
 
 	mu      sync.Mutex
 	sched   *scheduler.Scheduler
@@ -60,10 +57,7 @@ func (m *Main) Run(ctx context.Context) error {
 	log := m.Log
 	log.Info().Str("version", m.Version).Object("config", cfg).Msg("starting cloud2mqtt")
 	layout := topic.New(cfg.MQTT.BaseTopic)
-	ready := make(chan struct{})
-	m.mu.Lock()
-	m.ready = ready
-	m.mu.Unlock()
+	ready := m.readyChan()
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -209,9 +203,6 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, br *bridge.B
 			readySent = true
 			close(ready)
 			Systemd{Log: m.Log}.Ready()
-			if m.Ready != nil {
-				m.Ready()
-			}
 		}
 	}
 	// Until ready, look often: READY=1 should not lag the first device list.
@@ -235,24 +226,23 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, br *bridge.B
 
 // WaitReady blocks until the daemon is ready or ctx ends.
 func (m *Main) WaitReady(ctx context.Context) error {
-	for {
-		m.mu.Lock()
-		ch := m.ready
-		m.mu.Unlock()
-		if ch != nil {
-			select {
-			case <-ch:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
+	select {
+	case <-m.readyChan():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
+}
+
+// readyChan is closed once the daemon is ready; WaitReady may be called
+// before Run has started.
+func (m *Main) readyChan() chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ready == nil {
+		m.ready = make(chan struct{})
+	}
+	return m.ready
 }
 
 // HTTPURL is the base URL of the HTTP endpoint once it listens ("" when off).
