@@ -3,8 +3,11 @@ package mqtttest
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -87,13 +90,25 @@ func DialClient(t testing.TB, url string, o ClientOptions) (*Client, error) {
 		po.SetWill(o.Will.Topic, o.Will.Payload, o.Will.QoS, o.Will.Retained)
 	}
 	c.pc = paho.NewClient(po)
-	tok := c.pc.Connect()
-	if !tok.WaitTimeout(10 * time.Second) {
-		c.pc.Disconnect(0)
-		return nil, fmt.Errorf("no CONNACK within 10s")
-	}
-	if err := tok.Error(); err != nil {
-		return nil, err
+	// A broker that has just started (TLS listeners above all) can reset
+	// the first connections while it is still setting up: try again
+	// briefly on network errors; a refusal (CONNACK) is the answer.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		tok := c.pc.Connect()
+		if !tok.WaitTimeout(10 * time.Second) {
+			c.pc.Disconnect(0)
+			return nil, fmt.Errorf("no CONNACK within 10s")
+		}
+		err := tok.Error()
+		if err == nil {
+			break
+		}
+		var netErr net.Error
+		if !errors.As(err, &netErr) && !strings.Contains(err.Error(), "network Error") || time.Now().After(deadline) {
+			return nil, err
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	t.Cleanup(c.Close)
 	return c, nil
