@@ -219,6 +219,8 @@ func (d *daemon) metrics() (map[string]float64, error) {
 type sample struct {
 	At         time.Duration // since the daemon started
 	RSSKB      int64         // VmRSS of /proc/<pid>/status
+	AnonKB     int64         // RssAnon: the heap, stacks and runtime (VmRSS = RssAnon + RssFile)
+	FileKB     int64         // RssFile: the pages of the binary in memory
 	CPUTicks   int64         // utime+stime of /proc/<pid>/stat
 	HeapAlloc  float64       // go_memstats_heap_alloc_bytes
 	HeapInuse  float64       // go_memstats_heap_inuse_bytes
@@ -236,7 +238,7 @@ func (d *daemon) look() sample {
 	d.alive()
 	s := sample{At: time.Since(d.started)}
 	var err error
-	if s.RSSKB, err = rssKB(d.pid()); err != nil {
+	if s.RSSKB, s.AnonKB, s.FileKB, err = rssKB(d.pid()); err != nil {
 		d.t.Fatalf("soak: %v", err)
 	}
 	if s.CPUTicks, err = cpuTicks(d.pid()); err != nil {
@@ -255,8 +257,8 @@ func (d *daemon) look() sample {
 }
 
 func (s sample) String() string {
-	return fmt.Sprintf("t=%7.1fs rss=%6.1fMB heap_alloc=%5.1fMB heap_inuse=%5.1fMB live≈%5.1fMB sys=%5.1fMB goroutines=%4.0f cpu=%6.2fs requests=%d 429s=%d",
-		s.At.Seconds(), float64(s.RSSKB)/1024, s.HeapAlloc/(1<<20), s.HeapInuse/(1<<20), s.NextGC/2/(1<<20),
+	return fmt.Sprintf("t=%7.1fs rss=%6.1fMB (anon %5.1f file %5.1f) heap_alloc=%5.1fMB heap_inuse=%5.1fMB live≈%5.1fMB sys=%5.1fMB goroutines=%4.0f cpu=%6.2fs requests=%d 429s=%d",
+		s.At.Seconds(), float64(s.RSSKB)/1024, float64(s.AnonKB)/1024, float64(s.FileKB)/1024, s.HeapAlloc/(1<<20), s.HeapInuse/(1<<20), s.NextGC/2/(1<<20),
 		s.Sys/(1<<20), s.Goroutines, float64(s.CPUTicks)/clockTicks, s.Requests, s.Limited)
 }
 
@@ -264,21 +266,28 @@ func (s sample) String() string {
 // Linux architecture Go supports.
 const clockTicks = 100
 
-func rssKB(pid int) (int64, error) {
+// rssKB returns VmRSS, RssAnon and RssFile of /proc/<pid>/status, in KiB.
+func rssKB(pid int) (rss, anon, file int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("soak: read status of %d: %w", pid, err)
+		return 0, 0, 0, fmt.Errorf("soak: read status of %d: %w", pid, err)
 	}
+	fields := map[string]*int64{"VmRSS:": &rss, "RssAnon:": &anon, "RssFile:": &file}
+	found := 0
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest)
-			if len(f) < 1 {
-				break
-			}
-			return strconv.ParseInt(f[0], 10, 64)
+		f := strings.Fields(line)
+		if len(f) < 2 || fields[f[0]] == nil {
+			continue
 		}
+		if *fields[f[0]], err = strconv.ParseInt(f[1], 10, 64); err != nil {
+			return 0, 0, 0, fmt.Errorf("soak: /proc/%d/status: %s: %w", pid, line, err)
+		}
+		found++
 	}
-	return 0, fmt.Errorf("soak: no VmRSS in /proc/%d/status", pid)
+	if found != len(fields) {
+		return 0, 0, 0, fmt.Errorf("soak: /proc/%d/status lacks VmRSS, RssAnon or RssFile", pid)
+	}
+	return rss, anon, file, nil
 }
 
 func cpuTicks(pid int) (int64, error) {
