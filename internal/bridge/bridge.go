@@ -294,18 +294,33 @@ type deviceJSON struct {
 
 func (b *Bridge) deviceListLocked() message {
 	b.listDirty = false
-	list := make([]deviceJSON, 0, len(b.order))
+	// Marshalled one device at a time into a buffer of our own: json.Marshal
+	// of the whole list (over a megabyte at 1000 devices) would leave a
+	// buffer that size in encoding/json's pool, alive for as long as
+	// anything keeps marshalling.
+	buf := make([]byte, 0, 1024*len(b.order)+2)
+	buf = append(buf, '[')
 	for _, id := range b.order {
 		e := b.devices[id]
 		caps := e.dev.Capabilities
 		if caps == nil {
 			caps = []cloud.Capability{}
 		}
-		list = append(list, deviceJSON{ID: id, SKU: e.dev.SKU, Device: e.dev.Device,
+		p, err := json.Marshal(deviceJSON{ID: id, SKU: e.dev.SKU, Device: e.dev.Device,
 			Name: displayName(e.dev), Type: e.dev.Type, Capabilities: caps})
+		if err != nil {
+			// Only a value json cannot represent (NaN) gets here; the list
+			// goes out without that device rather than not at all.
+			b.log.Error().Err(err).Str("device", id).Msg("bug: device cannot be listed on bridge/devices")
+			continue
+		}
+		if len(buf) > 1 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, p...)
 	}
-	p, _ := json.Marshal(list)
-	return message{b.opt.Layout.BridgeDevices(), p, true}
+	buf = append(buf, ']')
+	return message{b.opt.Layout.BridgeDevices(), buf, true}
 }
 
 func displayName(d cloud.Device) string {
@@ -418,6 +433,9 @@ func mergeScenes(d cloud.Device, light, diy []cloud.Option) cloud.Device {
 // mergeOptions keeps the listed options and adds the endpoint's, skipping
 // names already present.
 func mergeOptions(c cloud.Capability, extra []cloud.Option) []cloud.Option {
+	if c.Parameters == nil || len(c.Parameters.Options) == 0 {
+		return extra // nothing to merge; scene lists are shared read-only
+	}
 	var out []cloud.Option
 	seen := map[string]bool{}
 	if c.Parameters != nil {

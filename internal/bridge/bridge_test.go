@@ -3,6 +3,7 @@ package bridge
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -123,6 +124,45 @@ func newTestBridge(t *testing.T, discoveryOn bool) (*Bridge, *fakePub, *fakeCmd,
 	b.SetReader(rd)
 	b.Devices([]cloud.Device{lamp}, []cloud.Device{lamp}, nil)
 	return b, pub, cmd, rd
+}
+
+// TestDeviceListOfSeveralDevices: bridge/devices is one JSON array with
+// every device in list order and its capabilities (the list is assembled
+// device by device).
+func TestDeviceListOfSeveralDevices(t *testing.T) {
+	b, pub, _, _ := newTestBridge(t, true)
+	plug := cloud.Device{SKU: "H5080", Device: "AA:BB:CC:DD:EE:FF:00:02", Type: cloud.DeviceSocket,
+		Capabilities: []cloud.Capability{{Type: cloud.TypeOnOff, Instance: cloud.InstancePower}}}
+	bare := cloud.Device{SKU: "H9999", Device: "AA:BB:CC:DD:EE:FF:00:03", Name: "Bare"}
+	pub.take()
+	b.Devices([]cloud.Device{plug, lamp, bare}, []cloud.Device{plug, bare}, nil)
+	list := on(pub.take(), "c2m/bridge/devices")
+	if len(list) != 1 {
+		t.Fatalf("%d device list messages, want 1", len(list))
+	}
+	var devs []struct {
+		ID           string             `json:"id"`
+		Name         string             `json:"name"`
+		Capabilities []cloud.Capability `json:"capabilities"`
+	}
+	if err := json.Unmarshal([]byte(list[0].payload), &devs); err != nil {
+		t.Fatalf("device list is not JSON: %v\n%s", err, list[0].payload)
+	}
+	var ids []string
+	for _, d := range devs {
+		ids = append(ids, d.ID)
+	}
+	want := []string{"h5080_aabbccddeeff0002", lampID, "h9999_aabbccddeeff0003"}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("device list ids %v, want %v", ids, want)
+	}
+	if len(devs[0].Capabilities) != 1 || len(devs[1].Capabilities) != len(lamp.Capabilities) || devs[2].Capabilities == nil {
+		t.Errorf("capabilities: plug %d, lamp %d (want %d), bare %v (want [])", len(devs[0].Capabilities),
+			len(devs[1].Capabilities), len(lamp.Capabilities), devs[2].Capabilities)
+	}
+	if devs[2].Name != "Bare" || devs[0].Name != "H5080" {
+		t.Errorf("names %q, %q: want the device's name, or its SKU when it has none", devs[2].Name, devs[0].Name)
+	}
 }
 
 func TestDeviceListAndDiscoveryPublished(t *testing.T) {

@@ -242,6 +242,10 @@ func (c *Client) Stats() Stats {
 // is up; failures after queueing are logged and counted
 // (Stats.PublishErrors). It fails when the topic is invalid, after Close, or
 // when the queue is full (ErrQueueFull; the message is dropped).
+//
+// The payload is kept, not copied, until it is sent: the caller must not
+// modify it after the call. (A republish of a large account's discovery
+// queues megabytes; a copy would hold them twice.)
 func (c *Client) Publish(topic string, payload []byte, retained bool, qos byte) error {
 	if err := checkTopic(topic); err != nil {
 		return fmt.Errorf("mqtt: publish to %q: %w", topic, err)
@@ -255,7 +259,7 @@ func (c *Client) Publish(topic string, payload []byte, retained bool, qos byte) 
 	if closed {
 		return fmt.Errorf("mqtt: publish to %q: %w", topic, ErrClosed)
 	}
-	m := outMsg{topic: topic, payload: append([]byte(nil), payload...), retained: retained, qos: qos}
+	m := outMsg{topic: topic, payload: payload, retained: retained, qos: qos}
 	c.queued.Add(1)
 	if c.out.push(m) {
 		return nil

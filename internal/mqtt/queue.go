@@ -14,6 +14,9 @@ type outQueue struct {
 	notify chan struct{} // has a value while msgs is not empty
 }
 
+// keptCapacity is how many slots an empty queue keeps for the next burst.
+const keptCapacity = 1024
+
 func newOutQueue(maxBytes int) *outQueue {
 	return &outQueue{max: maxBytes, notify: make(chan struct{}, 1)}
 }
@@ -50,6 +53,11 @@ func (q *outQueue) pop() (outMsg, bool) {
 	q.bytes -= m.size()
 	if q.head == len(q.msgs) {
 		q.msgs, q.head = q.msgs[:0], 0
+		if cap(q.msgs) > keptCapacity {
+			// Drained after a burst (a full republish of a large
+			// account): do not keep its backing array for good.
+			q.msgs = nil
+		}
 	} else if q.head > 1024 && q.head*2 > len(q.msgs) {
 		// Move the rest to the front now and then, so the backing
 		// array does not grow without bound under a steady stream.

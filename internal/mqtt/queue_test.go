@@ -40,3 +40,28 @@ func TestOutQueueBoundedInBytes(t *testing.T) {
 		t.Errorf("an oversized message was refused by an empty queue")
 	}
 }
+
+// TestOutQueueReleasesBurst: once a burst (a large account's republish)
+// has drained, the queue does not hold on to the burst's backing array.
+func TestOutQueueReleasesBurst(t *testing.T) {
+	q := newOutQueue(64 << 20)
+	for i := range 10 * keptCapacity {
+		if !q.push(outMsg{topic: fmt.Sprintf("t/%d", i), payload: []byte("x")}) {
+			t.Fatalf("push %d refused", i)
+		}
+	}
+	for range 10 * keptCapacity {
+		if _, ok := q.pop(); !ok {
+			t.Fatal("queue emptied early")
+		}
+	}
+	if c := cap(q.msgs); c > keptCapacity {
+		t.Errorf("after draining a burst of %d messages the queue keeps room for %d; want at most %d", 10*keptCapacity, c, keptCapacity)
+	}
+	if !q.push(outMsg{topic: "after", payload: []byte("x")}) {
+		t.Fatal("push after the burst refused")
+	}
+	if m, ok := q.pop(); !ok || m.topic != "after" {
+		t.Fatalf("pop after the burst = %q, %v", m.topic, ok)
+	}
+}
