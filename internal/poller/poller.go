@@ -170,8 +170,12 @@ func keyOf(d cloud.Device) key { return key{d.SKU, d.Device} }
 type device struct {
 	dev cloud.Device
 	// Whether dev has the light-scene and DIY-scene capabilities, cached
-	// by setDev: step looks at every device on every wake.
+	// by setDev.
 	withLight, withDIY bool
+
+	order int       // index in Poller.list: same-instant reads go out in list order
+	slot  int       // index in Poller.agenda, -1 when not in it
+	dueAt time.Time // when it next needs the loop: its key in Poller.agenda
 
 	values      map[string]any
 	optimistic  map[string]uint64 // instance → seq of the SetOptimistic that set it
@@ -229,6 +233,7 @@ type Poller struct {
 
 	qmu     sync.Mutex
 	queue   []func(now time.Time) // results from the scheduler, applied by the loop
+	drained []func(now time.Time) // the last queue applied, reused; only the loop touches it
 	qclosed bool
 
 	mu       sync.Mutex
@@ -239,8 +244,9 @@ type Poller struct {
 	plan     Plan
 	devices  map[key]*device
 	list     []cloud.Device // the last list, cloud order, without duplicates
-	ordered  []*device      // devices in list order; nil: rebuild (orderedDevices)
 	listed   bool           // a list has arrived
+	agenda   agenda         // the devices by when they next need the loop
+	batch    []*device      // the devices due in this step, reused
 
 	nextList      time.Time
 	listInFlight  bool
@@ -300,24 +306,27 @@ func (p *Poller) Run(ctx context.Context) error {
 		case <-p.kick:
 		case <-timer.C:
 		}
-		wake := p.cycle()
+		wake := p.cycle(time.Now)
 		timer.Reset(time.Until(wake))
 	}
 }
 
 // cycle applies the scheduler's reports, sends what is due and calls the
-// consumer; it returns when it next has something to do.
-func (p *Poller) cycle() time.Time {
+// consumer; it returns when it next has something to do. clock is
+// time.Now but for benchmarks.
+func (p *Poller) cycle(clock func() time.Time) time.Time {
 	p.qmu.Lock()
 	q := p.queue
-	p.queue = nil
+	p.queue = p.drained[:0]
 	p.qmu.Unlock()
 
 	p.mu.Lock()
-	now := time.Now()
+	now := clock()
 	for _, apply := range q {
 		apply(now)
 	}
+	clear(q) // keeps no report alive
+	p.drained = q
 	wake := p.step(now)
 	effects := p.effects
 	p.effects = nil
@@ -387,17 +396,19 @@ func (p *Poller) step(now time.Time) time.Time {
 	if !p.listInFlight && (p.listWanted || !now.Before(p.nextList)) {
 		p.sendList(now)
 	}
+	batch := p.due(now)
+	for _, d := range batch {
+		p.stepRead(now, d)
+		p.stepScenes(now, d)
+		p.schedule(d)
+	}
+	clear(batch) // keeps no removed device alive
 	wake := now.Add(day)
 	if !p.listInFlight {
 		wake = earliest(wake, p.nextList)
 	}
-	for _, d := range p.orderedDevices() {
-		if t, ok := p.stepRead(now, d); ok {
-			wake = earliest(wake, t)
-		}
-		if t, ok := p.stepScenes(now, d); ok {
-			wake = earliest(wake, t)
-		}
+	if len(p.agenda) > 0 {
+		wake = earliest(wake, p.agenda[0].dueAt)
 	}
 	return wake
 }
@@ -409,41 +420,11 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// orderedDevices returns the devices in list order, so that reads falling due
-// at the same instant go out in a stable order.
-func (p *Poller) orderedDevices() []*device {
-	if p.ordered != nil || len(p.list) == 0 {
-		return p.ordered
-	}
-	p.ordered = make([]*device, 0, len(p.list))
-	for _, dev := range p.list {
-		if d := p.devices[keyOf(dev)]; d != nil {
-			p.ordered = append(p.ordered, d)
-		}
-	}
-	return p.ordered
-}
-
-// stepRead sends the device's state read if one is due, and returns when
-// the next one is (ok false: nothing until the read in flight completes).
-func (p *Poller) stepRead(now time.Time, d *device) (time.Time, bool) {
-	if d.inFlight {
-		return time.Time{}, false
-	}
-	due := d.nextPoll
-	if !d.confirmDue.IsZero() && d.confirmDue.Before(due) {
-		due = d.confirmDue
-	}
-	if d.readNow {
-		due = now
-	}
-	// Whatever the reason, never two reads of a device closer than the
-	// cloud's per-device limit allows.
-	if !d.lastSent.IsZero() {
-		due = latest(due, d.lastSent.Add(MinInterval))
-	}
-	if due.After(now) {
-		return due, true
+// stepRead sends the device's state read if one is due. The caller
+// reschedules the device.
+func (p *Poller) stepRead(now time.Time, d *device) {
+	if due, ok := d.readDue(); !ok || due.After(now) {
+		return
 	}
 
 	prio := scheduler.PriorityPoll
@@ -464,13 +445,12 @@ func (p *Poller) stepRead(now time.Time, d *device) (time.Time, bool) {
 		p.log.Debug().Err(err).Stringer("device", d.dev).Msg("poller: state read not accepted")
 		d.nextPoll = now.Add(p.interval)
 		p.emitDone(waiters, fmt.Errorf("poller: read %s: %w", d.dev, err))
-		return d.nextPoll, true
+		return
 	}
 	d.inFlight = true
 	d.lastSent = now
 	d.sentSeq = sentSeq
 	d.flightWaiter = waiters
-	return time.Time{}, false
 }
 
 func latest(a, b time.Time) time.Time {
@@ -515,6 +495,7 @@ func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err err
 	// Every read, whatever its reason, puts the next periodic read one
 	// interval later: a confirming read takes the periodic read's place.
 	d.nextPoll = latest(d.lastSent.Add(p.deviceInterval(d)), now.Add(MinInterval))
+	p.schedule(d)
 	p.emitDone(waiters, wrapRead(d.dev, err))
 }
 
@@ -532,7 +513,7 @@ func (p *Poller) applyState(d *device, st cloud.DeviceState) {
 		online = true // no online capability: the values are all we know
 	}
 	first := !d.known
-	changed := make(map[string]any)
+	var changed map[string]any // made on the first change: most reads change nothing
 	for inst, v := range st.Values() {
 		if seq, ok := d.optimistic[inst]; ok {
 			if d.sentSeq < seq {
@@ -544,6 +525,9 @@ func (p *Poller) applyState(d *device, st cloud.DeviceState) {
 		}
 		old, had := d.values[inst]
 		if first || !had || !cloud.Equal(old, v) {
+			if changed == nil {
+				changed = make(map[string]any)
+			}
 			changed[inst] = v
 			d.values[inst] = v
 		}
@@ -563,6 +547,9 @@ func (p *Poller) applyState(d *device, st cloud.DeviceState) {
 		d.streak++
 	}
 	if len(changed) > 0 || onlineChanged {
+		if changed == nil {
+			changed = map[string]any{}
+		}
 		dev := d.dev
 		p.emit(func() { p.c.State(dev, online, changed) })
 	}
@@ -657,6 +644,7 @@ func (p *Poller) onList(now time.Time, list []cloud.Device, err error) {
 			if !hadScenes && (d.hasLight() || d.hasDIY()) {
 				d.nextScenes = now
 			}
+			p.schedule(d) // it may have gained or lost its scenes
 		}
 	}
 	for _, old := range p.list {
@@ -667,6 +655,7 @@ func (p *Poller) onList(now time.Time, list []cloud.Device, err error) {
 		d := p.devices[k]
 		removed = append(removed, d.dev)
 		delete(p.devices, k)
+		p.unschedule(d)
 		p.emitDone(slices.Concat(d.readWaiters, d.sceneWaiters), fmt.Errorf("poller: %s: %w", d.dev, ErrRemoved))
 		d.readWaiters, d.sceneWaiters = nil, nil
 	}
@@ -685,11 +674,15 @@ func (p *Poller) onList(now time.Time, list []cloud.Device, err error) {
 			optimistic: make(map[string]uint64),
 			nextPoll:   now.Add(off),
 			nextScenes: now.Add(off),
+			slot:       -1,
 		}
 		d.setDev(dev)
 		p.devices[keyOf(dev)] = d
+		p.schedule(d)
 	}
-	p.ordered = nil // rebuilt by orderedDevices
+	for i, dev := range all {
+		p.devices[keyOf(dev)].order = i
+	}
 	if first || changed || len(added) > 0 || len(removed) > 0 {
 		p.log.Info().Int("devices", len(all)).Int("added", len(added)).Int("removed", len(removed)).
 			Msg("poller: device list changed")
@@ -713,18 +706,13 @@ func (p *Poller) replan(n int) {
 	}
 }
 
-// stepScenes starts the device's scene round if one is due.
-func (p *Poller) stepScenes(now time.Time, d *device) (time.Time, bool) {
-	if d.scenesPending > 0 {
-		return time.Time{}, false
+// stepScenes starts the device's scene round if one is due. The caller
+// reschedules the device.
+func (p *Poller) stepScenes(now time.Time, d *device) {
+	if due, ok := d.scenesDue(); !ok || due.After(now) {
+		return
 	}
 	light, diy := d.hasLight(), d.hasDIY()
-	if !light && !diy {
-		return time.Time{}, false
-	}
-	if !d.scenesWanted && now.Before(d.nextScenes) {
-		return d.nextScenes, true
-	}
 	d.scenesWanted = false
 	d.sceneInFlightW, d.sceneWaiters = d.sceneWaiters, nil
 	d.roundLight, d.roundDIY, d.roundLightOK, d.roundDIYOK, d.roundErr = nil, nil, false, false, nil
@@ -750,10 +738,6 @@ func (p *Poller) stepScenes(now time.Time, d *device) (time.Time, bool) {
 	if diy {
 		fetch(true, p.s.DIYScenes)
 	}
-	if d.scenesPending == 0 {
-		return d.nextScenes, true
-	}
-	return time.Time{}, false
 }
 
 // onScenes records one fetch of a round and finishes the round after its last.
@@ -786,6 +770,7 @@ func (p *Poller) onScenes(now time.Time, d *device, diyKind bool, sc cloud.Scene
 		d.sceneFailures = 0
 		d.nextScenes = now.Add(p.cfg.SceneInterval)
 	}
+	p.schedule(d)
 	changed := false
 	if d.roundLightOK && (!d.scenesKnown || !optionsEqual(d.light, d.roundLight)) {
 		d.light, changed = d.roundLight, true
@@ -842,6 +827,7 @@ func (p *Poller) Confirm(sku, device string) {
 		d.confirmFirst = now
 	}
 	d.confirmDue = earliest(now.Add(p.cfg.ConfirmDelay), d.confirmFirst.Add(confirmWindow*p.cfg.ConfirmDelay))
+	p.schedule(d)
 	p.wake()
 }
 
@@ -861,6 +847,7 @@ func (p *Poller) ReadNow(sku, device string, done func(error)) error {
 	if done != nil {
 		d.readWaiters = append(d.readWaiters, done)
 	}
+	p.schedule(d)
 	p.wake()
 	return nil
 }
@@ -897,6 +884,7 @@ func (p *Poller) RefreshScenes(sku, device string, done func(error)) error {
 	if done != nil {
 		d.sceneWaiters = append(d.sceneWaiters, done)
 	}
+	p.schedule(d)
 	p.wake()
 	return nil
 }
