@@ -675,8 +675,10 @@ func (c *Client) readPayload(cl call, a answer, env envelope) (devicePart, error
 	return p, nil
 }
 
-// readState decodes a state answer.
-func (c *Client) readState(cl call, a answer) (DeviceState, error) {
+// readStateSlow decodes a state answer the robust way: each part on its
+// own, so that a capability that cannot be read costs only itself (logged).
+// readState tries readStateFast first.
+func (c *Client) readStateSlow(cl call, a answer) (DeviceState, error) {
 	env, err := c.check(cl, a)
 	if err != nil {
 		return DeviceState{}, err

@@ -22,7 +22,7 @@ const (
 	fuzzDevice = "52:8B:D4:AD:FC:45:5D:FE"
 )
 
-func fuzzClient(t *testing.T) *Client {
+func fuzzClient(t testing.TB) *Client {
 	t.Helper()
 	c, err := New(Config{BaseURL: "http://127.0.0.1:1", APIKey: fuzzKey, Logger: zerolog.Nop()})
 	if err != nil {
@@ -91,12 +91,20 @@ func FuzzDecodeDevices(f *testing.F) {
 	})
 }
 
+// FuzzDecodeState also checks that wherever the fast path answers, its
+// answer (and its log lines) are the robust decoding's.
 func FuzzDecodeState(f *testing.F) {
 	f.Add([]byte(`{"code":200,"msg":"success","payload":{"sku":"H7143","device":"52:8B:D4:AD:FC:45:5D:FE","capabilities":[]}}`))
+	for _, sc := range stateCorpus(f) {
+		if !strings.HasPrefix(sc.name, "corpus ") {
+			f.Add([]byte(sc.body))
+		}
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		c := fuzzClient(t)
 		cl := call{ep: epState, sku: fuzzSKU, device: fuzzDevice}
 		for _, a := range fuzzAnswers(body) {
+			fastAgrees(t, a)
 			st, err := c.readState(cl, a)
 			if err != nil {
 				checkDecodeError(t, a, err)

@@ -479,6 +479,14 @@ func (s DeviceState) Values() map[string]any {
 // others, string, bool, nil, []any and map[string]any of the same. Values in
 // this form compare with Equal and marshal back to the same JSON.
 func Normalize(raw []byte) (any, error) {
+	if v, ok := normalizeScalar(raw); ok {
+		return v, nil
+	}
+	return normalizeFull(raw)
+}
+
+// normalizeFull is Normalize by a full JSON decoding.
+func normalizeFull(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
