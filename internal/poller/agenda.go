@@ -65,7 +65,7 @@ func (d *device) readDue() (due time.Time, ok bool) {
 // at once). ok is false while a round is in flight and for a device
 // without scene capabilities.
 func (d *device) scenesDue() (due time.Time, ok bool) {
-	if d.scenesPending > 0 || (!d.hasLight() && !d.hasDIY()) {
+	if d.round != nil || (!d.hasLight() && !d.hasDIY()) {
 		return time.Time{}, false
 	}
 	if d.scenesWanted {

@@ -54,7 +54,10 @@ type Consumer interface {
 	Unreachable(dev cloud.Device, err error)
 	// Scenes is called after a scene fetch that changed the device's light
 	// scenes or DIY scenes (and after the first one): both lists, nil for a
-	// kind the device does not have.
+	// kind the device does not have. The lists are the poller's own, not
+	// copies (a large account has thousands of scenes): the poller never
+	// modifies them, only replaces them, and the consumer must not modify
+	// them either, nor the options' values.
 	Scenes(dev cloud.Device, light, diy []cloud.Option)
 }
 
@@ -181,33 +184,38 @@ type device struct {
 	optimistic  map[string]uint64 // instance → seq of the SetOptimistic that set it
 	online      bool
 	known       bool // a read succeeded
-	failures    int  // failed reads in a row
 	unreachable bool
+	failures    int // failed reads in a row
 	streak      int // offline or failed reads in a row: the back-off
 
 	nextPoll     time.Time
 	lastSent     time.Time
 	sentSeq      uint64 // seq when the read in flight was sent
 	inFlight     bool
-	confirmFirst time.Time // first Confirm of the pending burst
-	confirmDue   time.Time // zero: no confirm pending
 	readNow      bool
+	confirmFirst time.Time     // first Confirm of the pending burst
+	confirmDue   time.Time     // zero: no confirm pending
 	readWaiters  []func(error) // ReadNow callers of the read not yet sent
 	flightWaiter []func(error) // ReadNow callers of the read in flight
 
+	light, diy    []cloud.Option
+	scenesKnown   bool
+	scenesWanted  bool // RefreshScenes asked for a round
+	nextScenes    time.Time
+	round         *sceneRound // the round in flight, nil when none
+	sceneFailures int
+	sceneWaiters  []func(error) // RefreshScenes callers of the next round
+}
+
+// sceneRound is a device's scene round in flight: its fetches' results
+// until the last of them reports. A device has one every few hours, for
+// moments, so it is made per round rather than kept in every device.
+type sceneRound struct {
+	pending        int // fetches not yet reported
 	light, diy     []cloud.Option
-	scenesKnown    bool
-	nextScenes     time.Time
-	scenesWanted   bool // RefreshScenes asked for a round
-	scenesPending  int  // fetches of the round in flight
-	roundLight     []cloud.Option
-	roundDIY       []cloud.Option
-	roundLightOK   bool
-	roundDIYOK     bool
-	roundErr       error
-	sceneFailures  int
-	sceneWaiters   []func(error) // RefreshScenes callers of the next round
-	sceneInFlightW []func(error) // RefreshScenes callers of the round in flight
+	lightOK, diyOK bool
+	err            error
+	waiters        []func(error) // RefreshScenes callers of this round
 }
 
 func (d *device) hasLight() bool { return d.withLight }
@@ -355,8 +363,11 @@ func (p *Poller) stop() {
 		waiters = append(waiters, d.readWaiters...)
 		waiters = append(waiters, d.flightWaiter...)
 		waiters = append(waiters, d.sceneWaiters...)
-		waiters = append(waiters, d.sceneInFlightW...)
-		d.readWaiters, d.flightWaiter, d.sceneWaiters, d.sceneInFlightW = nil, nil, nil, nil
+		d.readWaiters, d.flightWaiter, d.sceneWaiters = nil, nil, nil
+		if d.round != nil {
+			waiters = append(waiters, d.round.waiters...)
+			d.round.waiters = nil
+		}
 	}
 	p.mu.Unlock()
 	for _, w := range waiters {
@@ -714,16 +725,17 @@ func (p *Poller) stepScenes(now time.Time, d *device) {
 	}
 	light, diy := d.hasLight(), d.hasDIY()
 	d.scenesWanted = false
-	d.sceneInFlightW, d.sceneWaiters = d.sceneWaiters, nil
-	d.roundLight, d.roundDIY, d.roundLightOK, d.roundDIYOK, d.roundErr = nil, nil, false, false, nil
+	r := &sceneRound{waiters: d.sceneWaiters}
+	d.sceneWaiters = nil
 	// Both fetches count before either is sent, so that one refused at
 	// once cannot finish the round before the other is sent.
 	if light {
-		d.scenesPending++
+		r.pending++
 	}
 	if diy {
-		d.scenesPending++
+		r.pending++
 	}
+	d.round = r
 	fetch := func(diyKind bool, call func(sku, device string, report func(cloud.Scenes, error)) error) {
 		err := call(d.dev.SKU, d.dev.Device, func(sc cloud.Scenes, err error) {
 			p.post(func(now time.Time) { p.onScenes(now, d, diyKind, sc, err) })
@@ -743,53 +755,55 @@ func (p *Poller) stepScenes(now time.Time, d *device) {
 // onScenes records one fetch of a round and finishes the round after its last.
 func (p *Poller) onScenes(now time.Time, d *device, diyKind bool, sc cloud.Scenes, err error) {
 	p.progress = now
-	d.scenesPending--
+	r := d.round
+	r.pending--
 	switch {
 	case err != nil:
-		d.roundErr = errors.Join(d.roundErr, err)
+		r.err = errors.Join(r.err, err)
 	case diyKind:
-		d.roundDIY, d.roundDIYOK = sc.Options(), true
+		r.diy, r.diyOK = sc.Options(), true
 	default:
-		d.roundLight, d.roundLightOK = sc.Options(), true
+		r.light, r.lightOK = sc.Options(), true
 	}
-	if d.scenesPending > 0 {
+	if r.pending > 0 {
 		return
 	}
-	waiters := d.sceneInFlightW
-	d.sceneInFlightW = nil
+	d.round = nil
 	if p.devices[keyOf(d.dev)] != d {
-		p.emitDone(waiters, fmt.Errorf("poller: scenes of %s: %w", d.dev, ErrRemoved))
+		p.emitDone(r.waiters, fmt.Errorf("poller: scenes of %s: %w", d.dev, ErrRemoved))
 		return
 	}
-	if d.roundErr != nil {
+	if r.err != nil {
 		d.sceneFailures++
 		retry := backoff(sceneRetry, p.cfg.SceneInterval, d.sceneFailures)
 		d.nextScenes = now.Add(retry)
-		p.log.Info().Err(d.roundErr).Stringer("device", d.dev).Stringer("retry_in", retry).Msg("poller: scene fetch failed")
+		p.log.Info().Err(r.err).Stringer("device", d.dev).Stringer("retry_in", retry).Msg("poller: scene fetch failed")
 	} else {
 		d.sceneFailures = 0
 		d.nextScenes = now.Add(p.cfg.SceneInterval)
 	}
 	p.schedule(d)
 	changed := false
-	if d.roundLightOK && (!d.scenesKnown || !optionsEqual(d.light, d.roundLight)) {
-		d.light, changed = d.roundLight, true
+	if r.lightOK && (!d.scenesKnown || !optionsEqual(d.light, r.light)) {
+		d.light, changed = r.light, true
 	}
-	if d.roundDIYOK && (!d.scenesKnown || !optionsEqual(d.diy, d.roundDIY)) {
-		d.diy, changed = d.roundDIY, true
+	if r.diyOK && (!d.scenesKnown || !optionsEqual(d.diy, r.diy)) {
+		d.diy, changed = r.diy, true
 	}
-	if d.roundLightOK || d.roundDIYOK {
+	if r.lightOK || r.diyOK {
 		d.scenesKnown = true
 	}
 	if changed {
-		dev, light, diy := d.dev, slices.Clone(d.light), slices.Clone(d.diy)
+		// The stored lists are never modified, only replaced: the
+		// consumer shares them (see Consumer.Scenes).
+		dev, light, diy := d.dev, d.light, d.diy
 		p.emit(func() { p.c.Scenes(dev, light, diy) })
 	}
 	var roundErr error
-	if d.roundErr != nil {
-		roundErr = fmt.Errorf("poller: scenes of %s: %w", d.dev, d.roundErr)
+	if r.err != nil {
+		roundErr = fmt.Errorf("poller: scenes of %s: %w", d.dev, r.err)
 	}
-	p.emitDone(waiters, roundErr)
+	p.emitDone(r.waiters, roundErr)
 }
 
 func optionsEqual(a, b []cloud.Option) bool {
@@ -931,7 +945,9 @@ func (p *Poller) Devices() []cloud.Device {
 	return slices.Clone(p.list)
 }
 
-// Scenes returns the device's last fetched light and DIY scenes.
+// Scenes returns the device's last fetched light and DIY scenes: copies of
+// the lists, which the caller may modify (not the options' values, which
+// are shared).
 func (p *Poller) Scenes(sku, device string) (light, diy []cloud.Option) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -672,3 +672,58 @@ func TestRefusedKeyDoesNotBackOff(t *testing.T) {
 		}
 	})
 }
+
+// TestSceneRequestsAtShutdown: RefreshScenes callers hear of the shutdown,
+// whether their round was in flight or not yet sent.
+func TestSceneRequestsAtShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(dev("S", true))
+		h := start(t, f, Config{})
+		synctest.Wait() // the list and the first round are answered
+		f.mu.Lock()
+		f.latency = time.Hour
+		f.mu.Unlock()
+		var inFlight, next outcome
+		if err := h.p.RefreshScenes("H6072", "S", inFlight.done); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute) // that round has gone out
+		if err := h.p.RefreshScenes("H6072", "S", next.done); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute) // and this one waits for it
+		if n := f.count("scenes"); n != 2 {
+			t.Fatalf("%d scene fetches, want the first and the refresh", n)
+		}
+		h.stop()
+		if _, once, err := inFlight.get(); !errors.Is(err, ErrStopped) || !once {
+			t.Errorf("RefreshScenes in flight at shutdown: %v (once: %v), want ErrStopped", err, once)
+		}
+		if _, once, err := next.get(); !errors.Is(err, ErrStopped) || !once {
+			t.Errorf("RefreshScenes waiting at shutdown: %v (once: %v), want ErrStopped", err, once)
+		}
+		time.Sleep(time.Hour) // the late answers arrive and are dropped
+		if _, once, _ := inFlight.get(); !once {
+			t.Error("a late answer called RefreshScenes's done again")
+		}
+	})
+}
+
+// TestScenesReturnsCopies: a caller of Scenes may change the lists it gets.
+func TestScenesReturnsCopies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(dev("S", true))
+		f.scenes["S"] = []cloud.Option{{Name: "sunrise", Value: int64(1)}}
+		h := start(t, f, Config{})
+		synctest.Wait()
+		light, _ := h.p.Scenes("H6072", "S")
+		if len(light) != 1 {
+			t.Fatalf("Scenes() = %v, want the fetched scene", light)
+		}
+		light[0].Name = "changed by the caller"
+		if light, _ := h.p.Scenes("H6072", "S"); light[0].Name != "sunrise" {
+			t.Errorf("a caller's change reached the poller's scenes: %v", light)
+		}
+		h.stop()
+	})
+}
