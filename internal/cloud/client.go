@@ -578,9 +578,10 @@ func (c *Client) readDevices(cl call, a answer) ([]Device, error) {
 		return nil, e
 	}
 	seen := make(map[string]bool, len(items))
+	shared := make(map[string]capabilityDefs)
 	for i, raw := range items {
-		var d Device
-		if err := json.Unmarshal(raw, &d); err != nil {
+		d, err := decodeListedDevice(raw, shared)
+		if err != nil {
 			c.warnOnce("device-undecodable:"+strconv.Itoa(i)+":"+err.Error(), func(ev *zerolog.Event) {
 				ev.Int("index", i).Str("error", c.clean(err.Error())).Msg("cloud: a device in the list cannot be decoded; left out")
 			})

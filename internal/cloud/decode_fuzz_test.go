@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -61,8 +62,13 @@ func checkDecodeError(t *testing.T, a answer, err error) {
 	}
 }
 
+// FuzzDecodeDevices also checks that the devices, which share the decoding
+// of identical capability definitions, are those each decoded on its own.
 func FuzzDecodeDevices(f *testing.F) {
 	f.Add([]byte(`{"code":200,"message":"success","data":[{"sku":"H1","device":"D1","capabilities":[]}]}`))
+	two := `[{"type":"devices.capabilities.on_off","instance":"powerSwitch","parameters":{"dataType":"ENUM","options":[{"name":"on","value":1}]}},{"type":"x"}]`
+	f.Add([]byte(`{"code":200,"data":[{"sku":"H1","device":"D1","capabilities":` + two + `},{"sku":"H1","device":"D2","capabilities":` + two +
+		`},{"sku":"H2","device":"D3","capabilities":` + two + `,"capabilities":null},{"sku":"H1","device":"D4","capabilities":{}},null,7]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		c := fuzzClient(t)
 		cl := call{ep: epDevices}
@@ -74,6 +80,9 @@ func FuzzDecodeDevices(f *testing.F) {
 			}
 			if a.status != 200 || devs == nil {
 				t.Fatalf("status %d: success with %v", a.status, devs)
+			}
+			if want := separately(t, body); !reflect.DeepEqual(devs, want) {
+				t.Fatalf("devices decoded with shared definitions\n%+v\neach on its own\n%+v", devs, want)
 			}
 			seen := map[string]bool{}
 			for _, d := range devs {

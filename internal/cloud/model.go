@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -132,6 +133,13 @@ func NormalizeDeviceType(t string) string {
 }
 
 // Device is one element of the device list.
+//
+// Capabilities may be shared with other devices of the same list: ListDevices
+// decodes a capabilities array that several devices send byte for byte the
+// same (devices of one model) once, and gives them all the same slice, with
+// the same Parameters, Options, Fields and values behind it. Treat it and
+// everything it points to as read-only; copy before changing (as
+// bridge.mergeScenes does).
 type Device struct {
 	SKU          string       `json:"sku"`
 	Device       string       `json:"device"`
@@ -238,15 +246,73 @@ func (d *Device) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*d = Device{SKU: raw.SKU, Device: raw.Device, Name: raw.Name, Type: NormalizeDeviceType(raw.Type)}
-	for i, rc := range raw.Capabilities {
+	d.Capabilities, d.Problems = decodeCapabilityDefs(raw.Capabilities)
+	return nil
+}
+
+// decodeCapabilityDefs decodes a device's capability definitions; those that
+// cannot be decoded are left out and named in problems.
+func decodeCapabilityDefs(raws []json.RawMessage) (caps []Capability, problems []string) {
+	for i, rc := range raws {
 		var c Capability
 		if err := json.Unmarshal(rc, &c); err != nil {
-			d.Problems = append(d.Problems, fmt.Sprintf("capability %d: %v", i, err))
+			problems = append(problems, fmt.Sprintf("capability %d: %v", i, err))
 			continue
 		}
-		d.Capabilities = append(d.Capabilities, c)
+		caps = append(caps, c)
 	}
-	return nil
+	return caps, problems
+}
+
+// capabilityDefs is one decoding of a capabilities array, for every device
+// of a list that has that array byte for byte.
+type capabilityDefs struct {
+	caps     []Capability
+	problems []string
+}
+
+// decodeListedDevice decodes a device of a device list as Device.UnmarshalJSON
+// does, except that devices whose capabilities array is byte for byte the
+// same (devices of one model) share one decoded []Capability, kept in
+// shared by that array's bytes: a household of a thousand devices has few
+// models, and each decoded definition costs kilobytes. Where it cannot
+// decode the device it lets Device.UnmarshalJSON do it, so that errors are
+// worded as before.
+func decodeListedDevice(b []byte, shared map[string]capabilityDefs) (Device, error) {
+	var raw struct {
+		SKU          string          `json:"sku"`
+		Device       string          `json:"device"`
+		Name         string          `json:"deviceName"`
+		Type         string          `json:"type"`
+		Capabilities json.RawMessage `json:"capabilities"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return decodeDevice(b)
+	}
+	defs, ok := shared[string(raw.Capabilities)]
+	if !ok {
+		var items []json.RawMessage
+		if len(raw.Capabilities) > 0 {
+			if err := json.Unmarshal(raw.Capabilities, &items); err != nil {
+				return decodeDevice(b)
+			}
+		}
+		defs.caps, defs.problems = decodeCapabilityDefs(items)
+		// No spare capacity: an append to one device's capabilities must
+		// not write into another's.
+		defs.caps = slices.Clip(defs.caps)
+		shared[string(raw.Capabilities)] = defs
+	}
+	return Device{
+		SKU: raw.SKU, Device: raw.Device, Name: raw.Name, Type: NormalizeDeviceType(raw.Type),
+		Capabilities: defs.caps, Problems: slices.Clone(defs.problems),
+	}, nil
+}
+
+func decodeDevice(b []byte) (Device, error) {
+	var d Device
+	err := json.Unmarshal(b, &d)
+	return d, err
 }
 
 // UnmarshalJSON decodes a capability definition and normalises its type.
