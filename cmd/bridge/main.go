@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"cloud2mqtt/internal/app"
@@ -21,7 +22,18 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// gcPercent is the garbage collector's target when GOGC is not set: the heap
+// may grow to 1.5 times what is live instead of Go's default of twice. The
+// daemon's live heap is small and its allocation rate low, so collecting a
+// little more often costs next to nothing and keeps resident memory down
+// (1000 devices: under 25 MB instead of about 30; docs/reliability.md).
+// GOGC and GOMEMLIMIT in the environment still win.
+const gcPercent = 50
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	stop()

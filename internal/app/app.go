@@ -255,7 +255,7 @@ func (m *Main) HTTPURL() string {
 func (m *Main) httpClient() *http.Client {
 	base := m.HTTPClient
 	if base == nil {
-		base = &http.Client{Timeout: m.Config.Cloud.Timeout}
+		base = &http.Client{Timeout: m.Config.Cloud.Timeout, Transport: cloudTransport()}
 	}
 	c := *base
 	c.Transport = observe(c.Transport, func(endpoint string, status int) {
@@ -267,6 +267,16 @@ func (m *Main) httpClient() *http.Client {
 		}
 	})
 	return &c
+}
+
+// cloudTransport is net/http's default transport keeping as many idle
+// connections to the cloud as the scheduler has requests in flight: with the
+// default of 2, reads sent together (the poller batches them) would open
+// and close connections, a TLS handshake each, every second.
+func cloudTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = scheduler.DefaultMaxInFlight
+	return t
 }
 
 func schedulerConfig(c config.Config) scheduler.Config {

@@ -36,12 +36,32 @@ func (h *harness) devices() []listed {
 }
 
 // devicesWithScenes waits until every light's scene list has arrived from
-// the scene endpoint (the device list has none for most lights).
+// the scene endpoint (the device list has none for most lights). It asks
+// with bridge/request/devices: the retained list follows scene changes only
+// every 30 s.
 func (h *harness) devicesWithScenes() []listed {
 	h.t.Helper()
 	var list []listed
+	n := 0
 	h.watch.until(wait, "every light's scenes", func() bool {
-		list = h.devices()
+		n++
+		tx := fmt.Sprintf("scenes-%d", n)
+		h.publish("cloud2mqtt/bridge/request/devices", `{"transaction":"`+tx+`"}`)
+		var resp struct {
+			Status string   `json:"status"`
+			Data   []listed `json:"data"`
+		}
+		h.watch.waitJSON(wait, "cloud2mqtt/bridge/response/devices", func(m map[string]any) bool {
+			if m["transaction"] != tx {
+				return false
+			}
+			p, _ := json.Marshal(m)
+			return json.Unmarshal(p, &resp) == nil
+		})
+		list = resp.Data
+		if resp.Status != "ok" || len(list) != len(h.sim.Devices()) {
+			return false
+		}
 		for _, d := range list {
 			c, ok := capabilityOf(d, cloud.InstanceLightScene)
 			if ok && (c.Parameters == nil || len(c.Parameters.Options) == 0) {

@@ -78,9 +78,10 @@ type Bridge struct {
 	order         []string          // topic ids in list order
 	bridgeConfigs configHashes
 	lastStats     []byte
-	listed        bool // the first device list has arrived
-	listDirty     bool // scenes changed the device list; sent with the next stats
-	resend        bool // a publish failed: republish everything with the next stats
+	listed        bool      // the first device list has arrived
+	listDirty     bool      // scenes changed the device list; sent with a later stats
+	listSent      time.Time // when the device list was last published
+	resend        bool      // a publish failed: republish everything with the next stats
 }
 
 // entry is what the bridge knows and has published of one device.
@@ -292,8 +293,20 @@ type deviceJSON struct {
 	Capabilities []cloud.Capability `json:"capabilities"`
 }
 
+// deviceListEvery spaces the republishes of the device list that only scene
+// lists changed: at start every light's scenes arrive over the first poll
+// interval, and at 1000 devices each republish is over a megabyte.
+const deviceListEvery = 30 * time.Second
+
+// deviceListLocked is the retained device list, to be sent now.
 func (b *Bridge) deviceListLocked() message {
 	b.listDirty = false
+	b.listSent = time.Now()
+	return message{b.opt.Layout.BridgeDevices(), b.deviceListJSONLocked(), true}
+}
+
+// deviceListJSONLocked is the device list as JSON.
+func (b *Bridge) deviceListJSONLocked() []byte {
 	// Marshalled one device at a time into a buffer of our own: json.Marshal
 	// of the whole list (over a megabyte at 1000 devices) would leave a
 	// buffer that size in encoding/json's pool, alive for as long as
@@ -320,7 +333,7 @@ func (b *Bridge) deviceListLocked() message {
 		buf = append(buf, p...)
 	}
 	buf = append(buf, ']')
-	return message{b.opt.Layout.BridgeDevices(), buf, true}
+	return buf
 }
 
 func displayName(d cloud.Device) string {
@@ -384,8 +397,9 @@ func (b *Bridge) Scenes(dev cloud.Device, light, diy []cloud.Option) {
 	}
 	e.light, e.diy = light, diy
 	e.dev = mergeScenes(e.listed, light, diy)
-	// The device list (large on a large account) goes out with the next
-	// stats, once for every scene list that arrived meanwhile.
+	// The device list (large on a large account) goes out with a later
+	// stats, at most every deviceListEvery, once for every scene list that
+	// arrived meanwhile.
 	b.listDirty = true
 	b.sendLocked(b.discoveryLocked(e, false))
 	b.mu.Unlock()

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -351,6 +353,10 @@ func TestPartialStructCommands(t *testing.T) {
 }
 
 func TestScenesMergeIntoDefinitionsAndNames(t *testing.T) {
+	synctest.Test(t, testScenesMergeIntoDefinitionsAndNames)
+}
+
+func testScenesMergeIntoDefinitionsAndNames(t *testing.T) {
 	b, pub, cmd, _ := newTestBridge(t, true)
 	pub.take()
 	scenes := []cloud.Option{{Name: "Sunrise", Value: map[string]any{"paramId": int64(1), "id": int64(2)}}}
@@ -360,7 +366,20 @@ func TestScenesMergeIntoDefinitionsAndNames(t *testing.T) {
 	if l := on(msgs, "c2m/bridge/devices"); len(l) != 0 {
 		t.Errorf("the device list went out with each scene update: %d times", len(l))
 	}
-	// It goes out once, with the next stats.
+	// Not with the next stats: the list went out with the device list
+	// moments ago.
+	b.PublishStats(discovery.BridgeStats{})
+	if l := on(pub.take(), "c2m/bridge/devices"); len(l) != 0 {
+		t.Errorf("the device list went out again right after the last time")
+	}
+	// A client asking for the list gets it with the scenes, and that does
+	// not stand for the retained list.
+	b.Handle("c2m/bridge/request/devices", nil)
+	if l := on(pub.take(), "c2m/bridge/response/devices"); len(l) != 1 || !strings.Contains(l[0].payload, "Sunrise") {
+		t.Errorf("devices request answered %+v; want the list with the scenes", l)
+	}
+	// Once, with the first stats deviceListEvery after the last time.
+	time.Sleep(deviceListEvery)
 	b.PublishStats(discovery.BridgeStats{})
 	later := pub.take()
 	if l := on(later, "c2m/bridge/devices"); len(l) != 1 || !strings.Contains(l[0].payload, "Sunrise") {

@@ -78,9 +78,9 @@ func (b *Bridge) handleRequest(action string, payload []byte) {
 		b.respond(action, req, map[string]any{"healthy": ok, "reasons": reasons, "details": details}, nil)
 	case "devices":
 		b.mu.Lock()
-		m := b.deviceListLocked()
+		list := b.deviceListJSONLocked()
 		b.mu.Unlock()
-		b.respond(action, req, json.RawMessage(m.payload), nil)
+		b.respond(action, req, json.RawMessage(list), nil)
 	default:
 		b.respond(action, req, nil, requestError("bridge: unknown action "+strconvQuote(action)+"; known: "+strings.Join(actions, ", ")))
 	}

@@ -186,7 +186,7 @@ func (b *Bridge) PublishStats(s discovery.BridgeStats) {
 	b.resend = false
 	var msgs []message
 	msgs = append(msgs, b.bridgeConfigsLocked(false)...)
-	if b.listDirty {
+	if b.listDirty && time.Since(b.listSent) >= deviceListEvery {
 		msgs = append(msgs, b.deviceListLocked())
 	}
 	if !bytes.Equal(p, b.lastStats) {

@@ -96,8 +96,11 @@ var (
 	DefaultDIYScenes      = PerMinute(30, 30)
 )
 
+// DefaultMaxInFlight is Config.MaxInFlight's default: the most requests on
+// the wire at once, and so the connections worth keeping open to the cloud.
+const DefaultMaxInFlight = 8
+
 const (
-	defaultMaxInFlight       = 8
 	defaultCommandSlots      = 1
 	defaultMaxAttempts       = 4
 	defaultRetryBase         = time.Second
@@ -146,7 +149,7 @@ func (c Config) Validate() error {
 	}
 	maxInFlight, slots := c.MaxInFlight, c.CommandSlots
 	if maxInFlight <= 0 {
-		maxInFlight = defaultMaxInFlight
+		maxInFlight = DefaultMaxInFlight
 	}
 	if slots <= 0 {
 		slots = defaultCommandSlots
@@ -178,7 +181,7 @@ func (c Config) withDefaults() Config {
 			*v = def
 		}
 	}
-	positive(&c.MaxInFlight, defaultMaxInFlight)
+	positive(&c.MaxInFlight, DefaultMaxInFlight)
 	positive(&c.MaxAttempts, defaultMaxAttempts)
 	positive(&c.MaxQueuedCommands, defaultMaxQueuedCommands)
 	positive(&c.MaxQueuedReads, defaultMaxQueuedReads)
