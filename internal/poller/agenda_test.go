@@ -58,7 +58,7 @@ func TestRequestsOnOneDeviceAmongMany(t *testing.T) {
 		h := start(t, f, Config{Interval: n * time.Second, ListInterval: time.Hour})
 
 		sleepUntil(h, 50500*time.Millisecond)
-		h.p.Confirm("H6072", "D030") // read at 30 s, next due at 230 s
+		h.p.Confirm("H6072", "D030") // read at 30 s, next due at 230 s; confirmed at 52.5 s
 		sleepUntil(h, 70500*time.Millisecond)
 		var readNow outcome
 		if err := h.p.ReadNow("H6072", "D011", readNow.done); err != nil {
@@ -75,10 +75,10 @@ func TestRequestsOnOneDeviceAmongMany(t *testing.T) {
 		for i, d := range list {
 			first := float64(i)
 			switch d.Device {
-			case "D030": // confirmed 2 s after the command; the next read a full interval later
-				checkCalls(t, h, "state", d.Device, slices.Concat(secs(30), every(52.5, n, end)))
-			case "D011": // read on request at once
-				checkCalls(t, h, "state", d.Device, slices.Concat(secs(11), every(70.5, n, end)))
+			case "D030": // confirmed 2 s after the command; the next read a full interval later, on the grid
+				checkCalls(t, h, "state", d.Device, slices.Concat(secs(30, 52.5), every(253, n, end)))
+			case "D011": // read on request at once; the next read a full interval later, on the grid
+				checkCalls(t, h, "state", d.Device, slices.Concat(secs(11, 70.5), every(271, n, end)))
 			default:
 				checkCalls(t, h, "state", d.Device, every(first, n, end))
 			}

@@ -43,9 +43,12 @@ func (nopConsumer) Unreachable(dev cloud.Device, err error)                     
 func (nopConsumer) Scenes(dev cloud.Device, light, diy []cloud.Option)          {}
 
 // BenchmarkIdleWake measures one wake of the poller's loop on an idle
-// account of 1000 devices at the default interval: the previous read's
-// answer is applied and the one device now due is read. That is what the
-// daemon does at that size about 17 times a second, in two wakes each.
+// account of 1000 devices at the default interval: the previous batch's
+// answers are applied and the 16 or 17 devices due at this grid instant
+// are read. Periodic reads are batched on the one-second grid (readGrid),
+// so that is what the daemon's loop does at that size once a second (plus
+// a short wake per answer that does not arrive with others); before the
+// grid it woke about 17 times a second for one device each.
 func BenchmarkIdleWake(b *testing.B) {
 	const n = 1000
 	list := make([]cloud.Device, n)
@@ -58,20 +61,29 @@ func BenchmarkIdleWake(b *testing.B) {
 	p.mu.Lock()
 	p.onList(now, list, nil)
 	p.effects = nil
+	p.nextList = now.Add(365 * day)
 	p.mu.Unlock()
 
-	step := DefaultInterval / n // one device falls due every step
-	// One full interval first: every device has had its first read (which
-	// reports all values) and the first scene round.
+	// The loop wakes a little after the grid instant it asked for, as a
+	// timer does.
+	const late = 50 * time.Microsecond
+	now = now.Add(late)
 	clock := func() time.Time { return now }
-	for range 2 * n {
-		p.cycle(clock)
-		now = now.Add(step)
+	wake := func() {
+		next := p.cycle(clock)
+		if next.Sub(now) != readGrid-late {
+			b.Fatalf("next wake %v after this one, want the next grid instant", next.Sub(now))
+		}
+		now = next.Add(late)
+	}
+	// Two full intervals first: every device has had its first read (which
+	// reports all values) and the first scene round.
+	for range 2 * DefaultInterval / readGrid {
+		wake()
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		p.cycle(clock)
-		now = now.Add(step)
+		wake()
 	}
 }

@@ -31,7 +31,7 @@ type Plan struct {
 
 	Configured time.Duration // POLL_INTERVAL after defaults and the 2 s floor
 	Needed     time.Duration // shortest interval whose reads fit StateBudget; 0 without a limit
-	Interval   time.Duration // max(Configured, Needed): the interval used
+	Interval   time.Duration // max(Configured, Needed) rounded up to whole seconds: the interval used
 
 	StateRequests int  // periodic state reads at Interval (online devices; offline ones read less)
 	Total         int  // StateRequests + ListRequests + SceneRequests + CommandRequests
@@ -45,6 +45,11 @@ type Plan struct {
 // requests (periodic reads, list refreshes, scene fetches and the command
 // allowance) stay within the limit less 10 % headroom. When even one read per
 // device a day does not fit, the plan says OverBudget and the interval is 24 h.
+//
+// The interval is rounded up to whole seconds (readGrid): periodic reads go
+// out on a one-second grid, so an interval of 37.5 s would read every 38 s
+// anyway, and the plan counts the reads that are really made. Rounding up
+// only ever lengthens the interval, so it never breaks the budget.
 //
 // It is pure: the poller calls it whenever the device count changes.
 func PlanInterval(devices int, cfg Config) (time.Duration, Plan) {
@@ -68,6 +73,7 @@ func PlanInterval(devices int, cfg Config) (time.Duration, Plan) {
 		}
 		p.Interval = max(p.Configured, p.Needed)
 	}
+	p.Interval = gridUp(p.Interval)
 	p.StateRequests = p.Devices * perDay(p.Interval)
 	p.Total = p.StateRequests + p.ListRequests + p.SceneRequests + p.CommandRequests
 	return p.Interval, p

@@ -69,6 +69,21 @@ func TestPlanInterval(t *testing.T) {
 			},
 		},
 		{
+			// Periodic reads go out on the one-second grid: 2.5 s reads every 3 s.
+			name: "interval not whole seconds is rounded up", devices: 3, cfg: Config{Interval: 2500 * time.Millisecond},
+			want: Plan{Devices: 3, Configured: 2500 * time.Millisecond, Interval: 3 * time.Second, StateRequests: 86400, Total: 86400},
+		},
+		{
+			// 27000 − 144 − 80 − 3000 = 23776, 2377 a device: 37 s needed;
+			// the configured 37.5 s rules, rounded up to 38 s: 10 × 2274 reads.
+			name: "configured interval not whole seconds under a limit", devices: 10, cfg: Config{Interval: 37500 * time.Millisecond, DailyLimit: 30000},
+			want: Plan{
+				Devices: 10, Limit: 30000, Budget: 27000, ListRequests: 144, SceneRequests: 80, CommandRequests: 3000,
+				StateBudget: 23776, Configured: 37500 * time.Millisecond, Needed: 37 * time.Second, Interval: 38 * time.Second,
+				StateRequests: 22740, Total: 25964,
+			},
+		},
+		{
 			name: "no devices yet", devices: 0, cfg: Config{DailyLimit: 1000},
 			want: Plan{Limit: 1000, Configured: time.Minute, Interval: time.Minute},
 		},
@@ -93,6 +108,7 @@ func TestPlanIntervalFitsBudget(t *testing.T) {
 			for _, cfg := range []Config{
 				{Interval: 2 * time.Second, DailyLimit: limit},
 				{Interval: 45 * time.Second, DailyLimit: limit, CommandsPerDay: 50, ListInterval: 5 * time.Minute},
+				{Interval: 37500 * time.Millisecond, DailyLimit: limit},
 			} {
 				_, plan := PlanInterval(devices, cfg)
 				if plan.OverBudget {
@@ -101,7 +117,10 @@ func TestPlanIntervalFitsBudget(t *testing.T) {
 				if plan.Total > plan.Budget {
 					t.Fatalf("limit %d, %d devices: plan %+v exceeds its budget", limit, devices, plan)
 				}
-				if plan.Interval > plan.Configured {
+				if plan.Interval%time.Second != 0 || plan.Interval < plan.Configured {
+					t.Fatalf("limit %d, %d devices: interval %v is not the configured %v or more, in whole seconds", limit, devices, plan.Interval, plan.Configured)
+				}
+				if plan.Interval > gridUp(plan.Configured) {
 					shorter := devices*perDay(plan.Interval-time.Second) + plan.Total - plan.StateRequests
 					if shorter <= plan.Budget {
 						t.Fatalf("limit %d, %d devices: %v would also fit (%d ≤ %d): plan %+v", limit, devices, plan.Interval-time.Second, shorter, plan.Budget, plan)

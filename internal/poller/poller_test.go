@@ -37,42 +37,58 @@ func secs(s ...float64) []time.Duration {
 	return out
 }
 
+// TestReadsSpreadEvenlyOncePerInterval: 200 devices at 60 s are read in
+// batches on the one-second grid, 3 or 4 a second, each exactly once per
+// interval.
 func TestReadsSpreadEvenlyOncePerInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFake(devs(4)...)
+		const n = 200
+		f := newFake(devs(n)...)
 		f.latency = 500 * time.Millisecond // answers take time; the plan must not drift
-		h := start(t, f, Config{Interval: time.Minute})
-		time.Sleep(10*time.Minute - time.Second)
+		h := start(t, f, Config{Interval: time.Minute, ListInterval: time.Hour})
+		time.Sleep(10*time.Minute + 700*time.Millisecond) // the reads at 600 s are answered
 		h.stop()
 
-		listed := h.t0.Add(f.latency) // the spread starts when the list arrives
-		seen := map[time.Time]bool{}
+		// The list arrives at 0.5 s; the spread starts at the next grid
+		// instant, 1 s, and fills the interval's 60 grid instants in list
+		// order.
+		batches := map[time.Duration]int{}
 		for i, d := range f.list {
 			reads := f.reads(d.Device)
 			if len(reads) != 10 {
 				t.Fatalf("%s: %d reads in 10 intervals, want 10", d.Device, len(reads))
 			}
-			if got, want := reads[0].at.Sub(listed), time.Duration(i)*15*time.Second; got != want {
-				t.Errorf("%s: first read %v after the list, want %v (i×interval/n)", d.Device, got, want)
+			if got, want := reads[0].at.Sub(h.t0), time.Second+time.Duration(i*60/n)*time.Second; got != want {
+				t.Errorf("%s: first read at %v, want %v (grid instant %d of 60 from 1 s)", d.Device, got, want, i*60/n)
 			}
 			for _, g := range gaps(reads) {
 				if g != time.Minute {
-					t.Errorf("%s: reads %v apart, want 1m: %v", d.Device, g, offsets(listed, reads))
+					t.Errorf("%s: reads %v apart, want 1m: %v", d.Device, g, offsets(h.t0, reads))
 					break
 				}
 			}
 			for _, r := range reads {
-				if seen[r.at] {
-					t.Errorf("two reads at %v: a burst", r.at.Sub(listed))
+				if !r.at.Equal(r.at.Truncate(readGrid)) {
+					t.Errorf("%s: periodic read at %v, off the one-second grid", d.Device, r.at.Sub(h.t0))
 				}
-				seen[r.at] = true
+				batches[r.at.Sub(h.t0)]++
 				if r.prio != scheduler.PriorityPoll {
 					t.Errorf("periodic read at priority %v", r.prio)
 				}
 			}
 		}
+		// Every second from 1 s to 600 s sends a batch, and the batches
+		// differ by at most one read: 200/60 is 3 or 4.
+		if len(batches) != 600 {
+			t.Errorf("reads at %d instants, want 600 (every second from 1 s to 600 s)", len(batches))
+		}
+		for at, k := range batches {
+			if k < 3 || k > 4 {
+				t.Errorf("%d reads at %v, want 3 or 4", k, at)
+			}
+		}
 		if n := f.count("list"); n != 1 {
-			t.Errorf("%d list requests in 10 minutes, want 1 (at start)", n)
+			t.Errorf("%d list requests, want 1 (at start)", n)
 		}
 	})
 }
@@ -102,48 +118,73 @@ func TestIntervalFloor(t *testing.T) {
 }
 
 func TestDailyLimitSimulatedDay(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const limit, n, commands = 10000, 10, 500 // commands: the default allowance, limit/20
-		var list []cloud.Device
-		for i := range n {
-			list = append(list, dev(fmt.Sprintf("L%02d", i), true))
-		}
-		f := newFake(list...)
-		cfg := Config{Interval: 30 * time.Second, DailyLimit: limit}
-		h := start(t, f, cfg)
-		want, plan := PlanInterval(n, cfg)
+	for _, tc := range []struct {
+		name     string
+		limit    int
+		interval time.Duration
+	}{
+		{"the limit lengthens the interval", 10000, 30 * time.Second},
+		// The configured interval rules and is not whole seconds: 38 s on the grid.
+		{"interval not whole seconds", 30000, 37500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const n = 10
+				commands := tc.limit / 20 // the default allowance
+				var list []cloud.Device
+				for i := range n {
+					list = append(list, dev(fmt.Sprintf("L%02d", i), true))
+				}
+				f := newFake(list...)
+				cfg := Config{Interval: tc.interval, DailyLimit: tc.limit}
+				h := start(t, f, cfg)
+				want, plan := PlanInterval(n, cfg)
 
-		// A day of commands, evenly spread, each followed by its confirm.
-		every := day / commands
-		time.Sleep(every / 2)
-		for i := range commands {
-			if i > 0 {
-				time.Sleep(every)
-			}
-			h.p.Confirm("H6072", list[i%n].Device)
-		}
-		time.Sleep(time.Until(h.t0.Add(day)) - time.Nanosecond)
-		if got := h.p.Stats().Interval; got != want {
-			t.Errorf("interval %v, want the planned %v", got, want)
-		}
-		h.stop()
+				// A day of commands, evenly spread, each followed by its confirm.
+				every := day / time.Duration(commands)
+				time.Sleep(every / 2)
+				for i := range commands {
+					if i > 0 {
+						time.Sleep(every)
+					}
+					h.p.Confirm("H6072", list[i%n].Device)
+				}
+				time.Sleep(time.Until(h.t0.Add(day)) - time.Nanosecond)
+				if got := h.p.Stats().Interval; got != want {
+					t.Errorf("interval %v, want the planned %v", got, want)
+				}
+				h.stop()
 
-		end := h.t0.Add(day)
-		calls := f.filter(func(c call) bool { return c.at.Before(end) })
-		total := len(calls) + commands
-		t.Logf("plan %+v; measured: %d requests + %d commands", plan, len(calls), commands)
-		if total > plan.Budget {
-			t.Errorf("%d requests in a simulated day, over the budget of %d (limit %d less 10%%)", total, plan.Budget, limit)
-		}
-		confirms := len(f.filter(func(c call) bool { return c.prio == scheduler.PriorityConfirm }))
-		if confirms != commands {
-			t.Errorf("%d confirming reads for %d spread-out commands, want one each", confirms, commands)
-		}
-		// The plan uses the budget rather than starving the devices.
-		if reads := f.count("state"); reads < plan.StateRequests*9/10 {
-			t.Errorf("%d reads a day, want about the planned %d", reads, plan.StateRequests)
-		}
-	})
+				end := h.t0.Add(day)
+				calls := f.filter(func(c call) bool { return c.at.Before(end) })
+				total := len(calls) + commands
+				t.Logf("plan %+v; measured: %d requests + %d commands", plan, len(calls), commands)
+				if total > plan.Budget {
+					t.Errorf("%d requests in a simulated day, over the budget of %d (limit %d less 10%%)", total, plan.Budget, tc.limit)
+				}
+				confirms := len(f.filter(func(c call) bool { return c.prio == scheduler.PriorityConfirm }))
+				if confirms != commands {
+					t.Errorf("%d confirming reads for %d spread-out commands, want one each", confirms, commands)
+				}
+				// The plan uses the budget rather than starving the devices.
+				if reads := f.count("state"); reads < plan.StateRequests*9/10 {
+					t.Errorf("%d reads a day, want about the planned %d", reads, plan.StateRequests)
+				}
+				// No periodic read comes within the planned interval of the
+				// read before it (so not within the configured one either),
+				// nor any read within the per-device limit.
+				for _, d := range list {
+					reads := f.reads(d.Device)
+					for i := 1; i < len(reads); i++ {
+						g := reads[i].at.Sub(reads[i-1].at)
+						if g < MinInterval || (reads[i].prio == scheduler.PriorityPoll && g < want) {
+							t.Fatalf("%s: %v read at %v, %v after the read before", d.Device, reads[i].prio, reads[i].at.Sub(h.t0), g)
+						}
+					}
+				}
+			})
+		})
+	}
 }
 
 func TestReplanWhenDeviceCountChanges(t *testing.T) {
@@ -527,14 +568,16 @@ func TestReadNow(t *testing.T) {
 		f := newFake(devs(1)...)
 		f.latency = 200 * time.Millisecond
 		h := start(t, f, Config{Interval: time.Minute})
-		time.Sleep(time.Second) // the first read at 0.2s; the next may go at 2.2s
+		// The list arrives at 0.2s, the first read goes at the next grid
+		// instant, 1s; the next may go at 3s.
+		time.Sleep(1500 * time.Millisecond)
 		var now outcome
 		if err := h.p.ReadNow("H6072", "D00", now.done); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(5 * time.Second)
-		if at, once, err := now.get(); err != nil || !once || at.Sub(h.t0) != 2400*time.Millisecond {
-			t.Errorf("ReadNow done at %v with %v (once: %v), want nil at 2.4s (2s after the last read, plus latency)", at.Sub(h.t0), err, once)
+		if at, once, err := now.get(); err != nil || !once || at.Sub(h.t0) != 3200*time.Millisecond {
+			t.Errorf("ReadNow done at %v with %v (once: %v), want nil at 3.2s (2s after the last read, plus latency)", at.Sub(h.t0), err, once)
 		}
 		reads := f.reads("D00")
 		if len(reads) != 2 || reads[1].prio != scheduler.PriorityConfirm {
@@ -543,8 +586,8 @@ func TestReadNow(t *testing.T) {
 		if err := h.p.ReadNow("H6072", "nope", nil); !errors.Is(err, ErrUnknownDevice) {
 			t.Errorf("ReadNow of an unknown device: %v", err)
 		}
-		if p := h.p.Progress(); p.Sub(h.t0) != 2400*time.Millisecond {
-			t.Errorf("progress %v, want the last completed read at 2.4s", p.Sub(h.t0))
+		if p := h.p.Progress(); p.Sub(h.t0) != 3200*time.Millisecond {
+			t.Errorf("progress %v, want the last completed read at 3.2s", p.Sub(h.t0))
 		}
 
 		// Requests waiting at shutdown hear of it; later ones are refused.

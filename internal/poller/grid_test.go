@@ -1,0 +1,285 @@
+package poller
+
+import (
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/scheduler"
+)
+
+func TestOnGrid(t *testing.T) {
+	g := time.Date(2026, 3, 1, 12, 0, 7, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		in     time.Time
+		want   time.Time
+		reason string
+	}{
+		{"on the grid", g, g, "stays"},
+		{"just after", g.Add(time.Nanosecond), g.Add(time.Second), "rounds up"},
+		{"just before", g.Add(-time.Nanosecond), g, "rounds up"},
+		{"half way", g.Add(500 * time.Millisecond), g.Add(time.Second), "rounds up, not to the nearest"},
+	} {
+		if got := onGrid(tc.in); !got.Equal(tc.want) {
+			t.Errorf("%s: onGrid(%v) = %v, want %v (%s)", tc.name, tc.in, got, tc.want, tc.reason)
+		}
+	}
+	// The monotonic reading survives: the result is later than t by what
+	// the wall clock says.
+	now := time.Now()
+	if d := onGrid(now).Sub(now); d < 0 || d >= readGrid {
+		t.Errorf("onGrid(now) is %v after now, want [0, %v)", d, readGrid)
+	}
+	if s := onGrid(now).String(); strings.Contains(now.String(), "m=+") && !strings.Contains(s, "m=+") {
+		t.Errorf("onGrid dropped the monotonic clock reading: %s", s)
+	}
+	for _, tc := range []struct{ in, want time.Duration }{
+		{2 * time.Second, 2 * time.Second},
+		{2500 * time.Millisecond, 3 * time.Second},
+		{37500 * time.Millisecond, 38 * time.Second},
+		{time.Minute + time.Nanosecond, 61 * time.Second},
+	} {
+		if got := gridUp(tc.in); got != tc.want {
+			t.Errorf("gridUp(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// checkGridBatches checks reads of n devices at interval made from the
+// grid instant first until end: every device read exactly once per interval
+// in list order (device i at grid instant i×slots/n), and every grid second
+// in [first, end) sends n/slots or one more. at gives a read's grid instant.
+func checkGridBatches(t *testing.T, list []cloud.Device, reads []call, interval time.Duration, first, end time.Time, at func(call) time.Time) {
+	t.Helper()
+	n, slots := len(list), int(interval/readGrid)
+	byDevice := map[string][]time.Time{}
+	batches := map[time.Time]int{}
+	for _, r := range reads {
+		if r.prio != scheduler.PriorityPoll {
+			t.Errorf("%s: periodic read at priority %v", r.device, r.prio)
+		}
+		g := at(r)
+		if !g.Equal(g.Truncate(readGrid)) {
+			t.Fatalf("%s: read at %v, off the one-second grid", r.device, g)
+		}
+		byDevice[r.device] = append(byDevice[r.device], g)
+		batches[g]++
+	}
+	for i, d := range list {
+		got := byDevice[d.Device]
+		slot := first.Add(time.Duration(i*slots/n) * readGrid)
+		var want []time.Time
+		for at := slot; at.Before(end); at = at.Add(interval) {
+			want = append(want, at)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d reads, want %d, every %v from %v", d.Device, len(got), len(want), interval, slot.Sub(first))
+		}
+		for k := range got {
+			if !got[k].Equal(want[k]) {
+				t.Fatalf("%s: read %d at %v, want %v (every %v from grid instant %d)", d.Device, k, got[k].Sub(first), want[k].Sub(first), interval, i*slots/n)
+			}
+		}
+	}
+	lo, hi := n/slots, (n+slots-1)/slots
+	seconds := 0
+	for at := first; at.Before(end); at = at.Add(readGrid) {
+		seconds++
+		if k := batches[at]; k < lo || k > hi {
+			t.Errorf("%d reads at %v, want %d to %d", k, at.Sub(first), lo, hi)
+		}
+	}
+	if len(batches) != seconds {
+		t.Errorf("reads at %d instants, want one batch each second from %v to %v: %d", len(batches), first, end, seconds)
+	}
+}
+
+// TestThousandDevicesBatchedOnGrid: at 1000 devices and 60 s, the reads go
+// out once a second, 16 or 17 at a time, each device exactly 60 s apart.
+func TestThousandDevicesBatchedOnGrid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 1000
+		list := numbered(n)
+		f := newFake(list...)
+		f.latency = 300 * time.Millisecond
+		h := start(t, f, Config{Interval: time.Minute, ListInterval: time.Hour})
+		// The list arrives at 0.3 s: the reads fill the grid from 1 s.
+		first := h.t0.Add(time.Second)
+		end := first.Add(3 * time.Minute)
+		time.Sleep(time.Until(end) - 500*time.Millisecond) // the last batch is answered
+		h.stop()
+
+		reads := f.reads("")
+		checkGridBatches(t, list, reads, time.Minute, first, end, func(c call) time.Time { return c.at })
+
+		// The scene rounds of the devices with scenes went out with their
+		// first reads, in the same batch.
+		for i, d := range list {
+			if i%10 != 0 {
+				continue
+			}
+			want := first.Add(time.Duration(i*60/n) * time.Second)
+			for _, kind := range []string{"scenes", "diy"} {
+				sc := h.f.filter(func(c call) bool { return c.kind == kind && c.device == d.Device })
+				if len(sc) != 1 || !sc[0].at.Equal(want) {
+					t.Fatalf("%s: %s fetches at %v, want one at %v", d.Device, kind, offsets(h.t0, sc), want.Sub(h.t0))
+				}
+			}
+		}
+	})
+}
+
+// recordingScheduler answers every request at once, like instantScheduler,
+// and records the state reads at the loop's clock.
+type recordingScheduler struct {
+	instantScheduler
+	now   *time.Time
+	reads []call
+}
+
+func (s *recordingScheduler) State(sku, device string, p scheduler.Priority, report func(cloud.DeviceState, error)) error {
+	s.reads = append(s.reads, call{"state", p, device, *s.now})
+	return s.instantScheduler.State(sku, device, p, report)
+}
+
+// TestLateWakesKeepTheGrid: a real timer wakes the loop a little after the
+// grid instant it asked for, and the answers come in later still. The next
+// periodic read is counted from the grid instant, not from the late send,
+// so the devices keep their grid second and their batches.
+func TestLateWakesKeepTheGrid(t *testing.T) {
+	const n, late = 1000, 7 * time.Millisecond
+	list := numbered(n)
+	var now time.Time
+	s := &recordingScheduler{now: &now}
+	s.state = mkState("H6072", "any", true, map[string]any{cloud.InstancePower: 1})
+	p := New(s, nopConsumer{}, Config{Interval: DefaultInterval, ListInterval: 365 * day}, zerolog.Nop())
+	first := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now = first.Add(-300 * time.Millisecond) // the list arrives off the grid, before first
+	p.mu.Lock()
+	p.onList(now, list, nil)
+	p.effects = nil
+	p.nextList = now.Add(365 * day)
+	p.mu.Unlock()
+
+	end := first.Add(3 * DefaultInterval)
+	clock := func() time.Time { return now }
+	now = first.Add(late)
+	for now.Before(end) {
+		next := p.cycle(clock)
+		// The answers arrive and are applied before the next batch is due.
+		now = now.Add(200 * time.Millisecond)
+		p.cycle(clock)
+		now = next.Add(late)
+	}
+	checkGridBatches(t, list, s.reads, DefaultInterval, first, end, func(c call) time.Time {
+		if c.at.Sub(c.at.Truncate(readGrid)) != late {
+			t.Fatalf("%s: read at %v, want %v after a grid instant", c.device, c.at, late)
+		}
+		return c.at.Truncate(readGrid)
+	})
+}
+
+// TestConfirmOffGrid: a confirming read is not put on the grid, and the
+// device's next periodic read is: at least an interval after the
+// confirming read and less than a grid step more.
+func TestConfirmOffGrid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(devs(4)...)
+		f.latency = 200 * time.Millisecond
+		h := start(t, f, Config{Interval: time.Minute, ConfirmDelay: 2 * time.Second, ListInterval: time.Hour})
+		// The list arrives at 0.2 s: periodic reads at 1, 16, 31 and 46 s.
+		sleepUntil(h, 20300*time.Millisecond)
+		h.p.Confirm("H6072", "D01") // off the grid: confirmed at 22.3 s
+		sleepUntil(h, 100*time.Second)
+		h.p.Confirm("H6072", "D02") // on the grid: confirmed at 102 s
+		sleepUntil(h, 250*time.Second)
+		h.stop()
+
+		for _, tc := range []struct {
+			device  string
+			confirm time.Duration
+			want    []time.Duration
+		}{
+			{"D00", 0, secs(1, 61, 121, 181, 241)},
+			// 22.3 + 60 = 82.3 s, rounded up to 83 s.
+			{"D01", 22300 * time.Millisecond, secs(16, 22.3, 83, 143, 203)},
+			{"D02", 102 * time.Second, secs(31, 91, 102, 162, 222)},
+			{"D03", 0, secs(46, 106, 166, 226)},
+		} {
+			reads := f.reads(tc.device)
+			checkCalls(t, h, "state", tc.device, tc.want)
+			for i, r := range reads {
+				at := r.at.Sub(h.t0)
+				if confirm := at == tc.confirm; confirm != (r.prio == scheduler.PriorityConfirm) {
+					t.Errorf("%s: read at %v at priority %v", tc.device, at, r.prio)
+				}
+				if r.prio != scheduler.PriorityPoll {
+					continue
+				}
+				if !r.at.Equal(r.at.Truncate(readGrid)) {
+					t.Errorf("%s: periodic read at %v, off the grid", tc.device, at)
+				}
+				if i > 0 {
+					if g := r.at.Sub(reads[i-1].at); g < time.Minute || g >= time.Minute+readGrid {
+						t.Errorf("%s: periodic read at %v, %v after the read before, want [1m, 1m1s)", tc.device, at, g)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestIntervalNotWholeSeconds: an interval of 2.5 s reads every 3 s, never
+// more often than the interval, and reads on request still keep the
+// per-device limit.
+func TestIntervalNotWholeSeconds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval = 2500 * time.Millisecond
+		f := newFake(devs(2)...)
+		f.latency = 100 * time.Millisecond
+		h := start(t, f, Config{Interval: interval, ConfirmDelay: 700 * time.Millisecond, ListInterval: time.Hour})
+		time.Sleep(time.Second)
+		if got := h.p.Stats().Interval; got != 3*time.Second {
+			t.Errorf("interval %v, want 2.5s rounded up to the grid: 3s", got)
+		}
+		for i := range 150 { // commands and reads on request for D00 at uneven instants
+			if i%4 == 0 {
+				if err := h.p.ReadNow("H6072", "D00", nil); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				h.p.Confirm("H6072", "D00")
+			}
+			time.Sleep(time.Duration(300+(i*53)%1900) * time.Millisecond)
+		}
+		time.Sleep(time.Minute)
+		h.stop()
+
+		for _, d := range []string{"D00", "D01"} {
+			reads := f.reads(d)
+			if len(reads) < 40 {
+				t.Errorf("%s: only %d reads", d, len(reads))
+			}
+			for i, r := range reads {
+				if i == 0 {
+					continue
+				}
+				g, at := r.at.Sub(reads[i-1].at), r.at.Sub(h.t0)
+				if g < MinInterval {
+					t.Fatalf("%s: reads %v apart at %v, below the per-device limit", d, g, at)
+				}
+				if r.prio == scheduler.PriorityPoll && g < interval {
+					t.Fatalf("%s: periodic read at %v only %v after the read before, within the interval %v", d, at, g, interval)
+				}
+				if d == "D01" && g != 3*time.Second {
+					t.Fatalf("%s: reads %v apart at %v, want every 3s", d, g, at)
+				}
+			}
+		}
+	})
+}
