@@ -224,7 +224,7 @@ type sample struct {
 	CPUTicks   int64         // utime+stime of /proc/<pid>/stat
 	HeapAlloc  float64       // go_memstats_heap_alloc_bytes
 	HeapInuse  float64       // go_memstats_heap_inuse_bytes
-	NextGC     float64       // go_memstats_next_gc_bytes: about twice the live heap at the last GC
+	NextGC     float64       // go_memstats_next_gc_bytes: the GC's heap goal, (1 + GOGC/100) × the live heap at the last GC
 	Sys        float64       // go_memstats_sys_bytes
 	Goroutines float64
 	Requests   int // cloud requests so far (simulator)
@@ -257,8 +257,8 @@ func (d *daemon) look() sample {
 }
 
 func (s sample) String() string {
-	return fmt.Sprintf("t=%7.1fs rss=%6.1fMB (anon %5.1f file %5.1f) heap_alloc=%5.1fMB heap_inuse=%5.1fMB live≈%5.1fMB sys=%5.1fMB goroutines=%4.0f cpu=%6.2fs requests=%d 429s=%d",
-		s.At.Seconds(), float64(s.RSSKB)/1024, float64(s.AnonKB)/1024, float64(s.FileKB)/1024, s.HeapAlloc/(1<<20), s.HeapInuse/(1<<20), s.NextGC/2/(1<<20),
+	return fmt.Sprintf("t=%7.1fs rss=%6.1fMB (anon %5.1f file %5.1f) heap_alloc=%5.1fMB heap_inuse=%5.1fMB gc_goal=%5.1fMB sys=%5.1fMB goroutines=%4.0f cpu=%6.2fs requests=%d 429s=%d",
+		s.At.Seconds(), float64(s.RSSKB)/1024, float64(s.AnonKB)/1024, float64(s.FileKB)/1024, s.HeapAlloc/(1<<20), s.HeapInuse/(1<<20), s.NextGC/(1<<20),
 		s.Sys/(1<<20), s.Goroutines, float64(s.CPUTicks)/clockTicks, s.Requests, s.Limited)
 }
 
