@@ -68,7 +68,7 @@ type Cloud struct {
 
 // Poll is how often the daemon reads from the cloud on its own.
 type Poll struct {
-	Interval           time.Duration `env:"POLL_INTERVAL" envDefault:"60s" doc:"How often each device's state is read; at least 2s (the cloud allows 30 state reads per minute per device)"`
+	Interval           time.Duration `env:"POLL_INTERVAL" envDefault:"60s" doc:"How often each device's state is read; at least 2s (the cloud allows 30 state reads per minute per device), rounded up to whole seconds (reads are sent in batches once a second)"`
 	DeviceListInterval time.Duration `env:"DEVICE_LIST_INTERVAL" envDefault:"10m" doc:"How often the device list is read to find added or removed devices; at least 1m"`
 	SceneInterval      time.Duration `env:"SCENE_INTERVAL" envDefault:"6h" doc:"How often each light's scene lists are read; at least 1m"`
 }
