@@ -139,12 +139,19 @@ func (b *Broker) WSURL() string {
 // Close stops the listeners, disconnects every client (their wills are
 // published) and returns when the client goroutines have ended.
 func (b *Broker) Close() error {
-	// mochi v2.7.9 can deadlock in Close when a client disconnects at the
-	// same moment (mochi-mqtt/server issue #488: a read lock taken twice
-	// while a writer waits). Never let that hang the daemon's shutdown:
-	// give up waiting after closeTimeout and say so.
+	// mochi v2.7.9 can deadlock in Close when a client connects or
+	// disconnects at the same moment (mochi-mqtt/server issue #488: its
+	// listener closer, Clients.GetByListener, takes a read lock twice while
+	// a writer may wait between). So the listeners are closed first with a
+	// closer of ours that takes the lock once; once they are closed and
+	// their clients gone, mochi's own Close has no writer to race with.
+	// Should it hang all the same, give up waiting after closeTimeout: it
+	// must never hang the daemon's shutdown.
 	done := make(chan error, 1)
-	go func() { done <- b.srv.Close() }()
+	go func() {
+		b.srv.Listeners.CloseAll(b.disconnectClients)
+		done <- b.srv.Close()
+	}()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -154,6 +161,16 @@ func (b *Broker) Close() error {
 	case <-time.After(closeTimeout):
 		b.log.Warn().Dur("waited", closeTimeout).Msg("embedded broker did not close in time (a known mochi deadlock); leaving it")
 		return fmt.Errorf("broker: close: not done after %s", closeTimeout)
+	}
+}
+
+// disconnectClients disconnects the clients of one listener, as mochi's
+// own closer does, but reading the client list under a single read lock.
+func (b *Broker) disconnectClients(listener string) {
+	for _, cl := range b.srv.Clients.GetAll() {
+		if cl.Net.Listener == listener && !cl.Closed() {
+			_ = b.srv.DisconnectClient(cl, packets.ErrServerShuttingDown)
+		}
 	}
 }
 
