@@ -39,9 +39,12 @@ func TestHealthAndMetrics(t *testing.T) {
 		return code == 200 && json.Unmarshal([]byte(body), &health) == nil && health.Healthy
 	})
 	h.publish("cloud2mqtt/"+h.devices()[0].ID+"/set/powerSwitch", "1")
-	h.watch.until(wait, "the command in the metrics", func() bool {
+	// Reads go out on a one-second grid: the first may come after the
+	// command.
+	h.watch.until(wait, "the command and a state read in the metrics", func() bool {
 		_, body := getURL(t, base+"/metrics")
-		return strings.Contains(body, `cloud2mqtt_commands_total{outcome="ok"} 1`)
+		return strings.Contains(body, `cloud2mqtt_commands_total{outcome="ok"} 1`) &&
+			strings.Contains(body, `cloud2mqtt_cloud_requests_total{endpoint="state",status="200"}`)
 	})
 	_, body := getURL(t, base+"/metrics")
 	for _, series := range []string{

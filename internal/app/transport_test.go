@@ -32,7 +32,7 @@ func TestCloudTransportKeepsConnections(t *testing.T) {
 	tr := cloudTransport()
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
-	const rounds = 5
+	const rounds = 10
 	for range rounds {
 		var wg sync.WaitGroup
 		for range scheduler.DefaultMaxInFlight {
@@ -48,8 +48,11 @@ func TestCloudTransportKeepsConnections(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	if n := opened.Load(); n > scheduler.DefaultMaxInFlight {
-		t.Errorf("%d rounds of %d concurrent requests opened %d connections; want at most %d (kept open between rounds)",
+	// A connection goes back to the idle pool just after its body is read,
+	// so now and then a round starts before the last one's are all back
+	// and dials one more. net/http's default (2 idle) dials 6 a round.
+	if n := opened.Load(); n >= 2*scheduler.DefaultMaxInFlight {
+		t.Errorf("%d rounds of %d concurrent requests opened %d connections; want about %d (kept open between rounds)",
 			rounds, scheduler.DefaultMaxInFlight, n, scheduler.DefaultMaxInFlight)
 	}
 }
