@@ -1,4 +1,4 @@
-//go:build race
+//go:build nodered && race
 
 package nodered_test
 

@@ -19,8 +19,44 @@ import (
 	"cloud2mqtt/internal/logging"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=..."; when it
+// is not, buildVersion reads what the Go toolchain recorded.
+var version = ""
+
+// buildVersion is the version a user can report: the -ldflags version when
+// set, else the module version (go install cloud2mqtt/cmd/bridge@v1.2.3),
+// else the VCS revision a go build in a checkout records (with "+dirty"
+// for uncommitted changes), else "dev".
+func buildVersion(ldflags string, info *debug.BuildInfo, ok bool) string {
+	if ldflags != "" {
+		return ldflags
+	}
+	if !ok || info == nil {
+		return "dev"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified == "true" {
+		rev += "+dirty"
+	}
+	return rev
+}
 
 // gcPercent is the garbage collector's target when GOGC is not set: the heap
 // may grow to 1.25 times what is live instead of Go's default of twice. The
@@ -32,6 +68,8 @@ var version = "dev"
 const gcPercent = 25
 
 func main() {
+	info, ok := debug.ReadBuildInfo()
+	version = buildVersion(version, info, ok)
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,31 @@ func TestVersion(t *testing.T) {
 	code, out, _ := runBridge(t, nil, "-version")
 	if code != 0 || !strings.Contains(out, "cloud2mqtt "+version) {
 		t.Errorf("-version: code %d, output %q", code, out)
+	}
+}
+
+func TestBuildVersion(t *testing.T) {
+	rev := []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "false"}}
+	dirty := []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789ab"}, {Key: "vcs.modified", Value: "true"}}
+	tests := map[string]struct {
+		ldflags string
+		info    *debug.BuildInfo
+		ok      bool
+		want    string
+	}{
+		"ldflags win":          {"v1.0.0", &debug.BuildInfo{Main: debug.Module{Version: "v0.9.0"}}, true, "v1.0.0"},
+		"module version":       {"", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: rev}, true, "v1.2.3"},
+		"checkout revision":    {"", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: rev}, true, "0123456789ab"},
+		"uncommitted changes":  {"", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: dirty}, true, "0123456789ab+dirty"},
+		"no VCS information":   {"", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, "dev"},
+		"no build information": {"", nil, false, "dev"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := buildVersion(tc.ldflags, tc.info, tc.ok); got != tc.want {
+				t.Errorf("buildVersion = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const fixtures = "../../../shared/fixtures"
+const fixtures = "../../testdata"
 
 // serve starts run on a free port and returns its base URL and a stop
 // function that returns run's error.

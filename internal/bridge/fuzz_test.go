@@ -27,7 +27,7 @@ import (
 )
 
 // The fuzz targets feed arbitrary payloads to every command topic of every
-// device of the demo catalogue and of the shared fixtures' device lists, on
+// device of the demo catalogue and of the recorded device lists in testdata/, on
 // a bridge wired to fakes (no broker, no scheduler, no poller). Beyond "no
 // panic" (Handle recovers a panic and logs "bug:", which fails the target)
 // they check what a user relies on:
@@ -62,9 +62,9 @@ func fixtureDevices(t testing.TB) ([]cloud.Device, []cloud.Option) {
 }
 
 func loadFixtureDevices() ([]cloud.Device, []cloud.Option, error) {
-	files, err := filepath.Glob("../../../shared/fixtures/list_devices*.json")
+	files, err := filepath.Glob("../../testdata/list_devices*.json")
 	if err != nil || len(files) == 0 {
-		return nil, nil, fmt.Errorf("no shared fixtures list_devices*.json (%v)", err)
+		return nil, nil, fmt.Errorf("no recorded device lists testdata/list_devices*.json (%v)", err)
 	}
 	var bodies [][]byte
 	sim := cloudsim.New(cloudsim.Options{APIKey: "fuzz-key"})
@@ -104,7 +104,7 @@ func loadFixtureDevices() ([]cloud.Device, []cloud.Option, error) {
 			}
 		}
 	}
-	b, err := os.ReadFile("../../../shared/fixtures/scenes.json")
+	b, err := os.ReadFile("../../testdata/scenes.json")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -14,7 +14,7 @@ import (
 // answer, without HTTP, under several statuses. Beyond "no panic" they check
 // what callers rely on: a failure is always an *APIError of a real kind that
 // never shows the key, and a success names the device asked for. The seed
-// corpus in testdata/fuzz holds the recorded answers of ../../../shared/fixtures
+// corpus in testdata/fuzz holds the recorded answers of ../../testdata
 // and the error bodies of client_test.go.
 
 const (

@@ -235,18 +235,11 @@ type Field struct {
 // UnmarshalJSON decodes a device and normalises its type strings. A capability
 // that cannot be decoded is left out and named in Problems.
 func (d *Device) UnmarshalJSON(b []byte) error {
-	var raw struct {
-		SKU          string            `json:"sku"`
-		Device       string            `json:"device"`
-		Name         string            `json:"deviceName"`
-		Type         string            `json:"type"`
-		Capabilities []json.RawMessage `json:"capabilities"`
-	}
-	if err := json.Unmarshal(b, &raw); err != nil {
+	dev, err := decodeListedDevice(b, nil)
+	if err != nil {
 		return err
 	}
-	*d = Device{SKU: raw.SKU, Device: raw.Device, Name: raw.Name, Type: NormalizeDeviceType(raw.Type)}
-	d.Capabilities, d.Problems = decodeCapabilityDefs(raw.Capabilities)
+	*d = dev
 	return nil
 }
 
@@ -271,13 +264,13 @@ type capabilityDefs struct {
 	problems []string
 }
 
-// decodeListedDevice decodes a device of a device list as Device.UnmarshalJSON
-// does, except that devices whose capabilities array is byte for byte the
-// same (devices of one model) share one decoded []Capability, kept in
-// shared by that array's bytes: a household of a thousand devices has few
-// models, and each decoded definition costs kilobytes. Where it cannot
-// decode the device it lets Device.UnmarshalJSON do it, so that errors are
-// worded as before.
+// decodeListedDevice decodes a device of a device list. Devices whose
+// capabilities array is byte for byte the same (devices of one model) share
+// one decoded []Capability, kept in shared by that array's bytes: a
+// household of a thousand devices has few models, and each decoded
+// definition costs kilobytes. With a nil shared map nothing is shared
+// (Device.UnmarshalJSON). Both read the array in two steps, so that a
+// duplicated key means the same to both: the last one wins.
 func decodeListedDevice(b []byte, shared map[string]capabilityDefs) (Device, error) {
 	var raw struct {
 		SKU          string          `json:"sku"`
@@ -287,32 +280,28 @@ func decodeListedDevice(b []byte, shared map[string]capabilityDefs) (Device, err
 		Capabilities json.RawMessage `json:"capabilities"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
-		return decodeDevice(b)
+		return Device{}, err
 	}
 	defs, ok := shared[string(raw.Capabilities)]
 	if !ok {
 		var items []json.RawMessage
 		if len(raw.Capabilities) > 0 {
 			if err := json.Unmarshal(raw.Capabilities, &items); err != nil {
-				return decodeDevice(b)
+				return Device{}, fmt.Errorf("capabilities: %w", err)
 			}
 		}
 		defs.caps, defs.problems = decodeCapabilityDefs(items)
 		// No spare capacity: an append to one device's capabilities must
 		// not write into another's.
 		defs.caps = slices.Clip(defs.caps)
-		shared[string(raw.Capabilities)] = defs
+		if shared != nil {
+			shared[string(raw.Capabilities)] = defs
+		}
 	}
 	return Device{
 		SKU: raw.SKU, Device: raw.Device, Name: raw.Name, Type: NormalizeDeviceType(raw.Type),
 		Capabilities: defs.caps, Problems: slices.Clone(defs.problems),
 	}, nil
-}
-
-func decodeDevice(b []byte) (Device, error) {
-	var d Device
-	err := json.Unmarshal(b, &d)
-	return d, err
 }
 
 // UnmarshalJSON decodes a capability definition and normalises its type.
@@ -697,7 +686,7 @@ func (s Scenes) Options() []Option {
 
 // ControlResult is what the cloud answered to a successful control request.
 // The spec does not show the success body; the live service echoes the
-// capability with a state status (see shared fixtures README), kept here when
+// capability with a state status (see testdata/README.md), kept here when
 // present.
 type ControlResult struct {
 	RequestID  string       `json:"requestId"`

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-const fixtureDir = "../../../shared/fixtures"
+const fixtureDir = "../../testdata"
 
 // fixtureDevices returns every device of the recorded device lists.
 func fixtureDevices(t testing.TB) []Device {

@@ -11,7 +11,7 @@ import (
 	"cloud2mqtt/internal/cloud"
 )
 
-const fixtures = "../../../shared/fixtures"
+const fixtures = "../../testdata"
 
 func fixtureFiles(t *testing.T) []string {
 	t.Helper()

@@ -1,19 +1,18 @@
 package config
 
-// Tests of the deploy/ files that can run here: the systemd sandbox score,
-// and the Node-RED flow's structure and function code. Docker cannot run in
-// the test environment; the compose test only checks that what the files
-// name exists.
+// Tests of the deploy/ files that need nothing but Go: the unit's and the
+// Node-RED flow's structure. The systemd sandbox score and the flow's
+// function code need other programs (deploy_systemd_test.go and
+// deploy_node_test.go, behind build tags). Docker cannot run in the test
+// environment; the compose test only checks that what the files name exists.
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -21,42 +20,6 @@ import (
 )
 
 var deployDir = filepath.Join("..", "..", "deploy")
-
-// maxExposure is the highest systemd-analyze security score the unit may
-// have (0 = locked down, 10 = unprotected).
-const maxExposure = 2.0
-
-func TestSystemdUnitExposure(t *testing.T) {
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Skip("systemd-analyze is not installed: the unit's sandbox score is not checked")
-	}
-	unit, err := filepath.Abs(filepath.Join(deployDir, "systemd", "cloud2mqtt.service"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.CommandContext(t.Context(), analyze, "security", "--offline=true", "--no-pager", unit).CombinedOutput()
-	if err != nil {
-		t.Fatalf("systemd-analyze security: %v\n%s", err, out)
-	}
-	m := regexp.MustCompile(`Overall exposure level for cloud2mqtt\.service: ([0-9.]+)`).FindSubmatch(out)
-	if m == nil {
-		t.Fatalf("no overall exposure in:\n%s", out)
-	}
-	score, err := strconv.ParseFloat(string(m[1]), 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("systemd-analyze security: exposure %.1f", score)
-	if score > maxExposure {
-		t.Errorf("the unit's exposure is %.1f, above %.1f: restore its hardening\n%s", score, maxExposure, out)
-	}
-	// systemd ignores unknown keys and keys in the wrong section with a
-	// warning only; the unit must have none.
-	if bytes.Contains(out, []byte("Unknown key")) || bytes.Contains(out, []byte("ignoring")) {
-		t.Errorf("systemd ignores part of the unit:\n%s", out)
-	}
-}
 
 // The unit's contract with the daemon and with config: notify, watchdog,
 // the env file and the credential the config package reads.
@@ -230,61 +193,6 @@ func demoDeviceID(t *testing.T, i int) string {
 		t.Fatalf("demo devices: %v", err)
 	}
 	return topic.DeviceID(list.Data[i].SKU, list.Data[i].Device)
-}
-
-// The flow's function code runs in Node.js, as Node-RED would run it, on a
-// device list and on states (and on the bridge's plain "online").
-func TestNodeREDFunctions(t *testing.T) {
-	nodeJS, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the flow's function code is not run")
-	}
-	_, byID := readFlow(t)
-	var names, format string
-	for _, n := range byID {
-		switch n.Name {
-		case "remember names":
-			names = n.Func
-		case "format state":
-			format = n.Func
-		}
-	}
-	if names == "" || format == "" {
-		t.Fatal("function nodes 'remember names' and 'format state' not found")
-	}
-	id := demoDeviceID(t, 0)
-	script := `
-const ctx = {};
-const flow = { get: k => ctx[k], set: (k, v) => { ctx[k] = v; } };
-const node = { status: () => {} };
-const names = new Function('msg', 'flow', 'node', NAMES);
-const format = new Function('msg', 'flow', 'node', FORMAT);
-const out = [];
-names({ topic: 'cloud2mqtt/bridge/devices', payload: [{ id: ID, name: 'Living Room Strip' }] }, flow, node);
-out.push(format({ topic: 'cloud2mqtt/bridge/state', payload: 'online' }, flow, node));
-out.push(format({ topic: 'cloud2mqtt/' + ID + '/state', payload: { brightness: 50, colorRgb: 255, powerSwitch: 1 } }, flow, node));
-out.push(format({ topic: 'cloud2mqtt/h6008_unknown/state', payload: { powerSwitch: 0 } }, flow, node));
-console.log(JSON.stringify(out.map(m => m === null ? null : m.payload)));
-`
-	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
-	script = strings.NewReplacer("NAMES", q(names), "FORMAT", q(format), "ID", q(id)).Replace(script)
-	out, err := exec.CommandContext(t.Context(), nodeJS, "-e", script).CombinedOutput()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, out)
-	}
-	var got []any
-	if err := json.Unmarshal(bytes.TrimSpace(out), &got); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	want := []any{nil, "Living Room Strip: powerSwitch=1 brightness=50 colorRgb=255", "h6008_unknown: powerSwitch=0"}
-	if len(got) != len(want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("output %d = %v, want %v", i, got[i], want[i])
-		}
-	}
 }
 
 // The compose file and Dockerfile name files that exist, and build the

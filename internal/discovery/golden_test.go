@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-const fixtures = "../../../shared/fixtures"
+const fixtures = "../../testdata"
 
 // testConfig is the configuration every golden file is made with.
 func testConfig() Config {

@@ -23,10 +23,13 @@ import (
 
 // The daemon binary is built once per test run, from this checkout.
 var (
-	buildOnce sync.Once
-	buildDir  string
-	buildPath string
-	buildErr  error
+	// releaseBuild: build the binary as deploy/ does (-trimpath, stripped);
+	// the long measurements set it, the smoke test reuses the test cache.
+	releaseBuild bool
+	buildOnce    sync.Once
+	buildDir     string
+	buildPath    string
+	buildErr     error
 )
 
 func bridgeBinary(t testing.TB) string {
@@ -44,7 +47,7 @@ func bridgeBinary(t testing.TB) string {
 		// smoke test reuses the test build's cache (-trimpath would
 		// compile everything again).
 		args := []string{"build", "-ldflags=-X main.version=soak"}
-		if *soakFor > 0 || *footprintOn {
+		if releaseBuild {
 			args = []string{"build", "-trimpath", "-ldflags=-s -w -X main.version=soak"}
 		}
 		cmd := exec.Command("go", append(args, "-o", buildPath, "cloud2mqtt/cmd/bridge")...)

@@ -8,7 +8,7 @@
 // shared/tools/ha-check/setup.sh.
 //
 //	go run ./tools/ha-e2e -catalogue demo
-//	go run ./tools/ha-e2e -catalogue ../shared/fixtures/list_devices_issue4.json -scenes ../shared/fixtures/scenes.json
+//	go run ./tools/ha-e2e -catalogue testdata/list_devices_issue4.json -scenes testdata/scenes.json
 //
 // It prints a Markdown table per device and every failure, and exits 1 when
 // anything failed. See docs/ha-check.md.

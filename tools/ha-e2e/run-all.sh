@@ -6,7 +6,7 @@
 #   tools/ha-e2e/run-all.sh [output-dir]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-fixtures=${FIXTURES:-$root/../shared/fixtures}
+fixtures=${FIXTURES:-$root/testdata}
 out=${1:-$(mktemp -d /tmp/ha-e2e-all.XXXXXX)}
 mkdir -p "$out"
 cd "$root" || exit 2
