@@ -35,7 +35,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/mqtttest"
 	"cloud2mqtt/internal/topic"
@@ -206,7 +206,7 @@ func waitControl(t *testing.T, sim *cloudsim.Sim, want map[string]int64, procs .
 		for inst, v := range want {
 			found := false
 			for _, r := range log {
-				if r.Device == stripDevice && r.Instance == inst && r.Code == 200 && cloud.Equal(cloud.NormalizeValue(r.Value), v) {
+				if r.Device == stripDevice && r.Instance == inst && r.Code == 200 && capability.Equal(capability.NormalizeValue(r.Value), v) {
 					found = true
 				}
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/config"
@@ -82,7 +83,7 @@ func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, 
 
 // listDevices reads the account's devices once (the simulated account's in
 // demo mode).
-func listDevices(ctx context.Context, cfg config.Config, log zerolog.Logger) ([]cloud.Device, error) {
+func listDevices(ctx context.Context, cfg config.Config, log zerolog.Logger) ([]capability.Device, error) {
 	base, key := cfg.Cloud.BaseURL, cfg.Cloud.APIKey.Reveal()
 	if cfg.Demo {
 		sim := cloudsim.New(cloudsim.Options{})

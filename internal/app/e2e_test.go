@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/topic"
 )
@@ -16,12 +16,12 @@ const wait = 15 * time.Second
 
 // listed is an element of <base>/bridge/devices.
 type listed struct {
-	ID           string             `json:"id"`
-	SKU          string             `json:"sku"`
-	Device       string             `json:"device"`
-	Name         string             `json:"name"`
-	Type         string             `json:"type"`
-	Capabilities []cloud.Capability `json:"capabilities"`
+	ID           string                  `json:"id"`
+	SKU          string                  `json:"sku"`
+	Device       string                  `json:"device"`
+	Name         string                  `json:"name"`
+	Type         string                  `json:"type"`
+	Capabilities []capability.Capability `json:"capabilities"`
 }
 
 func (h *harness) devices() []listed {
@@ -63,7 +63,7 @@ func (h *harness) devicesWithScenes() []listed {
 			return false
 		}
 		for _, d := range list {
-			c, ok := capabilityOf(d, cloud.InstanceLightScene)
+			c, ok := capabilityOf(d, capability.InstanceLightScene)
 			if ok && (c.Parameters == nil || len(c.Parameters.Options) == 0) {
 				return false
 			}
@@ -91,7 +91,7 @@ func TestEveryDeviceAppears(t *testing.T) {
 		})
 		st := h.watch.waitJSON(wait, "cloud2mqtt/"+d.ID+"/state", func(m map[string]any) bool { return m["online"] == true })
 		for _, c := range d.Capabilities {
-			if c.Type == cloud.TypeEvent {
+			if c.Type == capability.TypeEvent {
 				if _, ok := st[c.Instance]; ok {
 					t.Errorf("%s: state has the event %s", d.ID, c.Instance)
 				}
@@ -124,25 +124,25 @@ func bridgeConfigs(h *harness) []string {
 
 // target picks a value different from the usual initial one: the last
 // option of an ENUM, the top of a range, an example of a struct.
-func target(c cloud.Capability) (any, bool) {
+func target(c capability.Capability) (any, bool) {
 	p := c.Parameters
 	if p == nil {
 		return nil, false
 	}
 	switch p.DataType {
-	case cloud.DataEnum:
+	case capability.DataEnum:
 		if len(p.Options) == 0 {
 			return nil, false
 		}
 		return p.Options[len(p.Options)-1].Value, true
-	case cloud.DataInteger:
+	case capability.DataInteger:
 		if p.Range == nil {
 			return nil, false
 		}
 		step := p.Range.Step()
 		return int64(p.Range.Min + (p.Range.Max-p.Range.Min)/step*step), true
 	}
-	return cloud.Example(c)
+	return capability.Example(c)
 }
 
 // TestEveryCapabilityCommandedThroughSet sends a valid value to every
@@ -166,7 +166,7 @@ func TestEveryCapabilityCommandedThroughSet(t *testing.T) {
 			if !ok {
 				// A scene kind the account has none of (the DIY scenes or
 				// snapshots of a light without any): nothing to select.
-				if c.Type == cloud.TypeDynamicScene || c.Type == cloud.TypeDIYColorSetting {
+				if c.Type == capability.TypeDynamicScene || c.Type == capability.TypeDIYColorSetting {
 					t.Logf("%s %s: the device has no such scenes", d.ID, c.Instance)
 					continue
 				}
@@ -175,7 +175,7 @@ func TestEveryCapabilityCommandedThroughSet(t *testing.T) {
 			}
 			b, _ := json.Marshal(v)
 			h.publish("cloud2mqtt/"+d.ID+"/set/"+c.Instance, string(b))
-			all = append(all, sent{d, c.Instance, cloud.NormalizeValue(v)})
+			all = append(all, sent{d, c.Instance, capability.NormalizeValue(v)})
 		}
 	}
 	h.watch.until(30*time.Second, "every command in the cloud's control log", func() bool {
@@ -188,8 +188,8 @@ func TestEveryCapabilityCommandedThroughSet(t *testing.T) {
 		}
 		h.watch.waitJSON(wait, "cloud2mqtt/"+s.dev.ID+"/state", func(m map[string]any) bool {
 			got, _ := json.Marshal(m[s.instance])
-			n, err := cloud.Normalize(got)
-			return err == nil && cloud.Equal(n, s.value)
+			n, err := capability.Normalize(got)
+			return err == nil && capability.Equal(n, s.value)
 		})
 	}
 	if n := h.sim.Counts().RateLimited; len(n) != 0 {
@@ -199,21 +199,21 @@ func TestEveryCapabilityCommandedThroughSet(t *testing.T) {
 
 // readable: the simulated cloud reports the instance in its state (scenes,
 // segments and music mode it does not, like the live service).
-func readable(c cloud.Capability) bool {
+func readable(c capability.Capability) bool {
 	switch c.Type {
-	case cloud.TypeDynamicScene, cloud.TypeDIYColorSetting, cloud.TypeSegmentColor, cloud.TypeMusicSetting:
+	case capability.TypeDynamicScene, capability.TypeDIYColorSetting, capability.TypeSegmentColor, capability.TypeMusicSetting:
 		return false
 	}
 	return c.Readable()
 }
 
-func capabilityOf(d listed, instance string) (cloud.Capability, bool) {
+func capabilityOf(d listed, instance string) (capability.Capability, bool) {
 	for _, c := range d.Capabilities {
 		if c.Instance == instance {
 			return c, true
 		}
 	}
-	return cloud.Capability{}, false
+	return capability.Capability{}, false
 }
 
 // missing lists what the simulated cloud has not applied yet.
@@ -224,7 +224,7 @@ func missing[T any](sim *cloudsim.Sim, want []T, key func(T) (string, string, an
 		dev, inst, val := key(w)
 		found := false
 		for _, r := range log {
-			if r.Device == dev && r.Instance == inst && r.Code == 200 && cloud.Equal(cloud.NormalizeValue(r.Value), val) {
+			if r.Device == dev && r.Instance == inst && r.Code == 200 && capability.Equal(capability.NormalizeValue(r.Value), val) {
 				found = true
 				break
 			}
@@ -242,8 +242,8 @@ func TestFriendlyValuesAndLightCommands(t *testing.T) {
 	h := startHarness(t, harnessOptions{})
 	var light listed
 	for _, d := range h.devices() {
-		if _, ok := capabilityOf(d, cloud.InstanceSegmentedColorRGB); ok && d.Type == cloud.DeviceLight {
-			if _, ok := capabilityOf(d, cloud.InstanceLightScene); ok {
+		if _, ok := capabilityOf(d, capability.InstanceSegmentedColorRGB); ok && d.Type == capability.DeviceLight {
+			if _, ok := capabilityOf(d, capability.InstanceLightScene); ok {
 				light = d
 				break
 			}
@@ -282,7 +282,7 @@ func TestFriendlyValuesAndLightCommands(t *testing.T) {
 	h.publish("cloud2mqtt/"+light.ID+"/light/set", `{"state":"ON","brightness":80,"color":{"r":0,"g":255,"b":0}}`)
 	h.watch.until(wait, "the light command's three requests", func() bool { return len(h.sim.ControlLog()) >= before+3 })
 	got := h.sim.ControlLog()[before:]
-	if got[0].Instance != "powerSwitch" || !cloud.Equal(cloud.NormalizeValue(got[0].Value), int64(1)) {
+	if got[0].Instance != "powerSwitch" || !capability.Equal(capability.NormalizeValue(got[0].Value), int64(1)) {
 		t.Errorf("first request of the light command: %s=%v, want powerSwitch=1", got[0].Instance, got[0].Value)
 	}
 	h.watch.waitJSON(wait, "cloud2mqtt/"+light.ID+"/light", func(m map[string]any) bool {
@@ -290,15 +290,15 @@ func TestFriendlyValuesAndLightCommands(t *testing.T) {
 	})
 }
 
-func firstSceneName(t *testing.T, h *harness, d listed) cloud.Option {
+func firstSceneName(t *testing.T, h *harness, d listed) capability.Option {
 	t.Helper()
-	var opt cloud.Option
+	var opt capability.Option
 	h.watch.until(wait, "scenes of "+d.ID, func() bool {
 		for _, l := range h.devices() {
 			if l.ID != d.ID {
 				continue
 			}
-			c, ok := capabilityOf(l, cloud.InstanceLightScene)
+			c, ok := capabilityOf(l, capability.InstanceLightScene)
 			if ok && c.Parameters != nil && len(c.Parameters.Options) > 0 {
 				opt = c.Parameters.Options[len(c.Parameters.Options)-1]
 				return true
@@ -316,7 +316,7 @@ func TestBadPayloadsAreRejectedWithoutCloudRequests(t *testing.T) {
 	h := startHarness(t, harnessOptions{})
 	var d listed
 	for _, l := range h.devices() {
-		if _, ok := capabilityOf(l, cloud.InstanceBrightness); ok {
+		if _, ok := capabilityOf(l, capability.InstanceBrightness); ok {
 			d = l
 			break
 		}

@@ -3,12 +3,13 @@
 package app_test
 
 import (
-	"cloud2mqtt/internal/cloud"
-	"cloud2mqtt/internal/cloudsim"
-	"cloud2mqtt/internal/mqtttest"
 	"fmt"
 	"testing"
 	"time"
+
+	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/mqtttest"
 )
 
 // Needs mosquitto (the embedded broker keeps no session across a restart):
@@ -110,7 +111,7 @@ func TestBrokerKilledTenTimesDuringCommandStream(t *testing.T) {
 	for _, c := range last {
 		h.watch.until(wait, c.id+" at its last value", func() bool {
 			v, ok := h.sim.Value(c.device, c.instance)
-			return ok && cloud.Equal(cloud.NormalizeValue(v), cloud.NormalizeValue(c.value))
+			return ok && capability.Equal(capability.NormalizeValue(v), capability.NormalizeValue(c.value))
 		})
 		h.watch.waitJSON(wait, "cloud2mqtt/"+c.id+"/state", func(m map[string]any) bool {
 			return m[c.instance] == float64(c.value.(int64))

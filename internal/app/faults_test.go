@@ -11,7 +11,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/mqtttest"
 	"cloud2mqtt/internal/topic"
@@ -64,7 +64,7 @@ func commandKey(c command) (string, string, any) { return c.device, c.instance, 
 type stream struct {
 	t      *testing.T
 	c      paho.Client
-	lights []cloud.Device
+	lights []capability.Device
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -75,7 +75,7 @@ type stream struct {
 	acked  []command
 }
 
-func startStream(t *testing.T, url string, lights []cloud.Device) *stream {
+func startStream(t *testing.T, url string, lights []capability.Device) *stream {
 	t.Helper()
 	c, err := mqtttest.DialClient(t, url, mqtttest.ClientOptions{
 		ClientID: "stream-" + strings.ReplaceAll(t.Name(), "/", "-"), Persistent: true, AutoReconnect: true,
@@ -97,7 +97,7 @@ func (s *stream) run(ctx context.Context) {
 		d := s.lights[i]
 		// Unique per command and within colorRgb's range.
 		value := int64(i+1)*1_000_000 + int64(seq)
-		cmd := command{device: d.Device, id: topic.DeviceID(d.SKU, d.Device), instance: cloud.InstanceColorRGB, value: value}
+		cmd := command{device: d.Device, id: topic.DeviceID(d.SKU, d.Device), instance: capability.InstanceColorRGB, value: value}
 		for !s.attempt(ctx, cmd) {
 			if !pause(ctx, 100*time.Millisecond) {
 				return
@@ -253,8 +253,8 @@ func TestCommandsWhileBridgeCutOff(t *testing.T) {
 					h.publish("cloud2mqtt/"+id+"/set/brightness", fmt.Sprint(10+i))
 				}
 				for _, c := range []command{
-					{d.Device, id, cloud.InstanceColorRGB, int64(0x102030 + i)},
-					{d.Device, id, cloud.InstanceBrightness, int64(50 + i)},
+					{d.Device, id, capability.InstanceColorRGB, int64(0x102030 + i)},
+					{d.Device, id, capability.InstanceBrightness, int64(50 + i)},
 				} {
 					h.publish("cloud2mqtt/"+id+"/set/"+c.instance, fmt.Sprint(c.value))
 					cmds = append(cmds, c)
@@ -270,12 +270,12 @@ func TestCommandsWhileBridgeCutOff(t *testing.T) {
 			})
 			h.waitCommands("the queued commands applied", cmds)
 			for _, c := range cmds {
-				if c.instance != cloud.InstanceBrightness {
+				if c.instance != capability.InstanceBrightness {
 					continue
 				}
 				h.watch.until(wait, c.id+" brightness", func() bool {
 					v, ok := h.sim.Value(c.device, c.instance)
-					return ok && cloud.Equal(cloud.NormalizeValue(v), c.value)
+					return ok && capability.Equal(capability.NormalizeValue(v), c.value)
 				})
 			}
 		})
@@ -319,7 +319,7 @@ func TestCloudFaults(t *testing.T) {
 			// Still up: a command goes through (only reads fail) and the
 			// health request is answered.
 			d := h.sim.Devices()[0]
-			cmd := command{d.Device, ids[0], cloud.InstanceBrightness, int64(33)}
+			cmd := command{d.Device, ids[0], capability.InstanceBrightness, int64(33)}
 			h.publish("cloud2mqtt/"+cmd.id+"/set/brightness", "33")
 			h.waitCommands("a command during the fault", []command{cmd})
 			h.publish("cloud2mqtt/bridge/request/health", `{"transaction":"f"}`)
@@ -368,9 +368,9 @@ func TestRateLimitStorm(t *testing.T) {
 		var cmds []command
 		for i, d := range h.sim.Devices() {
 			for _, c := range []command{
-				{d.Device, ids[i], cloud.InstanceColorRGB, base + int64(i)},
-				{d.Device, ids[i], cloud.InstanceBrightness, base%50 + int64(10+i)},
-				{d.Device, ids[i], cloud.InstancePower, base % 2},
+				{d.Device, ids[i], capability.InstanceColorRGB, base + int64(i)},
+				{d.Device, ids[i], capability.InstanceBrightness, base%50 + int64(10+i)},
+				{d.Device, ids[i], capability.InstancePower, base % 2},
 			} {
 				h.publish("cloud2mqtt/"+c.id+"/set/"+c.instance, fmt.Sprint(c.value))
 				cmds = append(cmds, c)
@@ -465,7 +465,7 @@ func TestAPIKeyRevokedAndRestored(t *testing.T) {
 	// Recovery, without a restart, once the refusal's hold-off is over.
 	availability(h.watch, 100*time.Second, "online", ids...)
 	h.publish("cloud2mqtt/"+ids[0]+"/set/brightness", "77")
-	h.waitCommands("a command after the key is back", []command{{h.sim.Devices()[0].Device, ids[0], cloud.InstanceBrightness, int64(77)}})
+	h.waitCommands("a command after the key is back", []command{{h.sim.Devices()[0].Device, ids[0], capability.InstanceBrightness, int64(77)}})
 	h.publish("cloud2mqtt/bridge/request/refresh", `{"transaction":"r3"}`)
 	r = h.watch.waitJSON(wait, "cloud2mqtt/bridge/response/refresh", func(m map[string]any) bool { return m["transaction"] == "r3" })
 	if r["status"] != "ok" {

@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/app"
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/mqtttest"
@@ -343,7 +343,7 @@ func (d *listenerDaemon) stop() error {
 // device's instance.
 func (d *listenerDaemon) controlled(device, instance string, value any) bool {
 	for _, r := range d.sim.ControlLog() {
-		if r.Device == device && r.Instance == instance && r.Code == 200 && cloud.Equal(cloud.NormalizeValue(r.Value), value) {
+		if r.Device == device && r.Instance == instance && r.Code == 200 && capability.Equal(capability.NormalizeValue(r.Value), value) {
 			return true
 		}
 	}

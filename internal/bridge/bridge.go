@@ -20,6 +20,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/scheduler"
@@ -87,10 +88,10 @@ type Bridge struct {
 // entry is what the bridge knows and has published of one device.
 type entry struct {
 	id        string
-	dev       cloud.Device // with scene options merged in
-	listed    cloud.Device // as the device list gave it
-	light     []cloud.Option
-	diy       []cloud.Option
+	dev       capability.Device // with scene options merged in
+	listed    capability.Device // as the device list gave it
+	light     []capability.Option
+	diy       []capability.Option
 	values    map[string]any
 	online    bool      // the cloud says online
 	reachable bool      // the last reads worked
@@ -205,7 +206,7 @@ func (b *Bridge) sendLocked(msgs []message) {
 }
 
 // Devices implements the poller's consumer: the account's device list changed.
-func (b *Bridge) Devices(all []cloud.Device, added, removed []cloud.Device) {
+func (b *Bridge) Devices(all []capability.Device, added, removed []capability.Device) {
 	b.mu.Lock()
 	b.listed = true
 	var msgs []message
@@ -285,12 +286,12 @@ func (b *Bridge) removeLocked(k string) []message {
 
 // deviceJSON is one element of <base>/bridge/devices.
 type deviceJSON struct {
-	ID           string             `json:"id"`
-	SKU          string             `json:"sku"`
-	Device       string             `json:"device"`
-	Name         string             `json:"name"`
-	Type         string             `json:"type"`
-	Capabilities []cloud.Capability `json:"capabilities"`
+	ID           string                  `json:"id"`
+	SKU          string                  `json:"sku"`
+	Device       string                  `json:"device"`
+	Name         string                  `json:"name"`
+	Type         string                  `json:"type"`
+	Capabilities []capability.Capability `json:"capabilities"`
 }
 
 // deviceListEvery spaces the republishes of the device list that only scene
@@ -317,7 +318,7 @@ func (b *Bridge) deviceListJSONLocked() []byte {
 		e := b.devices[id]
 		caps := e.dev.Capabilities
 		if caps == nil {
-			caps = []cloud.Capability{}
+			caps = []capability.Capability{}
 		}
 		p, err := json.Marshal(deviceJSON{ID: id, SKU: e.dev.SKU, Device: e.dev.Device,
 			Name: displayName(e.dev), Type: e.dev.Type, Capabilities: caps})
@@ -336,7 +337,7 @@ func (b *Bridge) deviceListJSONLocked() []byte {
 	return buf
 }
 
-func displayName(d cloud.Device) string {
+func displayName(d capability.Device) string {
 	if strings.TrimSpace(d.Name) != "" {
 		return d.Name
 	}
@@ -388,7 +389,7 @@ func (old configHashes) update(next map[string][]byte, force bool) ([]message, c
 }
 
 // Scenes implements the poller's consumer: a device's scene lists changed.
-func (b *Bridge) Scenes(dev cloud.Device, light, diy []cloud.Option) {
+func (b *Bridge) Scenes(dev capability.Device, light, diy []capability.Option) {
 	b.mu.Lock()
 	e := b.entryLocked(dev)
 	if e == nil {
@@ -405,7 +406,7 @@ func (b *Bridge) Scenes(dev cloud.Device, light, diy []cloud.Option) {
 	b.mu.Unlock()
 }
 
-func (b *Bridge) entryLocked(dev cloud.Device) *entry {
+func (b *Bridge) entryLocked(dev capability.Device) *entry {
 	id, ok := b.byKey[key(dev.SKU, dev.Device)]
 	if !ok {
 		return nil
@@ -416,24 +417,24 @@ func (b *Bridge) entryLocked(dev cloud.Device) *entry {
 // mergeScenes returns the device with the scene endpoints' options as the
 // options of its lightScene and diyScene capabilities. The scene endpoint is
 // the authority where it answered: the device list often has none.
-func mergeScenes(d cloud.Device, light, diy []cloud.Option) cloud.Device {
+func mergeScenes(d capability.Device, light, diy []capability.Option) capability.Device {
 	if len(light) == 0 && len(diy) == 0 {
 		return d
 	}
 	out := d
-	out.Capabilities = make([]cloud.Capability, len(d.Capabilities))
+	out.Capabilities = make([]capability.Capability, len(d.Capabilities))
 	for i, c := range d.Capabilities {
-		var opts []cloud.Option
+		var opts []capability.Option
 		switch {
-		case c.Instance == cloud.InstanceLightScene && len(light) > 0:
+		case c.Instance == capability.InstanceLightScene && len(light) > 0:
 			opts = mergeOptions(c, light)
-		case c.Instance == cloud.InstanceDIYScene && len(diy) > 0:
+		case c.Instance == capability.InstanceDIYScene && len(diy) > 0:
 			opts = mergeOptions(c, diy)
 		default:
 			out.Capabilities[i] = c
 			continue
 		}
-		p := cloud.Parameters{DataType: cloud.DataEnum}
+		p := capability.Parameters{DataType: capability.DataEnum}
 		if c.Parameters != nil {
 			p = *c.Parameters
 		}
@@ -446,11 +447,11 @@ func mergeScenes(d cloud.Device, light, diy []cloud.Option) cloud.Device {
 
 // mergeOptions keeps the listed options and adds the endpoint's, skipping
 // names already present.
-func mergeOptions(c cloud.Capability, extra []cloud.Option) []cloud.Option {
+func mergeOptions(c capability.Capability, extra []capability.Option) []capability.Option {
 	if c.Parameters == nil || len(c.Parameters.Options) == 0 {
 		return extra // nothing to merge; scene lists are shared read-only
 	}
-	var out []cloud.Option
+	var out []capability.Option
 	seen := map[string]bool{}
 	if c.Parameters != nil {
 		for _, o := range c.Parameters.Options {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/scheduler"
@@ -98,21 +99,21 @@ func (r *fakeReader) SetOptimistic(_, _ string, v map[string]any) {
 	r.mu.Unlock()
 }
 
-var lamp = cloud.Device{SKU: "H6072", Device: "AA:BB:CC:DD:EE:FF:00:01", Name: "Lamp", Type: cloud.DeviceLight,
-	Capabilities: []cloud.Capability{
-		{Type: cloud.TypeOnOff, Instance: "powerSwitch", Parameters: &cloud.Parameters{DataType: cloud.DataEnum,
-			Options: []cloud.Option{{Name: "on", Value: int64(1)}, {Name: "off", Value: int64(0)}}}},
-		{Type: cloud.TypeRange, Instance: "brightness", Parameters: &cloud.Parameters{DataType: cloud.DataInteger,
-			Range: &cloud.Range{Min: 1, Max: 100, Precision: 1}}},
-		{Type: cloud.TypeColorSetting, Instance: "colorRgb", Parameters: &cloud.Parameters{DataType: cloud.DataInteger,
-			Range: &cloud.Range{Min: 0, Max: 16777215, Precision: 1}}},
-		{Type: cloud.TypeMusicSetting, Instance: "musicMode", Parameters: &cloud.Parameters{DataType: cloud.DataStruct,
-			Fields: []cloud.Field{
-				{FieldName: "musicMode", DataType: cloud.DataEnum, Required: true, Options: []cloud.Option{{Name: "Energic", Value: int64(5)}, {Name: "Rhythm", Value: int64(3)}}},
-				{FieldName: "sensitivity", DataType: cloud.DataInteger, Required: true, Range: &cloud.Range{Min: 0, Max: 100, Precision: 1}},
+var lamp = capability.Device{SKU: "H6072", Device: "AA:BB:CC:DD:EE:FF:00:01", Name: "Lamp", Type: capability.DeviceLight,
+	Capabilities: []capability.Capability{
+		{Type: capability.TypeOnOff, Instance: "powerSwitch", Parameters: &capability.Parameters{DataType: capability.DataEnum,
+			Options: []capability.Option{{Name: "on", Value: int64(1)}, {Name: "off", Value: int64(0)}}}},
+		{Type: capability.TypeRange, Instance: "brightness", Parameters: &capability.Parameters{DataType: capability.DataInteger,
+			Range: &capability.Range{Min: 1, Max: 100, Precision: 1}}},
+		{Type: capability.TypeColorSetting, Instance: "colorRgb", Parameters: &capability.Parameters{DataType: capability.DataInteger,
+			Range: &capability.Range{Min: 0, Max: 16777215, Precision: 1}}},
+		{Type: capability.TypeMusicSetting, Instance: "musicMode", Parameters: &capability.Parameters{DataType: capability.DataStruct,
+			Fields: []capability.Field{
+				{FieldName: "musicMode", DataType: capability.DataEnum, Required: true, Options: []capability.Option{{Name: "Energic", Value: int64(5)}, {Name: "Rhythm", Value: int64(3)}}},
+				{FieldName: "sensitivity", DataType: capability.DataInteger, Required: true, Range: &capability.Range{Min: 0, Max: 100, Precision: 1}},
 			}}},
-		{Type: cloud.TypeDynamicScene, Instance: "lightScene", Parameters: &cloud.Parameters{DataType: cloud.DataEnum}},
-		{Type: cloud.TypeProperty, Instance: "sensorTemperature"},
+		{Type: capability.TypeDynamicScene, Instance: "lightScene", Parameters: &capability.Parameters{DataType: capability.DataEnum}},
+		{Type: capability.TypeProperty, Instance: "sensorTemperature"},
 	}}
 
 const lampID = "h6072_aabbccddeeff0001"
@@ -124,7 +125,7 @@ func newTestBridge(t *testing.T, discoveryOn bool) (*Bridge, *fakePub, *fakeCmd,
 	b := New(Options{Layout: l, DiscoveryEnabled: discoveryOn,
 		Discovery: discovery.Config{Layout: l, Version: "test"}, Log: zerolog.Nop()}, pub, cmd)
 	b.SetReader(rd)
-	b.Devices([]cloud.Device{lamp}, []cloud.Device{lamp}, nil)
+	b.Devices([]capability.Device{lamp}, []capability.Device{lamp}, nil)
 	return b, pub, cmd, rd
 }
 
@@ -133,19 +134,19 @@ func newTestBridge(t *testing.T, discoveryOn bool) (*Bridge, *fakePub, *fakeCmd,
 // device by device).
 func TestDeviceListOfSeveralDevices(t *testing.T) {
 	b, pub, _, _ := newTestBridge(t, true)
-	plug := cloud.Device{SKU: "H5080", Device: "AA:BB:CC:DD:EE:FF:00:02", Type: cloud.DeviceSocket,
-		Capabilities: []cloud.Capability{{Type: cloud.TypeOnOff, Instance: cloud.InstancePower}}}
-	bare := cloud.Device{SKU: "H9999", Device: "AA:BB:CC:DD:EE:FF:00:03", Name: "Bare"}
+	plug := capability.Device{SKU: "H5080", Device: "AA:BB:CC:DD:EE:FF:00:02", Type: capability.DeviceSocket,
+		Capabilities: []capability.Capability{{Type: capability.TypeOnOff, Instance: capability.InstancePower}}}
+	bare := capability.Device{SKU: "H9999", Device: "AA:BB:CC:DD:EE:FF:00:03", Name: "Bare"}
 	pub.take()
-	b.Devices([]cloud.Device{plug, lamp, bare}, []cloud.Device{plug, bare}, nil)
+	b.Devices([]capability.Device{plug, lamp, bare}, []capability.Device{plug, bare}, nil)
 	list := on(pub.take(), "c2m/bridge/devices")
 	if len(list) != 1 {
 		t.Fatalf("%d device list messages, want 1", len(list))
 	}
 	var devs []struct {
-		ID           string             `json:"id"`
-		Name         string             `json:"name"`
-		Capabilities []cloud.Capability `json:"capabilities"`
+		ID           string                  `json:"id"`
+		Name         string                  `json:"name"`
+		Capabilities []capability.Capability `json:"capabilities"`
 	}
 	if err := json.Unmarshal([]byte(list[0].payload), &devs); err != nil {
 		t.Fatalf("device list is not JSON: %v\n%s", err, list[0].payload)
@@ -192,7 +193,7 @@ func TestDeviceListAndDiscoveryPublished(t *testing.T) {
 		t.Fatal("no discovery configs")
 	}
 	// The same list again publishes no config (nothing changed).
-	b.Devices([]cloud.Device{lamp}, nil, nil)
+	b.Devices([]capability.Device{lamp}, nil, nil)
 	for _, m := range pub.take() {
 		if strings.HasPrefix(m.topic, "homeassistant/") {
 			t.Errorf("unchanged device republished %s", m.topic)
@@ -251,7 +252,7 @@ func TestSetObjectIsAppliedInOrderWithFriendlyValues(t *testing.T) {
 		t.Fatalf("requests %+v", cmd.reqs)
 	}
 	for i, w := range want {
-		if cmd.reqs[i].Instance != w.inst || !cloud.Equal(cmd.reqs[i].Value, w.val) || cmd.reqs[i].SKU != lamp.SKU {
+		if cmd.reqs[i].Instance != w.inst || !capability.Equal(cmd.reqs[i].Value, w.val) || cmd.reqs[i].SKU != lamp.SKU {
 			t.Errorf("request %d: %+v, want %s=%v", i, cmd.reqs[i], w.inst, w.val)
 		}
 	}
@@ -341,13 +342,13 @@ func TestPartialStructCommands(t *testing.T) {
 		t.Fatalf("requests: %+v", cmd.reqs)
 	}
 	v := cmd.reqs[0].Value.(map[string]any)
-	if !cloud.Equal(v["sensitivity"], int64(80)) || v["musicMode"] == nil {
+	if !capability.Equal(v["sensitivity"], int64(80)) || v["musicMode"] == nil {
 		t.Errorf("first partial command: %v", v)
 	}
 	// Then the last value sent is the base.
 	b.Handle("c2m/"+lampID+"/set/musicMode", []byte(`{"musicMode":"rhythm"}`))
 	v = cmd.reqs[1].Value.(map[string]any)
-	if !cloud.Equal(v["sensitivity"], int64(80)) || !cloud.Equal(v["musicMode"], int64(3)) {
+	if !capability.Equal(v["sensitivity"], int64(80)) || !capability.Equal(v["musicMode"], int64(3)) {
 		t.Errorf("second partial command: %v", v)
 	}
 }
@@ -359,9 +360,9 @@ func TestScenesMergeIntoDefinitionsAndNames(t *testing.T) {
 func testScenesMergeIntoDefinitionsAndNames(t *testing.T) {
 	b, pub, cmd, _ := newTestBridge(t, true)
 	pub.take()
-	scenes := []cloud.Option{{Name: "Sunrise", Value: map[string]any{"paramId": int64(1), "id": int64(2)}}}
+	scenes := []capability.Option{{Name: "Sunrise", Value: map[string]any{"paramId": int64(1), "id": int64(2)}}}
 	b.Scenes(lamp, scenes, nil)
-	b.Scenes(lamp, scenes, []cloud.Option{{Name: "Mine", Value: int64(7)}})
+	b.Scenes(lamp, scenes, []capability.Option{{Name: "Mine", Value: int64(7)}})
 	msgs := pub.take()
 	if l := on(msgs, "c2m/bridge/devices"); len(l) != 0 {
 		t.Errorf("the device list went out with each scene update: %d times", len(l))
@@ -399,7 +400,7 @@ func testScenesMergeIntoDefinitionsAndNames(t *testing.T) {
 		t.Errorf("the light's effect list was not republished with the scene")
 	}
 	b.Handle("c2m/"+lampID+"/set/lightScene", []byte("sunrise"))
-	if len(cmd.reqs) != 1 || !cloud.Equal(cmd.reqs[0].Value, scenes[0].Value) {
+	if len(cmd.reqs) != 1 || !capability.Equal(cmd.reqs[0].Value, scenes[0].Value) {
 		t.Errorf("scene by name: %+v", cmd.reqs)
 	}
 }
@@ -414,7 +415,7 @@ func TestRemovedDeviceClearsItsRetainedTopics(t *testing.T) {
 			configs = append(configs, m.topic)
 		}
 	}
-	b.Devices(nil, nil, []cloud.Device{lamp})
+	b.Devices(nil, nil, []capability.Device{lamp})
 	after := pub.take()
 	cleared := map[string]bool{}
 	for _, m := range after {
@@ -549,7 +550,7 @@ func TestFailedPublishesAreRepublished(t *testing.T) {
 	l := topic.New("c2m")
 	b := New(Options{Layout: l, DiscoveryEnabled: true, Discovery: discovery.Config{Layout: l}, Log: zerolog.Nop()}, pub, &fakeCmd{})
 	b.SetReader(&fakeReader{})
-	b.Devices([]cloud.Device{lamp}, []cloud.Device{lamp}, nil)
+	b.Devices([]capability.Device{lamp}, []capability.Device{lamp}, nil)
 	b.State(lamp, true, map[string]any{"powerSwitch": int64(1)})
 	if got := pub.take(); len(got) != 0 {
 		t.Fatalf("published while failing: %d", len(got))
@@ -592,7 +593,7 @@ func TestCapabilityGoneEmptiesItsEntity(t *testing.T) {
 			less.Capabilities = append(less.Capabilities, c)
 		}
 	}
-	b.Devices([]cloud.Device{less}, nil, nil)
+	b.Devices([]capability.Device{less}, nil, nil)
 	var emptied, other []string
 	for _, m := range pub.take() {
 		if !strings.HasPrefix(m.topic, "homeassistant/") {

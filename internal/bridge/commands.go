@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/scheduler"
@@ -42,7 +43,7 @@ func (b *Bridge) Handle(t string, payload []byte) {
 	}
 	b.mu.Lock()
 	e, ok := b.devices[id]
-	var dev cloud.Device
+	var dev capability.Device
 	if ok {
 		dev = e.dev
 	}
@@ -56,7 +57,7 @@ func (b *Bridge) Handle(t string, payload []byte) {
 		b.handleSetObject(id, dev, payload)
 	case strings.HasPrefix(rest, "set/"):
 		instance := strings.TrimPrefix(rest, "set/")
-		b.command(id, dev, instance, cloud.ParsePayload(payload))
+		b.command(id, dev, instance, parsePayload(payload))
 	case rest == "get":
 		err := b.reader().ReadNow(dev.SKU, dev.Device, func(err error) {
 			if err != nil {
@@ -94,15 +95,15 @@ func (b *Bridge) Handle(t string, payload []byte) {
 
 // handleSetObject takes <id>/set: a JSON object of instance → value, applied
 // in the order written.
-func (b *Bridge) handleSetObject(id string, dev cloud.Device, payload []byte) {
+func (b *Bridge) handleSetObject(id string, dev capability.Device, payload []byte) {
 	keys, vals, err := orderedObject(payload)
 	if err != nil {
-		b.reject(id, dev, "", string(payload), &cloud.ValueError{Category: cloud.CategoryFormat,
+		b.reject(id, dev, "", string(payload), &capability.ValueError{Category: capability.CategoryFormat,
 			Msg: `set expects a JSON object such as {"powerSwitch":1,"brightness":40}; send a plain value to set/<instance>`})
 		return
 	}
 	if len(keys) == 0 {
-		b.reject(id, dev, "", string(payload), &cloud.ValueError{Category: cloud.CategoryEmpty,
+		b.reject(id, dev, "", string(payload), &capability.ValueError{Category: capability.CategoryEmpty,
 			Msg: "the set object names no instance"})
 		return
 	}
@@ -135,7 +136,7 @@ func orderedObject(payload []byte) ([]string, []any, error) {
 		if err := dec.Decode(&raw); err != nil {
 			return nil, nil, err
 		}
-		v, err := cloud.Normalize(raw)
+		v, err := capability.Normalize(raw)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -152,22 +153,22 @@ func orderedObject(payload []byte) ([]string, []any, error) {
 }
 
 // command validates one instance's value and queues it.
-func (b *Bridge) command(id string, dev cloud.Device, instance string, input any) {
+func (b *Bridge) command(id string, dev capability.Device, instance string, input any) {
 	c, ok := dev.Capability(instance)
 	if !ok {
-		b.reject(id, dev, instance, input, &cloud.ValueError{Category: cloud.CategoryUnknown, Instance: instance,
+		b.reject(id, dev, instance, input, &capability.ValueError{Category: capability.CategoryUnknown, Instance: instance,
 			Msg: "this device has no such instance; it has: " + strings.Join(controllable(dev), ", ")})
 		return
 	}
 	if !c.Controllable() {
-		b.reject(id, dev, instance, input, &cloud.ValueError{Category: cloud.CategoryUnknown, Instance: instance,
+		b.reject(id, dev, instance, input, &capability.ValueError{Category: capability.CategoryUnknown, Instance: instance,
 			Msg: "this instance is read-only"})
 		return
 	}
-	if partial, ok := input.(map[string]any); ok && c.Parameters != nil && c.Parameters.DataType == cloud.DataStruct {
+	if partial, ok := input.(map[string]any); ok && c.Parameters != nil && c.Parameters.DataType == capability.DataStruct {
 		input = b.completeStruct(dev, c, partial)
 	}
-	value, err := cloud.Decode(c, input)
+	value, err := capability.Decode(c, input)
 	if err != nil {
 		b.reject(id, dev, instance, input, err)
 		return
@@ -183,8 +184,8 @@ func (b *Bridge) command(id string, dev cloud.Device, instance string, input any
 // {"sensitivity":80} keeps the music mode and colour already set. With no
 // value known yet (music mode is never reported by the cloud) the base is
 // a valid example built from the definition, so the first partial command
-// works too; cloud.Decode still validates the result.
-func (b *Bridge) completeStruct(dev cloud.Device, c cloud.Capability, partial map[string]any) any {
+// works too; capability.Decode still validates the result.
+func (b *Bridge) completeStruct(dev capability.Device, c capability.Capability, partial map[string]any) any {
 	b.mu.Lock()
 	var last any
 	if e := b.entryLocked(dev); e != nil {
@@ -192,13 +193,13 @@ func (b *Bridge) completeStruct(dev cloud.Device, c cloud.Capability, partial ma
 	}
 	b.mu.Unlock()
 	if _, ok := last.(map[string]any); !ok {
-		last, _ = cloud.Example(c)
+		last, _ = capability.Example(c)
 	}
 	return discovery.Complete(last, partial)
 }
 
 // commandDone handles the scheduler's report of one command.
-func (b *Bridge) commandDone(id string, dev cloud.Device, r scheduler.CommandResult) {
+func (b *Bridge) commandDone(id string, dev capability.Device, r scheduler.CommandResult) {
 	if b.opt.OnCommand != nil {
 		b.opt.OnCommand(r)
 	}
@@ -217,7 +218,7 @@ func (b *Bridge) commandDone(id string, dev cloud.Device, r scheduler.CommandRes
 	}
 }
 
-func (b *Bridge) republishState(dev cloud.Device) {
+func (b *Bridge) republishState(dev capability.Device) {
 	b.mu.Lock()
 	e := b.entryLocked(dev)
 	var msgs []message
@@ -237,7 +238,7 @@ type errorJSON struct {
 }
 
 // reject publishes a rejected or failed command on <id>/error and logs it.
-func (b *Bridge) reject(id string, dev cloud.Device, instance string, value any, err error) {
+func (b *Bridge) reject(id string, dev capability.Device, instance string, value any, err error) {
 	code := errorCode(err)
 	p, _ := json.Marshal(errorJSON{Instance: instance, Value: value, Error: err.Error(), Code: code})
 	b.send([]message{{b.opt.Layout.Error(id), p, false}})
@@ -247,7 +248,7 @@ func (b *Bridge) reject(id string, dev cloud.Device, instance string, value any,
 
 // errorCode maps an error onto the HTTP-like code of the error topic.
 func errorCode(err error) int {
-	var ve *cloud.ValueError
+	var ve *capability.ValueError
 	if errors.As(err, &ve) {
 		return ve.Code()
 	}
@@ -274,15 +275,15 @@ func errorCode(err error) int {
 // badFormat classifies a payload that could not be decoded as the cloud's
 // "invalid parameter format" (code 400), keeping its message.
 func badFormat(err error) error {
-	var ve *cloud.ValueError
+	var ve *capability.ValueError
 	if errors.As(err, &ve) {
 		return err
 	}
-	return &cloud.ValueError{Category: cloud.CategoryFormat, Msg: err.Error()}
+	return &capability.ValueError{Category: capability.CategoryFormat, Msg: err.Error()}
 }
 
 // controllable lists the instances a device accepts commands for.
-func controllable(d cloud.Device) []string {
+func controllable(d capability.Device) []string {
 	var out []string
 	for _, c := range d.Capabilities {
 		if c.Controllable() {

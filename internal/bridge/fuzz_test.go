@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/bridge"
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/discovery"
@@ -34,7 +35,7 @@ import (
 //   - a command either reaches the scheduler or is answered on <id>/error,
 //     with an error text and the code 400, 404 or 503;
 //   - every control request that reaches the scheduler names the topic's
-//     device and passes cloud.Validate for its capability;
+//     device and passes capability.Validate for its capability;
 //   - every bridge request is answered exactly once on its response topic.
 //
 // The seed corpus is in testdata/fuzz; the in-code seeds give each topic a
@@ -44,15 +45,15 @@ const fuzzBase = "c2m"
 
 var (
 	fuzzOnce    sync.Once
-	fuzzDevices []cloud.Device
-	fuzzScenes  []cloud.Option
+	fuzzDevices []capability.Device
+	fuzzScenes  []capability.Option
 	fuzzErr     error
 )
 
 // fixtureDevices decodes the demo catalogue and every shared device-list
 // fixture with the real cloud client (served from a loopback test server),
 // so the bridge sees exactly what it sees in production.
-func fixtureDevices(t testing.TB) ([]cloud.Device, []cloud.Option) {
+func fixtureDevices(t testing.TB) ([]capability.Device, []capability.Option) {
 	t.Helper()
 	fuzzOnce.Do(func() { fuzzDevices, fuzzScenes, fuzzErr = loadFixtureDevices() })
 	if fuzzErr != nil {
@@ -61,7 +62,7 @@ func fixtureDevices(t testing.TB) ([]cloud.Device, []cloud.Option) {
 	return fuzzDevices, fuzzScenes
 }
 
-func loadFixtureDevices() ([]cloud.Device, []cloud.Option, error) {
+func loadFixtureDevices() ([]capability.Device, []capability.Option, error) {
 	files, err := filepath.Glob("../../testdata/list_devices*.json")
 	if err != nil || len(files) == 0 {
 		return nil, nil, fmt.Errorf("no recorded device lists testdata/list_devices*.json (%v)", err)
@@ -80,7 +81,7 @@ func loadFixtureDevices() ([]cloud.Device, []cloud.Option, error) {
 		}
 		bodies = append(bodies, b)
 	}
-	var out []cloud.Device
+	var out []capability.Device
 	seen := map[string]bool{}
 	for _, body := range bodies {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -125,7 +126,7 @@ type fuzzTopic struct {
 // every instance and one unknown, get), "light" (light/set and
 // segment/<n>/set for every segment, one past them, and non-numbers) or
 // "bridge" (every request action, an unknown one, homeassistant/status).
-func topicsOf(kind string, devs []cloud.Device) []fuzzTopic {
+func topicsOf(kind string, devs []capability.Device) []fuzzTopic {
 	l := topic.New(fuzzBase)
 	var out []fuzzTopic
 	switch kind {
@@ -161,10 +162,10 @@ func topicsOf(kind string, devs []cloud.Device) []fuzzTopic {
 
 // segmentCount is one more than the highest segment index a definition
 // allows (0 without segment capabilities).
-func segmentCount(d cloud.Device) int {
+func segmentCount(d capability.Device) int {
 	n := 0
 	for _, c := range d.Capabilities {
-		if c.Instance != cloud.InstanceSegmentedColorRGB && c.Instance != cloud.InstanceSegmentBrightness || c.Parameters == nil {
+		if c.Instance != capability.InstanceSegmentedColorRGB && c.Instance != capability.InstanceSegmentBrightness || c.Parameters == nil {
 			continue
 		}
 		for _, f := range c.Parameters.Fields {
@@ -250,7 +251,7 @@ type fuzzBridge struct {
 	cmd  *fakeCmd
 	read *fakeReader
 	log  *syncBuf
-	devs []cloud.Device // as the bridge holds them: scenes merged
+	devs []capability.Device // as the bridge holds them: scenes merged
 }
 
 // newFuzzBridge builds a fresh bridge for every input, so that a failing
@@ -279,28 +280,28 @@ func newFuzzBridge(t testing.TB, withDiscovery bool) *fuzzBridge {
 
 var (
 	scenesOnce   sync.Once
-	scenedDevice []cloud.Device
+	scenedDevice []capability.Device
 )
 
 // withScenes is the fixture devices with the scene fixture as every light's
 // dynamic scenes and two DIY scenes, as the bridge holds them after the
 // scene endpoints answered.
-func withScenes(t testing.TB) []cloud.Device {
+func withScenes(t testing.TB) []capability.Device {
 	devs, scenes := fixtureDevices(t)
 	scenesOnce.Do(func() {
-		diy := []cloud.Option{{Name: "My Fade", Value: int64(8000001)}, {Name: "My Party", Value: int64(8000002)}}
+		diy := []capability.Option{{Name: "My Fade", Value: int64(8000001)}, {Name: "My Party", Value: int64(8000002)}}
 		for _, d := range devs {
-			caps := make([]cloud.Capability, len(d.Capabilities))
+			caps := make([]capability.Capability, len(d.Capabilities))
 			for i, c := range d.Capabilities {
-				var extra []cloud.Option
+				var extra []capability.Option
 				switch c.Instance {
-				case cloud.InstanceLightScene:
+				case capability.InstanceLightScene:
 					extra = scenes
-				case cloud.InstanceDIYScene:
+				case capability.InstanceDIYScene:
 					extra = diy
 				}
 				if extra != nil && (c.Parameters == nil || len(c.Parameters.Options) == 0) {
-					p := cloud.Parameters{DataType: cloud.DataEnum}
+					p := capability.Parameters{DataType: capability.DataEnum}
 					if c.Parameters != nil {
 						p = *c.Parameters
 					}
@@ -403,7 +404,7 @@ func checkErrorMessage(t *testing.T, tp fuzzTopic, payload []byte, m published) 
 
 // checkControl: a request that reaches the scheduler names the device, has
 // the capability's type and a value the cloud accepts.
-func checkControl(t *testing.T, tp fuzzTopic, payload []byte, dev cloud.Device, r cloud.ControlRequest) {
+func checkControl(t *testing.T, tp fuzzTopic, payload []byte, dev capability.Device, r cloud.ControlRequest) {
 	t.Helper()
 	if r.SKU != dev.SKU || r.Device != dev.Device {
 		t.Fatalf("%s %q: control request for %s/%s, not %s", tp.topic, payload, r.SKU, r.Device, dev)
@@ -415,7 +416,7 @@ func checkControl(t *testing.T, tp fuzzTopic, payload []byte, dev cloud.Device, 
 	if r.Type != c.Type {
 		t.Fatalf("%s %q: control request of type %q for %s of type %q", tp.topic, payload, r.Type, r.Instance, c.Type)
 	}
-	if err := cloud.Validate(c, r.Value); err != nil {
+	if err := capability.Validate(c, r.Value); err != nil {
 		b, _ := json.Marshal(r.Value)
 		t.Fatalf("%s %q: control request %s=%s fails validation: %v", tp.topic, payload, r.Instance, b, err)
 	}
@@ -442,10 +443,10 @@ func pick(topics []fuzzTopic, sel uint16) fuzzTopic { return topics[int(sel)%len
 
 // seedPayloads are payloads worth trying on a device topic: examples of
 // every capability (cloud and friendly forms) and some broken ones.
-func seedPayloads(d cloud.Device) []string {
+func seedPayloads(d capability.Device) []string {
 	out := []string{"", "on", "OFF", "1", "0", "-1", "null", "{}", "[]", `"x"`, "\xff\xfe", "1e309", "{\"a\":", "true"}
 	for _, c := range d.Capabilities {
-		if v, ok := cloud.Example(c); ok {
+		if v, ok := capability.Example(c); ok {
 			b, _ := json.Marshal(v)
 			out = append(out, string(b), fmt.Sprintf(`{%q:%s}`, c.Instance, b))
 		}
@@ -517,7 +518,7 @@ func FuzzLightCommand(f *testing.F) {
 			for _, r := range reqs {
 				m, _ := r.Value.(map[string]any)
 				s, _ := m["segment"].([]any)
-				if err != nil || len(s) != 1 || !cloud.Equal(s[0], int64(seg)) {
+				if err != nil || len(s) != 1 || !capability.Equal(s[0], int64(seg)) {
 					t.Fatalf("%s %q: request %s=%v does not name only segment %d", tp.topic, payload, r.Instance, r.Value, seg)
 				}
 			}
@@ -585,9 +586,9 @@ func FuzzBridgeRequest(f *testing.F) {
 }
 
 func jsonEqual(a, b []byte) bool {
-	va, err1 := cloud.Normalize(a)
-	vb, err2 := cloud.Normalize(b)
-	return errors.Join(err1, err2) == nil && cloud.Equal(va, vb)
+	va, err1 := capability.Normalize(a)
+	vb, err2 := capability.Normalize(b)
+	return errors.Join(err1, err2) == nil && capability.Equal(va, vb)
 }
 
 // TestFuzzTopicsCoverEveryKind guards the targets' reach: every device of

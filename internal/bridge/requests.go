@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 )
 
 // requestJSON is the body of <base>/bridge/request/<action>. Every member is
@@ -87,7 +87,7 @@ func (b *Bridge) handleRequest(action string, payload []byte) {
 }
 
 // lookup finds a device by topic id or "sku/device".
-func (b *Bridge) lookup(ref string) (cloud.Device, bool) {
+func (b *Bridge) lookup(ref string) (capability.Device, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if e, ok := b.devices[ref]; ok {
@@ -96,17 +96,17 @@ func (b *Bridge) lookup(ref string) (cloud.Device, bool) {
 	if id, ok := b.byKey[ref]; ok {
 		return b.devices[id].dev, true
 	}
-	return cloud.Device{}, false
+	return capability.Device{}, false
 }
 
-func topicID(b *Bridge, dev cloud.Device) string {
+func topicID(b *Bridge, dev capability.Device) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.byKey[key(dev.SKU, dev.Device)]
 }
 
 // sceneNames lists the names of a device's scenes after a refresh.
-func sceneNames(b *Bridge, dev cloud.Device) map[string][]string {
+func sceneNames(b *Bridge, dev capability.Device) map[string][]string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.entryLocked(dev)
@@ -115,7 +115,7 @@ func sceneNames(b *Bridge, dev cloud.Device) map[string][]string {
 		return out
 	}
 	for _, c := range e.dev.Capabilities {
-		if c.Instance != cloud.InstanceLightScene && c.Instance != cloud.InstanceDIYScene && c.Instance != cloud.InstanceSnapshot {
+		if c.Instance != capability.InstanceLightScene && c.Instance != capability.InstanceDIYScene && c.Instance != capability.InstanceSnapshot {
 			continue
 		}
 		names := []string{}

@@ -7,12 +7,12 @@ import (
 	"slices"
 	"time"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/discovery"
 )
 
 // State implements the poller's consumer: changed values of a device.
-func (b *Bridge) State(dev cloud.Device, online bool, changed map[string]any) {
+func (b *Bridge) State(dev capability.Device, online bool, changed map[string]any) {
 	b.mu.Lock()
 	e := b.entryLocked(dev)
 	if e == nil {
@@ -29,7 +29,7 @@ func (b *Bridge) State(dev cloud.Device, online bool, changed map[string]any) {
 
 // Unreachable implements the poller's consumer: reads of the device keep
 // failing, so it is shown unavailable until a read works again.
-func (b *Bridge) Unreachable(dev cloud.Device, err error) {
+func (b *Bridge) Unreachable(dev capability.Device, err error) {
 	b.mu.Lock()
 	e := b.entryLocked(dev)
 	if e == nil {
@@ -101,7 +101,7 @@ func stateJSON(e *entry) []byte {
 
 // applyOptimistic records values the cloud accepted and publishes them, so
 // users see the change before the confirming read.
-func (b *Bridge) applyOptimistic(dev cloud.Device, instance string, value any) {
+func (b *Bridge) applyOptimistic(dev capability.Device, instance string, value any) {
 	b.mu.Lock()
 	e := b.entryLocked(dev)
 	if e == nil {
@@ -110,17 +110,17 @@ func (b *Bridge) applyOptimistic(dev cloud.Device, instance string, value any) {
 	}
 	e.values[instance] = value
 	switch instance {
-	case cloud.InstanceColorRGB, cloud.InstanceColorTemperatureK:
+	case capability.InstanceColorRGB, capability.InstanceColorTemperatureK:
 		// A colour or white now shows instead of a scene, and the cloud
 		// reports 0 for the temperature while a colour shows.
-		delete(e.values, cloud.InstanceLightScene)
-		delete(e.values, cloud.InstanceDIYScene)
-		delete(e.values, cloud.InstanceSnapshot)
-		if _, hasCT := e.dev.Capability(cloud.InstanceColorTemperatureK); hasCT && instance == cloud.InstanceColorRGB {
-			e.values[cloud.InstanceColorTemperatureK] = int64(0)
+		delete(e.values, capability.InstanceLightScene)
+		delete(e.values, capability.InstanceDIYScene)
+		delete(e.values, capability.InstanceSnapshot)
+		if _, hasCT := e.dev.Capability(capability.InstanceColorTemperatureK); hasCT && instance == capability.InstanceColorRGB {
+			e.values[capability.InstanceColorTemperatureK] = int64(0)
 		}
-	case cloud.InstanceLightScene, cloud.InstanceDIYScene, cloud.InstanceSnapshot:
-		for _, other := range []string{cloud.InstanceLightScene, cloud.InstanceDIYScene, cloud.InstanceSnapshot} {
+	case capability.InstanceLightScene, capability.InstanceDIYScene, capability.InstanceSnapshot:
+		for _, other := range []string{capability.InstanceLightScene, capability.InstanceDIYScene, capability.InstanceSnapshot} {
 			if other != instance {
 				delete(e.values, other)
 			}
@@ -221,7 +221,7 @@ func (b *Bridge) Event(sku, device, instance string, name string, value any, msg
 		b.log.Debug().Str("device", sku+"/"+device).Str("instance", instance).Msg("event for an unknown device dropped")
 		return
 	}
-	p := discovery.EventPayload(instance, cloud.EventOption{Name: name, Value: value, Message: msg})
+	p := discovery.EventPayload(instance, capability.EventOption{Name: name, Value: value, Message: msg})
 	b.send([]message{{b.opt.Layout.Event(id), p, false}})
 	b.log.Info().Str("device", sku+"/"+device).Str("instance", instance).Str("event", name).Msg("device event")
 }

@@ -1,3 +1,12 @@
+// Package cloud is the typed HTTP client of the Smart Device Cloud Control
+// Interface: device lists, state, scenes and control, with the cloud's
+// errors as *APIError.
+//
+// It is the only package that knows the cloud's wire format. It imports
+// nothing of ours but the capability value language (internal/capability),
+// into whose types it decodes, and knows nothing of MQTT, scheduling or Home
+// Assistant; callers decide when to call it (internal/scheduler owns every
+// request budget).
 package cloud
 
 import (
@@ -17,6 +26,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"cloud2mqtt/internal/capability"
 
 	"github.com/rs/zerolog"
 )
@@ -205,7 +216,7 @@ func validHeaderName(h string) bool {
 // definitions. Devices the answer does not identify (no sku or device id) and
 // duplicates are left out and logged; capabilities that cannot be decoded are
 // named in Device.Problems. An answer without data is an empty list.
-func (c *Client) ListDevices(ctx context.Context) ([]Device, error) {
+func (c *Client) ListDevices(ctx context.Context) ([]capability.Device, error) {
 	cl := call{ep: epDevices}
 	a, err := c.exchange(ctx, cl, nil)
 	if err != nil {
@@ -562,12 +573,12 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 }
 
 // readDevices decodes a device-list answer.
-func (c *Client) readDevices(cl call, a answer) ([]Device, error) {
+func (c *Client) readDevices(cl call, a answer) ([]capability.Device, error) {
 	env, err := c.check(cl, a)
 	if err != nil {
 		return nil, err
 	}
-	out := []Device{}
+	out := []capability.Device{}
 	if isNull(env.data) {
 		return out, nil
 	}
@@ -578,9 +589,9 @@ func (c *Client) readDevices(cl call, a answer) ([]Device, error) {
 		return nil, e
 	}
 	seen := make(map[string]bool, len(items))
-	shared := make(map[string]capabilityDefs)
+	var dec capability.DeviceDecoder
 	for i, raw := range items {
-		d, err := decodeListedDevice(raw, shared)
+		d, err := dec.Decode(raw)
 		if err != nil {
 			c.warnOnce("device-undecodable:"+strconv.Itoa(i)+":"+err.Error(), func(ev *zerolog.Event) {
 				ev.Int("index", i).Str("error", c.clean(err.Error())).Msg("cloud: a device in the list cannot be decoded; left out")
@@ -610,8 +621,8 @@ func (c *Client) readDevices(cl call, a answer) ([]Device, error) {
 
 // noteDevice logs, once per distinct thing, what the bridge will not fully
 // understand about a device: its type, its capability types, its problems.
-func (c *Client) noteDevice(d Device) {
-	if d.Type != "" && !KnownDeviceType(d.Type) {
+func (c *Client) noteDevice(d capability.Device) {
+	if d.Type != "" && !capability.KnownDeviceType(d.Type) {
 		c.warnOnce("device-type:"+d.Type, func(ev *zerolog.Event) {
 			ev.Str("type", c.clean(d.Type)).Str("sku", c.clean(d.SKU)).Str("device", c.clean(d.Device)).
 				Msg("cloud: unknown device type; kept as reported")
@@ -629,7 +640,7 @@ func (c *Client) noteDevice(d Device) {
 }
 
 func (c *Client) noteCapabilityType(typ, instance, sku, device string) {
-	if KnownCapabilityType(typ) {
+	if capability.KnownCapabilityType(typ) {
 		return
 	}
 	c.warnOnce("capability-type:"+typ, func(ev *zerolog.Event) {
@@ -729,13 +740,13 @@ func (c *Client) readScenes(cl call, a answer) (Scenes, error) {
 		return Scenes{}, err
 	}
 	if isNull(env.payload) {
-		return Scenes{SKU: cl.sku, Device: cl.device, Capabilities: []Capability{}}, nil
+		return Scenes{SKU: cl.sku, Device: cl.device, Capabilities: []capability.Capability{}}, nil
 	}
 	p, err := c.readPayload(cl, a, env)
 	if err != nil {
 		return Scenes{}, err
 	}
-	caps := decodeCapabilities(c, cl, p.Capabilities, func(cp Capability) (string, string) { return cp.Type, cp.Instance })
+	caps := decodeCapabilities(c, cl, p.Capabilities, func(cp capability.Capability) (string, string) { return cp.Type, cp.Instance })
 	return Scenes{SKU: cl.sku, Device: cl.device, Capabilities: caps}, nil
 }
 
@@ -804,9 +815,9 @@ func decodeEcho(raw json.RawMessage) (*ControlEcho, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
-	echo := &ControlEcho{Type: NormalizeType(rawText(m.Type)), Instance: rawText(m.Instance)}
+	echo := &ControlEcho{Type: capability.NormalizeType(rawText(m.Type)), Instance: rawText(m.Instance)}
 	if !isNull(m.Value) {
-		v, err := Normalize(m.Value)
+		v, err := capability.Normalize(m.Value)
 		if err != nil {
 			return nil, err
 		}
@@ -827,7 +838,7 @@ func decodeEcho(raw json.RawMessage) (*ControlEcho, error) {
 	}
 	echo.State = &ControlState{Status: rawText(st.Status), ErrorMsg: rawText(st.ErrorMsg)}
 	if !isNull(st.ErrorCode) {
-		v, err := Normalize(st.ErrorCode)
+		v, err := capability.Normalize(st.ErrorCode)
 		if err != nil {
 			return nil, err
 		}

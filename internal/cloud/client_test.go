@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"cloud2mqtt/internal/capability"
+
 	"github.com/rs/zerolog"
 )
 
@@ -31,6 +33,9 @@ type logBuf struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
+
+// fixtureDir holds the recorded answers of the live service.
+const fixtureDir = "../../testdata"
 
 func (l *logBuf) Write(p []byte) (int, error) {
 	l.mu.Lock()
@@ -131,7 +136,7 @@ var (
 	opScenes  = op{"scenes", func(ctx context.Context, c *Client) error { _, err := c.Scenes(ctx, tSKU, tDevice); return err }}
 	opDIY     = op{"diy-scenes", func(ctx context.Context, c *Client) error { _, err := c.DIYScenes(ctx, tSKU, tDevice); return err }}
 	opControl = op{"control", func(ctx context.Context, c *Client) error {
-		_, err := c.Control(ctx, ControlRequest{SKU: tSKU, Device: tDevice, Type: TypeRange, Instance: InstanceBrightness, Value: int64(50)})
+		_, err := c.Control(ctx, ControlRequest{SKU: tSKU, Device: tDevice, Type: capability.TypeRange, Instance: capability.InstanceBrightness, Value: int64(50)})
 		return err
 	}}
 	allOps = []op{opDevices, opState, opScenes, opDIY, opControl}
@@ -220,7 +225,7 @@ func TestRequests(t *testing.T) {
 		{opDIY, "POST", "/router/api/v1/device/diy-scenes", devicePayload, `{"requestId":"x","msg":"success","code":200,"payload":{}}`},
 		{opControl, "POST", "/router/api/v1/device/control", map[string]any{
 			"sku": tSKU, "device": tDevice,
-			"capability": map[string]any{"type": TypeRange, "instance": InstanceBrightness, "value": float64(50)},
+			"capability": map[string]any{"type": capability.TypeRange, "instance": capability.InstanceBrightness, "value": float64(50)},
 		}, `{"requestId":"x","msg":"success","code":200}`},
 	}
 	uuid := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
@@ -313,9 +318,9 @@ func TestRequestsNeedDeviceAndValue(t *testing.T) {
 	ctx := t.Context()
 	_, e1 := c.State(ctx, "", tDevice)
 	_, e2 := c.Scenes(ctx, tSKU, "")
-	_, e3 := c.Control(ctx, ControlRequest{SKU: tSKU, Device: tDevice, Type: TypeRange, Instance: InstanceBrightness})
+	_, e3 := c.Control(ctx, ControlRequest{SKU: tSKU, Device: tDevice, Type: capability.TypeRange, Instance: capability.InstanceBrightness})
 	_, e4 := c.Control(ctx, ControlRequest{SKU: tSKU, Device: tDevice, Value: 1})
-	_, e5 := c.Control(ctx, ControlRequest{SKU: tSKU, Device: tDevice, Type: TypeRange, Instance: InstanceBrightness, Value: make(chan int)})
+	_, e5 := c.Control(ctx, ControlRequest{SKU: tSKU, Device: tDevice, Type: capability.TypeRange, Instance: capability.InstanceBrightness, Value: make(chan int)})
 	for i, err := range []error{e1, e2, e3, e4, e5} {
 		if !IsRejected(err) {
 			t.Errorf("case %d: %v, want a request error before anything is sent", i+1, err)
@@ -355,7 +360,7 @@ func TestFixturesDecode(t *testing.T) {
 		if len(devs) != 10 {
 			t.Fatalf("got %d devices, want 10", len(devs))
 		}
-		seg, ok := devs[0].Capability(InstanceSegmentedColorRGB)
+		seg, ok := devs[0].Capability(capability.InstanceSegmentedColorRGB)
 		f, _ := seg.Parameters.Field("segment")
 		if !ok || f.ElementRange == nil || f.ElementRange.Max != 14 || f.Size.Max != 8 {
 			t.Errorf("H6072 segment field %+v", f)
@@ -390,10 +395,10 @@ func TestFixturesDecode(t *testing.T) {
 			t.Errorf("Online() = %v, %v; want false, true", on, known)
 		}
 		v := st.Values()
-		if !Equal(v[InstanceWorkMode], map[string]any{"workMode": int64(3), "modeValue": int64(9)}) {
-			t.Errorf("workMode = %#v", v[InstanceWorkMode])
+		if !capability.Equal(v[capability.InstanceWorkMode], map[string]any{"workMode": int64(3), "modeValue": int64(9)}) {
+			t.Errorf("workMode = %#v", v[capability.InstanceWorkMode])
 		}
-		if _, ok := v[InstanceHumidity]; ok || v[InstanceColorRGB] != int64(16777215) || len(st.Capabilities) != 9 {
+		if _, ok := v[capability.InstanceHumidity]; ok || v[capability.InstanceColorRGB] != int64(16777215) || len(st.Capabilities) != 9 {
 			t.Errorf("values %v from %d capabilities", v, len(st.Capabilities))
 		}
 	})
@@ -404,7 +409,7 @@ func TestFixturesDecode(t *testing.T) {
 			t.Fatal(err)
 		}
 		opts := sc.Options()
-		if len(opts) != 65 || opts[0].Name != "rainbow B" || !Equal(opts[0].Value, map[string]any{"paramId": int64(11837), "id": int64(7691)}) {
+		if len(opts) != 65 || opts[0].Name != "rainbow B" || !capability.Equal(opts[0].Value, map[string]any{"paramId": int64(11837), "id": int64(7691)}) {
 			t.Errorf("%d options, first %+v", len(opts), opts[0])
 		}
 	})
@@ -417,7 +422,7 @@ func TestFixturesDecode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if opts := sc.Options(); len(opts) != 1 || opts[0].Value != int64(8216567) || sc.Capabilities[0].Type != TypeDIYColorSetting {
+		if opts := sc.Options(); len(opts) != 1 || opts[0].Value != int64(8216567) || sc.Capabilities[0].Type != capability.TypeDIYColorSetting {
 			t.Errorf("DIY scenes %+v", sc)
 		}
 	})
@@ -473,7 +478,7 @@ func TestTolerantAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.SKU != tSKU || st.Device != tDevice || len(st.Capabilities) != 1 || st.Values()[InstancePower] != int64(1) {
+		if st.SKU != tSKU || st.Device != tDevice || len(st.Capabilities) != 1 || st.Values()[capability.InstancePower] != int64(1) {
 			t.Errorf("state %+v", st)
 		}
 		if w := logs.warnings(t); len(w) != 2 {
@@ -490,7 +495,7 @@ func TestTolerantAnswers(t *testing.T) {
 	t.Run("control success echo", func(t *testing.T) {
 		body := `{"requestId":"r1","msg":"success","code":200,"capability":{"type":"devices.capabilities.range","instance":"brightness","value":50,"state":{"status":"success"}}}`
 		c, _ := newTestClient(t, answerWith(200, body))
-		res, err := c.Control(t.Context(), ControlRequest{SKU: tSKU, Device: tDevice, Type: TypeRange, Instance: InstanceBrightness, Value: 50})
+		res, err := c.Control(t.Context(), ControlRequest{SKU: tSKU, Device: tDevice, Type: capability.TypeRange, Instance: capability.InstanceBrightness, Value: 50})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -501,7 +506,7 @@ func TestTolerantAnswers(t *testing.T) {
 	})
 	t.Run("control answer without echo", func(t *testing.T) {
 		c, _ := newTestClient(t, answerWith(200, `{"requestId":"r1","msg":"success","code":200}`))
-		if res, err := c.Control(t.Context(), ControlRequest{SKU: tSKU, Device: tDevice, Type: TypeOnOff, Instance: InstancePower, Value: 1}); err != nil || res.Capability != nil {
+		if res, err := c.Control(t.Context(), ControlRequest{SKU: tSKU, Device: tDevice, Type: capability.TypeOnOff, Instance: capability.InstancePower, Value: 1}); err != nil || res.Capability != nil {
 			t.Errorf("%+v, %v", res, err)
 		}
 	})
@@ -721,7 +726,7 @@ func TestUnknownTypesLoggedOnce(t *testing.T) {
 	c, logs := newTestClient(t, handler)
 	for range 3 {
 		devs, err := c.ListDevices(t.Context())
-		if err != nil || len(devs) != 3 || devs[2].Type != DeviceLight || devs[1].Capabilities[1].Type != TypeOnOff {
+		if err != nil || len(devs) != 3 || devs[2].Type != capability.DeviceLight || devs[1].Capabilities[1].Type != capability.TypeOnOff {
 			t.Fatalf("%+v, %v", devs, err)
 		}
 		if _, err := c.State(t.Context(), tSKU, tDevice); err != nil {

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"testing"
 
+	"cloud2mqtt/internal/capability"
+
 	"github.com/rs/zerolog"
 )
 
@@ -23,7 +25,7 @@ const demoDevicesFile = "../cloudsim/demo/devices.json"
 func lightStateAnswer(tb testing.TB) (sku, device string, body []byte) {
 	tb.Helper()
 	var list struct {
-		Data []Device `json:"data"`
+		Data []capability.Device `json:"data"`
 	}
 	if err := json.Unmarshal(readFixtureTB(tb, "list_devices_2.json"), &list); err != nil {
 		tb.Fatal(err)
@@ -33,8 +35,8 @@ func lightStateAnswer(tb testing.TB) (sku, device string, body []byte) {
 		tb.Fatalf("the first device of list_devices_2.json is %s, want H6072", d.SKU)
 	}
 	values := map[string]any{
-		InstancePower: 1, "gradientToggle": 0, InstanceBrightness: 80,
-		InstanceColorRGB: 16744192, InstanceColorTemperatureK: 0,
+		capability.InstancePower: 1, "gradientToggle": 0, capability.InstanceBrightness: 80,
+		capability.InstanceColorRGB: 16744192, capability.InstanceColorTemperatureK: 0,
 	}
 	type state struct {
 		Value any `json:"value"`
@@ -44,7 +46,7 @@ func lightStateAnswer(tb testing.TB) (sku, device string, body []byte) {
 		Instance string `json:"instance"`
 		State    state  `json:"state"`
 	}
-	caps := []capState{{TypeOnline, InstanceOnline, state{true}}}
+	caps := []capState{{capability.TypeOnline, capability.InstanceOnline, state{true}}}
 	for _, c := range d.Capabilities {
 		v, ok := values[c.Instance]
 		if !ok {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"cloud2mqtt/internal/capability"
+
 	"github.com/rs/zerolog"
 )
 
@@ -158,7 +160,7 @@ func FuzzDecodeControl(f *testing.F) {
 	f.Add([]byte(`{"requestId":"r","msg":"success","code":200,"capability":{"type":"devices.capabilities.on_off","instance":"powerSwitch","value":1,"state":{"status":"success"}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		c := fuzzClient(t)
-		cl := call{ep: epControl, sku: fuzzSKU, device: fuzzDevice, instance: InstancePower}
+		cl := call{ep: epControl, sku: fuzzSKU, device: fuzzDevice, instance: capability.InstancePower}
 		for _, a := range fuzzAnswers(body) {
 			res, err := c.readControl(cl, a)
 			if err != nil {

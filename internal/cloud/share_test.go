@@ -6,13 +6,15 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"cloud2mqtt/internal/capability"
 )
 
 // separately decodes each device of a list answer on its own, as ListDevices
 // did before devices shared definitions: what readDevices must still give,
 // apart from the sharing. Devices that do not decode, have no name or repeat
 // one are left out as readDevices leaves them out.
-func separately(t testing.TB, body []byte) []Device {
+func separately(t testing.TB, body []byte) []capability.Device {
 	t.Helper()
 	env, err := parseEnvelope(body)
 	if err != nil {
@@ -24,10 +26,10 @@ func separately(t testing.TB, body []byte) []Device {
 			t.Fatal(err)
 		}
 	}
-	out := []Device{}
+	out := []capability.Device{}
 	seen := map[string]bool{}
 	for _, raw := range items {
-		var d Device
+		var d capability.Device
 		if err := json.Unmarshal(raw, &d); err != nil || d.SKU == "" || d.Device == "" || seen[d.String()] {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"os"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 )
 
@@ -27,18 +28,18 @@ type Catalogue struct {
 	// DIY-scene endpoints answer. A light without an entry gets DefaultScenes,
 	// or a generated list when that is nil too; DIY scenes fall back to the
 	// diyScene options of the device list.
-	Scenes    map[string][]cloud.Option
-	DIYScenes map[string][]cloud.Option
+	Scenes    map[string][]capability.Option
+	DIYScenes map[string][]capability.Option
 
 	// DefaultScenes, when set, is the dynamic-scene list of every device that
 	// has a lightScene capability and no entry in Scenes.
-	DefaultScenes []cloud.Option
+	DefaultScenes []capability.Option
 }
 
 // CatalogueDevice is one device of a catalogue: its decoded definition and the
 // JSON it came from.
 type CatalogueDevice struct {
-	cloud.Device
+	capability.Device
 	Raw json.RawMessage
 }
 
@@ -65,10 +66,10 @@ func ParseCatalogue(b []byte) (*Catalogue, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Catalogue{Scenes: map[string][]cloud.Option{}, DIYScenes: map[string][]cloud.Option{}}
+	c := &Catalogue{Scenes: map[string][]capability.Option{}, DIYScenes: map[string][]capability.Option{}}
 	seen := map[string]bool{}
 	for i, raw := range raws {
-		var d cloud.Device
+		var d capability.Device
 		if err := json.Unmarshal(raw, &d); err != nil {
 			return nil, fmt.Errorf("cloudsim: device %d: %w", i, err)
 		}
@@ -118,10 +119,10 @@ func compact(raw json.RawMessage) json.RawMessage {
 
 // ParseSceneList decodes the body of a scene or DIY-scene answer (or a bare
 // option array) into its options, for Catalogue.DefaultScenes or Scenes.
-func ParseSceneList(b []byte) ([]cloud.Option, error) {
+func ParseSceneList(b []byte) ([]capability.Option, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) > 0 && b[0] == '[' {
-		var opts []cloud.Option
+		var opts []capability.Option
 		if err := json.Unmarshal(b, &opts); err != nil {
 			return nil, fmt.Errorf("cloudsim: decode scene options: %w", err)
 		}
@@ -167,8 +168,8 @@ func demoCatalogue() (*Catalogue, error) {
 		return nil, fmt.Errorf("cloudsim: demo scenes: %w", err)
 	}
 	var scenes map[string]struct {
-		LightScene []cloud.Option `json:"lightScene"`
-		DIYScene   []cloud.Option `json:"diyScene"`
+		LightScene []capability.Option `json:"lightScene"`
+		DIYScene   []capability.Option `json:"diyScene"`
 	}
 	if err := json.Unmarshal(sc, &scenes); err != nil {
 		return nil, fmt.Errorf("cloudsim: demo scenes: %w", err)
@@ -183,14 +184,14 @@ func demoCatalogue() (*Catalogue, error) {
 // generatedScenes is the dynamic-scene list of a light that the catalogue
 // gives none: a handful of scenes whose ids derive from the device id, so a
 // device always gets the same list.
-func generatedScenes(deviceID string) []cloud.Option {
+func generatedScenes(deviceID string) []capability.Option {
 	names := []string{"Sunrise", "Sunset", "Aurora", "Forest", "Ocean", "Candlelight", "Rainbow", "Starry Sky"}
 	h := fnv.New32a()
 	h.Write([]byte(deviceID))
 	base := int64(h.Sum32()%9000) + 1000
-	out := make([]cloud.Option, len(names))
+	out := make([]capability.Option, len(names))
 	for i, n := range names {
-		out[i] = cloud.Option{Name: n, Value: map[string]any{
+		out[i] = capability.Option{Name: n, Value: map[string]any{
 			"paramId": base*2 + int64(i)*13,
 			"id":      base + int64(i),
 		}}
@@ -199,9 +200,9 @@ func generatedScenes(deviceID string) []cloud.Option {
 }
 
 // generatedDIYScenes is the DIY list of a light whose definition lists none.
-func generatedDIYScenes(deviceID string) []cloud.Option {
+func generatedDIYScenes(deviceID string) []capability.Option {
 	h := fnv.New32a()
 	h.Write([]byte(deviceID))
 	base := int64(h.Sum32()%1000000) + 8000000
-	return []cloud.Option{{Name: "My Fade", Value: base}, {Name: "My Party", Value: base + 1}}
+	return []capability.Option{{Name: "My Fade", Value: base}, {Name: "My Party", Value: base + 1}}
 }

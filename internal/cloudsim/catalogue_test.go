@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 )
 
 const fixtures = "../../testdata"
@@ -160,9 +160,9 @@ func TestDemoCatalogueCoverage(t *testing.T) {
 		}
 	}
 	for _, typ := range []string{
-		cloud.DeviceLight, cloud.DeviceAirPurifier, cloud.DeviceThermometer, cloud.DeviceSocket,
-		cloud.DeviceSensor, cloud.DeviceHeater, cloud.DeviceHumidifier, cloud.DeviceDehumidifier,
-		cloud.DeviceIceMaker, cloud.DeviceAromaDiffuser, cloud.DeviceBox, cloud.DeviceAirQualityMonitor,
+		capability.DeviceLight, capability.DeviceAirPurifier, capability.DeviceThermometer, capability.DeviceSocket,
+		capability.DeviceSensor, capability.DeviceHeater, capability.DeviceHumidifier, capability.DeviceDehumidifier,
+		capability.DeviceIceMaker, capability.DeviceAromaDiffuser, capability.DeviceBox, capability.DeviceAirQualityMonitor,
 		"devices.types.fan",
 	} {
 		if !types[typ] {
@@ -175,36 +175,36 @@ func TestDemoCatalogueCoverage(t *testing.T) {
 	type want struct {
 		deviceType string
 		caps       []string
-		check      func(map[string]cloud.Capability) bool
+		check      func(map[string]capability.Capability) bool
 	}
-	nonEmptyOptions := func(inst string) func(map[string]cloud.Capability) bool {
-		return func(m map[string]cloud.Capability) bool {
+	nonEmptyOptions := func(inst string) func(map[string]capability.Capability) bool {
+		return func(m map[string]capability.Capability) bool {
 			p := m[inst].Parameters
 			return p != nil && len(p.Options) > 0
 		}
 	}
 	families := map[string]want{
-		"segmented light":     {cloud.DeviceLight, []string{"segment_color_setting:segmentedColorRgb", "segment_color_setting:segmentedBrightness", "color_setting:colorRgb", "color_setting:colorTemperatureK", "toggle:gradientToggle", "music_setting:musicMode", "dynamic_scene:diyScene", "dynamic_scene:snapshot"}, nil},
-		"static light scenes": {cloud.DeviceLight, []string{"dynamic_scene:lightScene"}, nonEmptyOptions("lightScene")},
-		"snapshots":           {cloud.DeviceLight, []string{"dynamic_scene:snapshot"}, nonEmptyOptions("snapshot")},
-		"DIY in the list":     {cloud.DeviceLight, []string{"dynamic_scene:diyScene"}, nonEmptyOptions("diyScene")},
-		"dynamic scenes only": {cloud.DeviceLight, []string{"dynamic_scene:lightScene"}, func(m map[string]cloud.Capability) bool { return len(m["lightScene"].Parameters.Options) == 0 }},
-		"segments as options": {cloud.DeviceLight, []string{"segment_color_setting:segmentedColorRgb"}, func(m map[string]cloud.Capability) bool {
+		"segmented light":     {capability.DeviceLight, []string{"segment_color_setting:segmentedColorRgb", "segment_color_setting:segmentedBrightness", "color_setting:colorRgb", "color_setting:colorTemperatureK", "toggle:gradientToggle", "music_setting:musicMode", "dynamic_scene:diyScene", "dynamic_scene:snapshot"}, nil},
+		"static light scenes": {capability.DeviceLight, []string{"dynamic_scene:lightScene"}, nonEmptyOptions("lightScene")},
+		"snapshots":           {capability.DeviceLight, []string{"dynamic_scene:snapshot"}, nonEmptyOptions("snapshot")},
+		"DIY in the list":     {capability.DeviceLight, []string{"dynamic_scene:diyScene"}, nonEmptyOptions("diyScene")},
+		"dynamic scenes only": {capability.DeviceLight, []string{"dynamic_scene:lightScene"}, func(m map[string]capability.Capability) bool { return len(m["lightScene"].Parameters.Options) == 0 }},
+		"segments as options": {capability.DeviceLight, []string{"segment_color_setting:segmentedColorRgb"}, func(m map[string]capability.Capability) bool {
 			f, _ := m["segmentedColorRgb"].Parameters.Field("segment")
 			return len(f.Options) > 0
 		}},
-		"two-socket plug":     {cloud.DeviceSocket, []string{"on_off:powerSwitch", "toggle:socketToggle1", "toggle:socketToggle2"}, nil},
-		"humidifier":          {cloud.DeviceHumidifier, []string{"work_mode:workMode", "range:humidity", "toggle:nightlightToggle", "event:lackWaterEvent", "mode:nightlightScene"}, dependentModeValue},
-		"dehumidifier":        {cloud.DeviceDehumidifier, []string{"on_off:powerSwitch", "work_mode:workMode", "range:humidity"}, nil},
-		"heater":              {cloud.DeviceHeater, []string{"temperature_setting:targetTemperature", "property:sensorTemperature", "toggle:oscillationToggle"}, nil},
-		"kettle":              {cloud.DeviceHeater, []string{"temperature_setting:sliderTemperature"}, nil},
-		"air purifier":        {cloud.DeviceAirPurifier, []string{"work_mode:workMode", "mode:fanSpeed", "property:filterLifeTime", "property:airQuality", "property:pm25"}, nil},
-		"ice maker":           {cloud.DeviceIceMaker, []string{"toggle:iceMakingToggle", "work_mode:workMode", "event:iceFullEvent", "event:lackWaterEvent"}, nil},
-		"aroma diffuser":      {cloud.DeviceAromaDiffuser, []string{"mode:presetScene"}, nil},
-		"box":                 {cloud.DeviceBox, []string{"mode:hdmiSource", "range:volume"}, nil},
-		"thermometer":         {cloud.DeviceThermometer, []string{"property:sensorTemperature", "property:sensorHumidity"}, nil},
-		"sensor":              {cloud.DeviceSensor, []string{"property:sensorTemperature", "property:sensorHumidity"}, nil},
-		"air quality monitor": {cloud.DeviceAirQualityMonitor, []string{"property:carbonDioxideConcentration", "property:pm25", "property:sensorTemperature", "property:sensorHumidity"}, nil},
+		"two-socket plug":     {capability.DeviceSocket, []string{"on_off:powerSwitch", "toggle:socketToggle1", "toggle:socketToggle2"}, nil},
+		"humidifier":          {capability.DeviceHumidifier, []string{"work_mode:workMode", "range:humidity", "toggle:nightlightToggle", "event:lackWaterEvent", "mode:nightlightScene"}, dependentModeValue},
+		"dehumidifier":        {capability.DeviceDehumidifier, []string{"on_off:powerSwitch", "work_mode:workMode", "range:humidity"}, nil},
+		"heater":              {capability.DeviceHeater, []string{"temperature_setting:targetTemperature", "property:sensorTemperature", "toggle:oscillationToggle"}, nil},
+		"kettle":              {capability.DeviceHeater, []string{"temperature_setting:sliderTemperature"}, nil},
+		"air purifier":        {capability.DeviceAirPurifier, []string{"work_mode:workMode", "mode:fanSpeed", "property:filterLifeTime", "property:airQuality", "property:pm25"}, nil},
+		"ice maker":           {capability.DeviceIceMaker, []string{"toggle:iceMakingToggle", "work_mode:workMode", "event:iceFullEvent", "event:lackWaterEvent"}, nil},
+		"aroma diffuser":      {capability.DeviceAromaDiffuser, []string{"mode:presetScene"}, nil},
+		"box":                 {capability.DeviceBox, []string{"mode:hdmiSource", "range:volume"}, nil},
+		"thermometer":         {capability.DeviceThermometer, []string{"property:sensorTemperature", "property:sensorHumidity"}, nil},
+		"sensor":              {capability.DeviceSensor, []string{"property:sensorTemperature", "property:sensorHumidity"}, nil},
+		"air quality monitor": {capability.DeviceAirQualityMonitor, []string{"property:carbonDioxideConcentration", "property:pm25", "property:sensorTemperature", "property:sensorHumidity"}, nil},
 		"fan":                 {"devices.types.fan", []string{"toggle:oscillationToggle", "work_mode:workMode"}, nil},
 	}
 	for name, w := range families {
@@ -213,7 +213,7 @@ func TestDemoCatalogueCoverage(t *testing.T) {
 				if d.Type != w.deviceType {
 					continue
 				}
-				m := map[string]cloud.Capability{}
+				m := map[string]capability.Capability{}
 				for _, c := range d.Capabilities {
 					m[c.Instance] = c
 				}
@@ -242,7 +242,7 @@ func TestDemoCatalogueCoverage(t *testing.T) {
 			if !c.Controllable() || unqueryable(c) {
 				continue
 			}
-			if _, ok := cloud.Example(c); !ok {
+			if _, ok := capability.Example(c); !ok {
 				t.Errorf("%s %s: no example value", d.Device.Device, c.Instance)
 			}
 		}
@@ -251,7 +251,7 @@ func TestDemoCatalogueCoverage(t *testing.T) {
 
 // dependentModeValue: the work mode's modeValue has options depending on the
 // mode (nested options, a default, a range).
-func dependentModeValue(m map[string]cloud.Capability) bool {
+func dependentModeValue(m map[string]capability.Capability) bool {
 	f, ok := m["workMode"].Parameters.Field("modeValue")
 	if !ok {
 		return false

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 )
 
@@ -63,17 +64,17 @@ func TestClientEndpoints(t *testing.T) {
 		if err != nil || len(diy.Options()) != 2 {
 			t.Fatalf("DIYScenes: %+v %v", diy, err)
 		}
-		res, err := c.Control(ctx, cloud.ControlRequest{SKU: stripSKU, Device: stripID, Type: cloud.TypeDynamicScene,
+		res, err := c.Control(ctx, cloud.ControlRequest{SKU: stripSKU, Device: stripID, Type: capability.TypeDynamicScene,
 			Instance: "lightScene", Value: sc.Options()[3].Value})
 		if err != nil || res.Code != 200 || res.Capability == nil || res.Capability.State == nil || res.Capability.State.Status != "success" {
 			t.Fatalf("Control scene: %+v %v", res, err)
 		}
-		if _, err := c.Control(ctx, cloud.ControlRequest{SKU: heaterSKU, Device: heaterID, Type: cloud.TypeTemperature,
+		if _, err := c.Control(ctx, cloud.ControlRequest{SKU: heaterSKU, Device: heaterID, Type: capability.TypeTemperature,
 			Instance: "targetTemperature", Value: map[string]any{"temperature": 24}}); err != nil {
 			t.Fatal(err)
 		}
 		st, err = c.State(ctx, heaterSKU, heaterID)
-		if err != nil || !cloud.Equal(st.Values()["targetTemperature"], map[string]any{"temperature": int64(24), "autoStop": int64(0), "unit": "Celsius"}) {
+		if err != nil || !capability.Equal(st.Values()["targetTemperature"], map[string]any{"temperature": int64(24), "autoStop": int64(0), "unit": "Celsius"}) {
 			t.Fatalf("heater state %v %v", st.Values(), err)
 		}
 	}
@@ -99,32 +100,32 @@ func TestClientErrors(t *testing.T) {
 		want  check
 	}{
 		{"value out of range", nil, func(ctx context.Context, c *cloud.Client) error {
-			_, err := c.Control(ctx, ctl(stripSKU, stripID, cloud.TypeRange, "brightness", 101))
+			_, err := c.Control(ctx, ctl(stripSKU, stripID, capability.TypeRange, "brightness", 101))
 			return err
 		}, kind(cloud.ErrRequest, 400, "parameter value out of range")},
 		{"wrong value type", nil, func(ctx context.Context, c *cloud.Client) error {
-			_, err := c.Control(ctx, ctl(stripSKU, stripID, cloud.TypeRange, "brightness", "max"))
+			_, err := c.Control(ctx, ctl(stripSKU, stripID, capability.TypeRange, "brightness", "max"))
 			return err
 		}, kind(cloud.ErrRequest, 400, "invalid parameter type")},
 		{"empty segment list", nil, func(ctx context.Context, c *cloud.Client) error {
-			_, err := c.Control(ctx, ctl(lampSKU, lampID, cloud.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": []int{}, "rgb": 1}))
+			_, err := c.Control(ctx, ctl(lampSKU, lampID, capability.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": []int{}, "rgb": 1}))
 			return err
 		}, kind(cloud.ErrRequest, 400, "parameter value empty")},
 		{"too many segments", nil, func(ctx context.Context, c *cloud.Client) error {
 			seg := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0}
-			_, err := c.Control(ctx, ctl(stripSKU, stripID, cloud.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": seg, "rgb": 1}))
+			_, err := c.Control(ctx, ctl(stripSKU, stripID, capability.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": seg, "rgb": 1}))
 			return err
 		}, kind(cloud.ErrRequest, 400, "parameter length does not meet requirements")},
 		{"unknown struct member", nil, func(ctx context.Context, c *cloud.Client) error {
-			_, err := c.Control(ctx, ctl(humidSKU, humidifierID, cloud.TypeWorkMode, "workMode", map[string]any{"workMode": 1, "speed": 2}))
+			_, err := c.Control(ctx, ctl(humidSKU, humidifierID, capability.TypeWorkMode, "workMode", map[string]any{"workMode": 1, "speed": 2}))
 			return err
 		}, kind(cloud.ErrRequest, 400, "invalid parameter format")},
 		{"duplicate segments", nil, func(ctx context.Context, c *cloud.Client) error {
-			_, err := c.Control(ctx, ctl(lampSKU, lampID, cloud.TypeSegmentColor, "segmentedBrightness", map[string]any{"segment": []int{3, 3}, "brightness": 1}))
+			_, err := c.Control(ctx, ctl(lampSKU, lampID, capability.TypeSegmentColor, "segmentedBrightness", map[string]any{"segment": []int{3, 3}, "brightness": 1}))
 			return err
 		}, kind(cloud.ErrRequest, 400, "duplicate parameter value")},
 		{"missing struct member", nil, func(ctx context.Context, c *cloud.Client) error {
-			_, err := c.Control(ctx, ctl(heaterSKU, heaterID, cloud.TypeTemperature, "targetTemperature", map[string]any{"unit": "Celsius"}))
+			_, err := c.Control(ctx, ctl(heaterSKU, heaterID, capability.TypeTemperature, "targetTemperature", map[string]any{"unit": "Celsius"}))
 			return err
 		}, kind(cloud.ErrRequest, 400, "missing parameter")},
 		{"unknown device", nil, func(ctx context.Context, c *cloud.Client) error {
@@ -132,11 +133,11 @@ func TestClientErrors(t *testing.T) {
 			return err
 		}, kind(cloud.ErrNotFound, 404, "devices not exist")},
 		{"unknown instance", nil, func(ctx context.Context, c *cloud.Client) error {
-			_, err := c.Control(ctx, ctl(plugSKU, plugID, cloud.TypeToggle, "socketToggle3", 1))
+			_, err := c.Control(ctx, ctl(plugSKU, plugID, capability.TypeToggle, "socketToggle3", 1))
 			return err
 		}, kind(cloud.ErrNotFound, 404, "devices not support this instance")},
 		{"read-only instance", nil, func(ctx context.Context, c *cloud.Client) error {
-			_, err := c.Control(ctx, ctl(thermoSKU, thermoID, cloud.TypeProperty, "sensorTemperature", 20))
+			_, err := c.Control(ctx, ctl(thermoSKU, thermoID, capability.TypeProperty, "sensorTemperature", 20))
 			return err
 		}, kind(cloud.ErrNotFound, 404, "devices not support this instance")},
 		{"removed device", func(h *harness) { _ = h.sim.RemoveDevice(plugID) }, func(ctx context.Context, c *cloud.Client) error {
@@ -144,7 +145,7 @@ func TestClientErrors(t *testing.T) {
 			return err
 		}, kind(cloud.ErrNotFound, 404, "devices not belong you")},
 		{"offline device", func(h *harness) { _ = h.sim.SetOnline(plugID, false) }, func(ctx context.Context, c *cloud.Client) error {
-			_, err := c.Control(ctx, ctl(plugSKU, plugID, cloud.TypeOnOff, "powerSwitch", 1))
+			_, err := c.Control(ctx, ctl(plugSKU, plugID, capability.TypeOnOff, "powerSwitch", 1))
 			return err
 		}, kind(cloud.ErrRequest, 400, "device offline")},
 		{"revoked key", func(h *harness) { h.sim.RevokeKey() }, func(ctx context.Context, c *cloud.Client) error {
@@ -180,7 +181,7 @@ func TestClientErrors(t *testing.T) {
 			return err
 		}, transient},
 		{"connection reset", func(h *harness) { h.sim.Faults().ResetNext(EndpointControl, 1) }, func(ctx context.Context, c *cloud.Client) error {
-			_, err := c.Control(ctx, ctl(stripSKU, stripID, cloud.TypeOnOff, "powerSwitch", 1))
+			_, err := c.Control(ctx, ctl(stripSKU, stripID, capability.TypeOnOff, "powerSwitch", 1))
 			return err
 		}, transient},
 		{"hang until the deadline", func(h *harness) { h.sim.Faults().Hang(EndpointDIYScenes) }, func(ctx context.Context, c *cloud.Client) error {

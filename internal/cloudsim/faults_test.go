@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 )
 
 // raw sends a request and returns the response or the transport error.
@@ -34,7 +34,7 @@ func TestFailNext(t *testing.T) {
 	h := start(t, Options{})
 	h.sim.Faults().FailNext(EndpointControl, 2, http.StatusServiceUnavailable)
 	for i := range 2 {
-		r := h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 50)
+		r := h.control(stripSKU, stripID, capability.TypeRange, "brightness", 50)
 		if r.status != 503 || r.code() != 503 {
 			t.Fatalf("control %d: %d %s", i, r.status, r.raw)
 		}
@@ -46,10 +46,10 @@ func TestFailNext(t *testing.T) {
 	if len(h.sim.ControlLog()) != 0 {
 		t.Fatal("failed controls reached the device")
 	}
-	wantStatus(t, "third control", h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 50), 200)
+	wantStatus(t, "third control", h.control(stripSKU, stripID, capability.TypeRange, "brightness", 50), 200)
 	// Failed requests spend no token: 5 more fit in the device's burst of 6.
 	for i := range 5 {
-		wantStatus(t, fmt.Sprintf("control %d", i), h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 50), 200)
+		wantStatus(t, fmt.Sprintf("control %d", i), h.control(stripSKU, stripID, capability.TypeRange, "brightness", 50), 200)
 	}
 	if c := h.sim.Counts(); c.Of(EndpointControl, 503) != 2 || c.Of(EndpointControl, 200) != 6 {
 		t.Fatalf("counts %+v", c.Requests)
@@ -101,7 +101,7 @@ func TestLatency(t *testing.T) {
 	h.sim.Faults().SetLatency(EndpointControl, time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, _, err := h.raw(ctx, http.MethodPost, PathControl, controlBody(stripSKU, stripID, cloud.TypeRange, "brightness", 9))
+	_, _, err := h.raw(ctx, http.MethodPost, PathControl, controlBody(stripSKU, stripID, capability.TypeRange, "brightness", 9))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the client's deadline", err)
 	}
@@ -118,7 +118,7 @@ func TestHang(t *testing.T) {
 	// A client with a deadline gives up.
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, _, err := h.raw(ctx, http.MethodPost, PathControl, controlBody(stripSKU, stripID, cloud.TypeRange, "brightness", 9)); !errors.Is(err, context.DeadlineExceeded) {
+	if _, _, err := h.raw(ctx, http.MethodPost, PathControl, controlBody(stripSKU, stripID, capability.TypeRange, "brightness", 9)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)
 	}
 	waitFor(t, "the abandoned request logged", func() bool { return h.sim.Counts().Of(EndpointControl, 0) == 1 })
@@ -126,7 +126,7 @@ func TestHang(t *testing.T) {
 	// A hung request completes normally once released.
 	done := make(chan int, 1)
 	go func() {
-		resp, _, err := h.raw(context.Background(), http.MethodPost, PathControl, controlBody(stripSKU, stripID, cloud.TypeRange, "brightness", 9))
+		resp, _, err := h.raw(context.Background(), http.MethodPost, PathControl, controlBody(stripSKU, stripID, capability.TypeRange, "brightness", 9))
 		if err != nil {
 			done <- -1
 			return
@@ -147,7 +147,7 @@ func TestHang(t *testing.T) {
 	if reqs[0].Fault != "hang" || reqs[0].HTTPStatus != 0 {
 		t.Fatalf("log %+v", reqs[0])
 	}
-	wantStatus(t, "after release", h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 10), 200)
+	wantStatus(t, "after release", h.control(stripSKU, stripID, capability.TypeRange, "brightness", 10), 200)
 
 	// Clear releases everything too.
 	h.sim.Faults().Hang(AnyEndpoint)
@@ -197,7 +197,7 @@ func TestMalformed(t *testing.T) {
 	}
 	// A malformed control answer: the control itself happened.
 	h.sim.Faults().MalformNext(EndpointControl, 1, MalformedTruncated)
-	h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 44)
+	h.control(stripSKU, stripID, capability.TypeRange, "brightness", 44)
 	if v, _ := h.sim.Value(stripID, "brightness"); v != int64(44) {
 		t.Fatalf("brightness %v", v)
 	}

@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"time"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 )
 
 // Messages of the answers. The 400 messages are the spec's categories
-// (cloud.Category); the 404 messages are the live service's.
+// (capability.Category); the 404 messages are the live service's.
 const (
 	msgUnauthorized   = "unauthorized, please check your API key"
 	msgSuccess        = "success"
@@ -204,7 +204,7 @@ func (s *Sim) handle(r *http.Request, ep string, body []byte, readErr error) *an
 		return getError(http.StatusMethodNotAllowed, "method not allowed")
 	}
 	if readErr != nil {
-		return postError("", http.StatusBadRequest, string(cloud.CategoryFormat))
+		return postError("", http.StatusBadRequest, string(capability.CategoryFormat))
 	}
 	req, fail := parseRequest(body, ep == EndpointControl)
 	if fail != nil {
@@ -312,8 +312,10 @@ func parseRequest(body []byte, control bool) (request, *answer) {
 	if fail != "" {
 		return req, postError("", http.StatusBadRequest, string(fail))
 	}
-	bad := func(cat cloud.Category) *answer { return postError(req.requestID, http.StatusBadRequest, string(cat)) }
-	var cat cloud.Category
+	bad := func(cat capability.Category) *answer {
+		return postError(req.requestID, http.StatusBadRequest, string(cat))
+	}
+	var cat capability.Category
 	if req.requestID, cat = stringMember(top, "requestId"); cat != "" {
 		return req, bad(cat)
 	}
@@ -330,23 +332,23 @@ func parseRequest(body []byte, control bool) (request, *answer) {
 	if !control {
 		return req, nil
 	}
-	capability, cat := objectMember(payload, "capability")
+	capObj, cat := objectMember(payload, "capability")
 	if cat != "" {
 		return req, bad(cat)
 	}
-	if req.capType, cat = stringMember(capability, "type"); cat != "" {
+	if req.capType, cat = stringMember(capObj, "type"); cat != "" {
 		return req, bad(cat)
 	}
-	if req.instance, cat = stringMember(capability, "instance"); cat != "" {
+	if req.instance, cat = stringMember(capObj, "instance"); cat != "" {
 		return req, bad(cat)
 	}
-	raw, ok := capability["value"]
+	raw, ok := capObj["value"]
 	if !ok {
-		return req, bad(cloud.CategoryMissing)
+		return req, bad(capability.CategoryMissing)
 	}
-	v, err := cloud.Normalize(raw)
+	v, err := capability.Normalize(raw)
 	if err != nil {
-		return req, bad(cloud.CategoryFormat)
+		return req, bad(capability.CategoryFormat)
 	}
 	req.value = v
 	return req, nil
@@ -354,53 +356,53 @@ func parseRequest(body []byte, control bool) (request, *answer) {
 
 // decodeObject decodes a JSON object into its raw members; fail is the
 // category when it cannot.
-func decodeObject(b []byte) (map[string]json.RawMessage, cloud.Category) {
+func decodeObject(b []byte) (map[string]json.RawMessage, capability.Category) {
 	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, cloud.CategoryMissing
+		return nil, capability.CategoryMissing
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	var m map[string]json.RawMessage
 	if err := dec.Decode(&m); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
-			return nil, cloud.CategoryType
+			return nil, capability.CategoryType
 		}
-		return nil, cloud.CategoryFormat
+		return nil, capability.CategoryFormat
 	}
 	if dec.More() {
-		return nil, cloud.CategoryFormat
+		return nil, capability.CategoryFormat
 	}
 	if m == nil {
-		return nil, cloud.CategoryMissing // the body was null
+		return nil, capability.CategoryMissing // the body was null
 	}
 	return m, ""
 }
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
-func stringMember(m map[string]json.RawMessage, key string) (string, cloud.Category) {
+func stringMember(m map[string]json.RawMessage, key string) (string, capability.Category) {
 	raw, ok := m[key]
 	if !ok || isNull(raw) {
-		return "", cloud.CategoryMissing
+		return "", capability.CategoryMissing
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", cloud.CategoryType
+		return "", capability.CategoryType
 	}
 	if s == "" {
-		return "", cloud.CategoryEmpty
+		return "", capability.CategoryEmpty
 	}
 	return s, ""
 }
 
-func objectMember(m map[string]json.RawMessage, key string) (map[string]json.RawMessage, cloud.Category) {
+func objectMember(m map[string]json.RawMessage, key string) (map[string]json.RawMessage, capability.Category) {
 	raw, ok := m[key]
 	if !ok || isNull(raw) {
-		return nil, cloud.CategoryMissing
+		return nil, capability.CategoryMissing
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, cloud.CategoryType
+		return nil, capability.CategoryType
 	}
 	return obj, ""
 }
@@ -445,9 +447,9 @@ func (s *Sim) limitedDevice(req request, now time.Time, bucket string) *answer {
 // scenePayload is the payload of a scene answer: one capability whose
 // options are the scenes (none when the device has no such capability).
 type scenePayload struct {
-	SKU          string             `json:"sku"`
-	Device       string             `json:"device"`
-	Capabilities []cloud.Capability `json:"capabilities"`
+	SKU          string                  `json:"sku"`
+	Device       string                  `json:"device"`
+	Capabilities []capability.Capability `json:"capabilities"`
 }
 
 func (s *Sim) queryScenes(req request, ep string) *answer {
@@ -461,19 +463,19 @@ func (s *Sim) queryScenes(req request, ep string) *answer {
 	if a == nil {
 		var sd *simDevice
 		if sd, a = s.device(req); sd != nil {
-			p := scenePayload{SKU: sd.dev.SKU, Device: sd.dev.Device, Capabilities: []cloud.Capability{}}
-			typ, instance, opts := cloud.TypeDynamicScene, cloud.InstanceLightScene, s.sceneOptions(sd)
-			_, has := sd.dev.Capability(cloud.InstanceLightScene)
+			p := scenePayload{SKU: sd.dev.SKU, Device: sd.dev.Device, Capabilities: []capability.Capability{}}
+			typ, instance, opts := capability.TypeDynamicScene, capability.InstanceLightScene, s.sceneOptions(sd)
+			_, has := sd.dev.Capability(capability.InstanceLightScene)
 			if ep == EndpointDIYScenes {
-				typ, instance, opts = cloud.TypeDIYColorSetting, cloud.InstanceDIYScene, s.diySceneOptions(sd)
-				_, has = sd.dev.Capability(cloud.InstanceDIYScene)
+				typ, instance, opts = capability.TypeDIYColorSetting, capability.InstanceDIYScene, s.diySceneOptions(sd)
+				_, has = sd.dev.Capability(capability.InstanceDIYScene)
 			}
 			if has || len(opts) > 0 {
 				if opts == nil {
-					opts = []cloud.Option{}
+					opts = []capability.Option{}
 				}
-				p.Capabilities = append(p.Capabilities, cloud.Capability{Type: typ, Instance: instance,
-					Parameters: &cloud.Parameters{DataType: cloud.DataEnum, Options: opts}})
+				p.Capabilities = append(p.Capabilities, capability.Capability{Type: typ, Instance: instance,
+					Parameters: &capability.Parameters{DataType: capability.DataEnum, Options: opts}})
 			}
 			a = &answer{status: http.StatusOK, code: http.StatusOK, msg: msgSuccess,
 				body: mustJSON(postAnswer{RequestID: req.requestID, Msg: msgSuccess, Code: http.StatusOK, Payload: p})}
@@ -485,7 +487,7 @@ func (s *Sim) queryScenes(req request, ep string) *answer {
 
 // control applies a control command. Order: both rate limits (a refusal by
 // either costs neither a token), the device (404), the instance (404), the
-// value (cloud.Validate: 400, or 404 for a read-only instance), the device
+// value (capability.Validate: 400, or 404 for a read-only instance), the device
 // being online (400 "device offline"), then the new state.
 func (s *Sim) control(req request) *answer {
 	s.mu.Lock()
@@ -522,10 +524,10 @@ func (s *Sim) controlLocked(req request, now time.Time) *answer {
 	if !ok {
 		return logged(postError(req.requestID, http.StatusNotFound, msgNoInstance))
 	}
-	if err := cloud.Validate(s.effective(sd, c), req.value); err != nil {
-		var ve *cloud.ValueError
+	if err := capability.Validate(s.effective(sd, c), req.value); err != nil {
+		var ve *capability.ValueError
 		if !errors.As(err, &ve) {
-			return failed(http.StatusBadRequest, string(cloud.CategoryFormat), err.Error())
+			return failed(http.StatusBadRequest, string(capability.CategoryFormat), err.Error())
 		}
 		if ve.Code() == http.StatusNotFound {
 			return logged(postError(req.requestID, http.StatusNotFound, msgNoInstance))
@@ -535,9 +537,9 @@ func (s *Sim) controlLocked(req request, now time.Time) *answer {
 	if !sd.online {
 		return failed(http.StatusBadRequest, msgOffline, "the device is offline")
 	}
-	v := cloud.WithDefaults(c, req.value)
+	v := capability.WithDefaults(c, req.value)
 	merged := merge(sd.values[c.Instance], v)
-	if cloud.Validate(s.effective(sd, c), merged) != nil {
+	if capability.Validate(s.effective(sd, c), merged) != nil {
 		merged = clone(v) // members of the old value no longer fit (a new work mode)
 	}
 	sd.values[c.Instance] = merged

@@ -7,19 +7,19 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/time/rate"
+	"cloud2mqtt/internal/capability"
 
-	"cloud2mqtt/internal/cloud"
+	"golang.org/x/time/rate"
 )
 
 // manyLights is a catalogue of n lights with a power switch.
 func manyLights(n int) *Catalogue {
 	c := &Catalogue{}
 	for i := range n {
-		c.Devices = append(c.Devices, CatalogueDevice{Device: cloud.Device{
-			SKU: "H6008", Device: fmt.Sprintf("AA:BB:CC:DD:EE:FF:20:%02d", i), Type: cloud.DeviceLight,
-			Capabilities: []cloud.Capability{{Type: cloud.TypeOnOff, Instance: cloud.InstancePower,
-				Parameters: &cloud.Parameters{DataType: cloud.DataEnum, Options: []cloud.Option{{Name: "on", Value: int64(1)}, {Name: "off", Value: int64(0)}}}}},
+		c.Devices = append(c.Devices, CatalogueDevice{Device: capability.Device{
+			SKU: "H6008", Device: fmt.Sprintf("AA:BB:CC:DD:EE:FF:20:%02d", i), Type: capability.DeviceLight,
+			Capabilities: []capability.Capability{{Type: capability.TypeOnOff, Instance: capability.InstancePower,
+				Parameters: &capability.Parameters{DataType: capability.DataEnum, Options: []capability.Option{{Name: "on", Value: int64(1)}, {Name: "off", Value: int64(0)}}}}},
 		}})
 	}
 	return c
@@ -29,7 +29,7 @@ func lightID(i int) string { return fmt.Sprintf("AA:BB:CC:DD:EE:FF:20:%02d", i) 
 
 func (h *harness) power(i int) reply {
 	h.t.Helper()
-	return h.control("H6008", lightID(i), cloud.TypeOnOff, cloud.InstancePower, 1)
+	return h.control("H6008", lightID(i), capability.TypeOnOff, capability.InstancePower, 1)
 }
 
 func wantStatus(t *testing.T, what string, r reply, status int) {

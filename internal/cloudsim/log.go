@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 )
 
 // Request is one logged request.
@@ -175,11 +175,11 @@ func (s *Sim) RaiseEvent(device, instance, option string) (Event, error) {
 		return Event{}, fmt.Errorf("cloudsim: raise %s on %s: the device is offline; SetOnline it first", instance, device)
 	}
 	c, ok := sd.dev.Capability(instance)
-	if !ok || c.Type != cloud.TypeEvent {
+	if !ok || c.Type != capability.TypeEvent {
 		s.mu.Unlock()
 		return Event{}, fmt.Errorf("cloudsim: raise %s on %s: the device has no such event capability", instance, device)
 	}
-	var opt cloud.EventOption
+	var opt capability.EventOption
 	found := false
 	if c.EventState != nil {
 		for _, o := range c.EventState.Options {
@@ -209,7 +209,7 @@ func (s *Sim) RaiseEvent(device, instance, option string) (Event, error) {
 		DeviceName   string     `json:"deviceName"`
 		Capabilities []eventCap `json:"capabilities"`
 	}{sd.dev.SKU, sd.dev.Device, sd.dev.Name, []eventCap{{
-		Type: cloud.TypeEvent, Instance: instance,
+		Type: capability.TypeEvent, Instance: instance,
 		State: []eventState{{Name: opt.Name, Value: opt.Value, Message: opt.Message}},
 	}}})
 	if err != nil {
@@ -257,7 +257,7 @@ func (s *Sim) RaiseEventsEvery(ctx context.Context, every time.Duration, rnd *ra
 		var sources []source
 		for _, d := range s.Devices() {
 			for _, c := range d.Capabilities {
-				if c.Type == cloud.TypeEvent {
+				if c.Type == capability.TypeEvent {
 					sources = append(sources, source{d.Device, c.Instance})
 				}
 			}

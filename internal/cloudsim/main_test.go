@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"cloud2mqtt/internal/capability"
 
-	"cloud2mqtt/internal/cloud"
+	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -125,7 +125,7 @@ func (h *harness) do(method, path string, body any, header map[string]string) re
 	}
 	r := reply{status: resp.StatusCode, header: resp.Header, raw: raw}
 	if len(raw) > 0 {
-		v, err := cloud.Normalize(raw)
+		v, err := capability.Normalize(raw)
 		if err == nil {
 			r.body, _ = v.(map[string]any)
 		}

@@ -6,7 +6,7 @@
 // injection and a request log tests can read.
 //
 // It is not a second implementation of the cloud model: definitions are
-// decoded by package cloud and values are checked with cloud.Validate, so
+// decoded by package cloud and values are checked with capability.Validate, so
 // the simulator refuses exactly what the bridge's own validation refuses.
 // Only tests, the demo wiring and cmd/cloudsim import it.
 package cloudsim
@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 )
 
@@ -104,9 +105,9 @@ type Sim struct {
 	order         []string // device ids in list order, removed ones included
 	devices       map[string]*simDevice
 	removed       map[string]bool
-	scenes        map[string][]cloud.Option
-	diyScenes     map[string][]cloud.Option
-	defaultScenes []cloud.Option
+	scenes        map[string][]capability.Option
+	diyScenes     map[string][]capability.Option
+	defaultScenes []capability.Option
 	buckets       *buckets
 	requests      []Request
 	controls      []ControlRecord
@@ -145,8 +146,8 @@ func New(opts Options) *Sim {
 		key:           opts.APIKey,
 		devices:       map[string]*simDevice{},
 		removed:       map[string]bool{},
-		scenes:        map[string][]cloud.Option{},
-		diyScenes:     map[string][]cloud.Option{},
+		scenes:        map[string][]capability.Option{},
+		diyScenes:     map[string][]capability.Option{},
 		defaultScenes: cat.DefaultScenes,
 		buckets:       newBuckets(opts.Limits.withDefaults()),
 		counts:        newCounts(),
@@ -215,10 +216,10 @@ func (s *Sim) lookup(id string) (*simDevice, error) {
 }
 
 // Devices returns the account's devices as the device list would.
-func (s *Sim) Devices() []cloud.Device {
+func (s *Sim) Devices() []capability.Device {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []cloud.Device
+	var out []capability.Device
 	for _, id := range s.order {
 		if s.removed[id] {
 			continue
@@ -230,12 +231,12 @@ func (s *Sim) Devices() []cloud.Device {
 
 // copyDevice deep-copies a definition through JSON, so callers never share
 // option slices or values with the simulator.
-func copyDevice(d cloud.Device) cloud.Device {
+func copyDevice(d capability.Device) capability.Device {
 	b, err := json.Marshal(d)
 	if err != nil {
 		return d
 	}
-	var out cloud.Device
+	var out capability.Device
 	if err := json.Unmarshal(b, &out); err != nil {
 		return d
 	}
@@ -290,7 +291,7 @@ func (s *Sim) RestoreDevice(device string) error {
 
 // AddDevice adds a new device to the end of the account's list, with
 // initial state (online, example values), as when the user pairs one.
-func (s *Sim) AddDevice(d cloud.Device) error {
+func (s *Sim) AddDevice(d capability.Device) error {
 	if d.Device == "" || d.SKU == "" {
 		return errors.New("cloudsim: add device: the device needs an sku and a device id")
 	}
@@ -330,7 +331,7 @@ func (s *Sim) Value(device, instance string) (any, bool) {
 	if !ok {
 		return nil, false
 	}
-	if c.Type == cloud.TypeProperty {
+	if c.Type == capability.TypeProperty {
 		return s.reading(sd, instance, s.now()), true
 	}
 	v, ok := sd.values[instance]
@@ -339,9 +340,9 @@ func (s *Sim) Value(device, instance string) (any, bool) {
 
 // SetValue changes a device's state as the device itself would (a button
 // pressed, a reading taken): controllable instances must pass
-// cloud.Validate; a property reading set this way stays fixed.
+// capability.Validate; a property reading set this way stays fixed.
 func (s *Sim) SetValue(device, instance string, v any) error {
-	v = cloud.NormalizeValue(v)
+	v = capability.NormalizeValue(v)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sd, err := s.lookup(device)
@@ -352,17 +353,17 @@ func (s *Sim) SetValue(device, instance string, v any) error {
 	if !ok {
 		return fmt.Errorf("cloudsim: set %s of %s: the device has no such instance", instance, device)
 	}
-	if c.Type == cloud.TypeProperty {
+	if c.Type == capability.TypeProperty {
 		if sd.overrides == nil {
 			sd.overrides = map[string]any{}
 		}
 		sd.overrides[instance] = clone(v)
 		return nil
 	}
-	if err := cloud.Validate(s.effective(sd, c), v); err != nil {
+	if err := capability.Validate(s.effective(sd, c), v); err != nil {
 		return fmt.Errorf("cloudsim: set %s of %s: %w", instance, device, err)
 	}
-	sd.values[instance] = merge(sd.values[instance], cloud.WithDefaults(c, v))
+	sd.values[instance] = merge(sd.values[instance], capability.WithDefaults(c, v))
 	return nil
 }
 
@@ -376,11 +377,11 @@ func (s *Sim) DrainControl(n int) int {
 
 // sceneOptions is the dynamic-scene list of a device: the catalogue's, the
 // default list, or a generated one; nil when the device has no lightScene.
-func (s *Sim) sceneOptions(sd *simDevice) []cloud.Option {
+func (s *Sim) sceneOptions(sd *simDevice) []capability.Option {
 	if o, ok := s.scenes[sd.dev.Device]; ok {
 		return o
 	}
-	if _, ok := sd.dev.Capability(cloud.InstanceLightScene); !ok {
+	if _, ok := sd.dev.Capability(capability.InstanceLightScene); !ok {
 		return nil
 	}
 	if s.defaultScenes != nil {
@@ -391,11 +392,11 @@ func (s *Sim) sceneOptions(sd *simDevice) []cloud.Option {
 
 // diySceneOptions is the DIY list of a device: the catalogue's, the device
 // list's diyScene options, or a generated one; nil when it has no diyScene.
-func (s *Sim) diySceneOptions(sd *simDevice) []cloud.Option {
+func (s *Sim) diySceneOptions(sd *simDevice) []capability.Option {
 	if o, ok := s.diyScenes[sd.dev.Device]; ok {
 		return o
 	}
-	c, ok := sd.dev.Capability(cloud.InstanceDIYScene)
+	c, ok := sd.dev.Capability(capability.InstanceDIYScene)
 	if !ok {
 		return nil
 	}
@@ -408,12 +409,12 @@ func (s *Sim) diySceneOptions(sd *simDevice) []cloud.Option {
 // effective is the definition a control value is checked against: for
 // lightScene and diyScene the device list's options plus those of the scene
 // endpoints, which are the authority for them.
-func (s *Sim) effective(sd *simDevice, c cloud.Capability) cloud.Capability {
-	var extra []cloud.Option
+func (s *Sim) effective(sd *simDevice, c capability.Capability) capability.Capability {
+	var extra []capability.Option
 	switch c.Instance {
-	case cloud.InstanceLightScene:
+	case capability.InstanceLightScene:
 		extra = s.sceneOptions(sd)
-	case cloud.InstanceDIYScene:
+	case capability.InstanceDIYScene:
 		extra = s.diySceneOptions(sd)
 	default:
 		return c
@@ -422,7 +423,7 @@ func (s *Sim) effective(sd *simDevice, c cloud.Capability) cloud.Capability {
 		return c
 	}
 	p := *c.Parameters
-	p.Options = append(append([]cloud.Option(nil), p.Options...), extra...)
+	p.Options = append(append([]capability.Option(nil), p.Options...), extra...)
 	c.Parameters = &p
 	return c
 }

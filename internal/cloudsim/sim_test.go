@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 )
 
@@ -71,7 +72,7 @@ func TestAnswerShapes(t *testing.T) {
 	if st.body["requestId"] != "req-1" || st.body["msg"] != "success" || st.code() != 200 || p["sku"] != stripSKU || p["device"] != stripID {
 		t.Fatalf("state: %s", st.raw)
 	}
-	c := h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 42)
+	c := h.control(stripSKU, stripID, capability.TypeRange, "brightness", 42)
 	want := `{"requestId":"req-c","msg":"success","code":200,"capability":{"type":"devices.capabilities.range","instance":"brightness","value":42,"state":{"status":"success"}}}`
 	if c.status != 200 || string(c.raw) != want {
 		t.Fatalf("control:\n got %s\nwant %s", c.raw, want)
@@ -84,7 +85,7 @@ func TestAnswerShapes(t *testing.T) {
 // Every row of the spec's error tables, in both answer modes.
 func TestErrorRows(t *testing.T) {
 	body := func(edit func(top, payload, capability map[string]any)) map[string]any {
-		b := controlBody(stripSKU, stripID, cloud.TypeRange, "brightness", 50)
+		b := controlBody(stripSKU, stripID, capability.TypeRange, "brightness", 50)
 		payload := b["payload"].(map[string]any)
 		edit(b, payload, payload["capability"].(map[string]any))
 		return b
@@ -110,25 +111,25 @@ func TestErrorRows(t *testing.T) {
 		{"missing type", PathControl, body(func(_, _, c map[string]any) { delete(c, "type") }), 400, "missing parameter"},
 		{"missing instance", PathControl, body(func(_, _, c map[string]any) { delete(c, "instance") }), 400, "missing parameter"},
 		{"missing value", PathControl, body(func(_, _, c map[string]any) { delete(c, "value") }), 400, "missing parameter"},
-		{"null value", PathControl, ctl(cloud.TypeRange, "brightness", nil), 400, "missing parameter"},
+		{"null value", PathControl, ctl(capability.TypeRange, "brightness", nil), 400, "missing parameter"},
 		{"empty sku", PathControl, body(func(_, p, _ map[string]any) { p["sku"] = "" }), 400, "parameter value empty"},
-		{"empty value", PathControl, ctl(cloud.TypeRange, "brightness", ""), 400, "parameter value empty"},
+		{"empty value", PathControl, ctl(capability.TypeRange, "brightness", ""), 400, "parameter value empty"},
 		{"sku not a string", PathControl, body(func(_, p, _ map[string]any) { p["sku"] = 7 }), 400, "invalid parameter type"},
 		{"payload not an object", PathState, map[string]any{"requestId": "r", "payload": "x"}, 400, "invalid parameter type"},
-		{"value wrong type", PathControl, ctl(cloud.TypeRange, "brightness", "bright"), 400, "invalid parameter type"},
-		{"value out of range", PathControl, ctl(cloud.TypeRange, "brightness", 150), 400, "parameter value out of range"},
-		{"colour out of range", PathControl, ctl(cloud.TypeColorSetting, "colorRgb", 16777216), 400, "parameter value out of range"},
-		{"enum not an option", PathControl, ctl(cloud.TypeOnOff, "powerSwitch", 2), 400, "parameter value out of range"},
-		{"too many segments", PathControl, ctl(cloud.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 14}, "rgb": 255}), 400, "parameter length does not meet requirements"},
-		{"duplicate segment", PathControl, ctl(cloud.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": []int{1, 1}, "rgb": 255}), 400, "duplicate parameter value"},
-		{"unknown struct member", PathControl, ctl(cloud.TypeMusicSetting, "musicMode", map[string]any{"musicMode": 1, "sensitivity": 50, "rgb": 1, "volume": 3}), 400, "invalid parameter format"},
+		{"value wrong type", PathControl, ctl(capability.TypeRange, "brightness", "bright"), 400, "invalid parameter type"},
+		{"value out of range", PathControl, ctl(capability.TypeRange, "brightness", 150), 400, "parameter value out of range"},
+		{"colour out of range", PathControl, ctl(capability.TypeColorSetting, "colorRgb", 16777216), 400, "parameter value out of range"},
+		{"enum not an option", PathControl, ctl(capability.TypeOnOff, "powerSwitch", 2), 400, "parameter value out of range"},
+		{"too many segments", PathControl, ctl(capability.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 14}, "rgb": 255}), 400, "parameter length does not meet requirements"},
+		{"duplicate segment", PathControl, ctl(capability.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": []int{1, 1}, "rgb": 255}), 400, "duplicate parameter value"},
+		{"unknown struct member", PathControl, ctl(capability.TypeMusicSetting, "musicMode", map[string]any{"musicMode": 1, "sensitivity": 50, "rgb": 1, "volume": 3}), 400, "invalid parameter format"},
 		{"unknown device", PathControl, body(func(_, p, _ map[string]any) { p["device"] = "00:00:00:00:00:00:00:00" }), 404, "devices not exist"},
 		{"unknown device (state)", PathState, deviceBody(stripSKU, "00:00:00:00:00:00:00:00"), 404, "devices not exist"},
 		{"unknown device (scenes)", PathScenes, deviceBody(stripSKU, "00:00:00:00:00:00:00:00"), 404, "devices not exist"},
 		{"unknown device (diy)", PathDIYScenes, deviceBody(stripSKU, "00:00:00:00:00:00:00:00"), 404, "devices not exist"},
 		{"sku of another model", PathControl, body(func(_, p, _ map[string]any) { p["sku"] = "H6008" }), 404, "devices not exist"},
-		{"instance the device lacks", PathControl, ctl(cloud.TypeRange, "humidity", 50), 404, "devices not support this instance"},
-		{"type that does not match", PathControl, ctl(cloud.TypeToggle, "brightness", 1), 404, "devices not support this instance"},
+		{"instance the device lacks", PathControl, ctl(capability.TypeRange, "humidity", 50), 404, "devices not support this instance"},
+		{"type that does not match", PathControl, ctl(capability.TypeToggle, "brightness", 1), 404, "devices not support this instance"},
 	}
 	for _, as200 := range []bool{false, true} {
 		h := start(t, Options{ErrorsAs200: as200, Limits: Limits{ControlAccount: Unlimited, ControlDevice: Unlimited}})
@@ -154,7 +155,7 @@ func TestErrorRows(t *testing.T) {
 	}
 }
 
-// The simulator refuses exactly what cloud.Validate refuses, with its
+// The simulator refuses exactly what capability.Validate refuses, with its
 // category, for every demo capability and a spread of values.
 func TestControlAgreesWithValidate(t *testing.T) {
 	h := start(t, Options{Limits: Limits{ControlAccount: Unlimited, ControlDevice: Unlimited}})
@@ -167,17 +168,17 @@ func TestControlAgreesWithValidate(t *testing.T) {
 	checked := 0
 	for _, d := range h.sim.Devices() {
 		for _, c := range d.Capabilities {
-			if c.Type == cloud.TypeEvent {
+			if c.Type == capability.TypeEvent {
 				continue
 			}
 			for _, v := range values {
-				nv := cloud.NormalizeValue(v)
+				nv := capability.NormalizeValue(v)
 				r := h.control(d.SKU, d.Device, c.Type, c.Instance, nv)
 				h.sim.mu.Lock()
 				eff := h.sim.effective(h.sim.devices[d.Device], c)
 				h.sim.mu.Unlock()
-				err := cloud.Validate(eff, nv)
-				var ve *cloud.ValueError
+				err := capability.Validate(eff, nv)
+				var ve *capability.ValueError
 				switch {
 				case err == nil:
 					if r.code() != 200 {
@@ -208,25 +209,25 @@ func TestControlChangesState(t *testing.T) {
 		value                      any
 		want                       any // state answer afterwards
 	}{
-		{stripSKU, stripID, cloud.TypeOnOff, "powerSwitch", 0, int64(0)},
-		{stripSKU, stripID, cloud.TypeOnOff, "powerSwitch", 1, int64(1)},
-		{stripSKU, stripID, cloud.TypeRange, "brightness", 77, int64(77)},
-		{stripSKU, stripID, cloud.TypeColorSetting, "colorRgb", 0xff8800, int64(0xff8800)},
-		{stripSKU, stripID, cloud.TypeColorSetting, "colorTemperatureK", 4000, int64(4000)},
-		{stripSKU, stripID, cloud.TypeToggle, "gradientToggle", 1, int64(1)},
-		{plugSKU, plugID, cloud.TypeToggle, "socketToggle2", 1, int64(1)},
-		{heaterSKU, heaterID, cloud.TypeTemperature, "targetTemperature", map[string]any{"temperature": 22},
+		{stripSKU, stripID, capability.TypeOnOff, "powerSwitch", 0, int64(0)},
+		{stripSKU, stripID, capability.TypeOnOff, "powerSwitch", 1, int64(1)},
+		{stripSKU, stripID, capability.TypeRange, "brightness", 77, int64(77)},
+		{stripSKU, stripID, capability.TypeColorSetting, "colorRgb", 0xff8800, int64(0xff8800)},
+		{stripSKU, stripID, capability.TypeColorSetting, "colorTemperatureK", 4000, int64(4000)},
+		{stripSKU, stripID, capability.TypeToggle, "gradientToggle", 1, int64(1)},
+		{plugSKU, plugID, capability.TypeToggle, "socketToggle2", 1, int64(1)},
+		{heaterSKU, heaterID, capability.TypeTemperature, "targetTemperature", map[string]any{"temperature": 22},
 			map[string]any{"temperature": int64(22), "autoStop": int64(0), "unit": "Celsius"}},
-		{heaterSKU, heaterID, cloud.TypeTemperature, "targetTemperature", map[string]any{"temperature": 25, "unit": "Fahrenheit"},
+		{heaterSKU, heaterID, capability.TypeTemperature, "targetTemperature", map[string]any{"temperature": 25, "unit": "Fahrenheit"},
 			map[string]any{"temperature": int64(25), "autoStop": int64(0), "unit": "Fahrenheit"}},
-		{humidSKU, humidifierID, cloud.TypeWorkMode, "workMode", map[string]any{"workMode": 1, "modeValue": 7},
+		{humidSKU, humidifierID, capability.TypeWorkMode, "workMode", map[string]any{"workMode": 1, "modeValue": 7},
 			map[string]any{"workMode": int64(1), "modeValue": int64(7)}},
 		// Auto takes a range; the Manual level 7 would be out of it, so it is not kept.
-		{humidSKU, humidifierID, cloud.TypeWorkMode, "workMode", map[string]any{"workMode": 3},
+		{humidSKU, humidifierID, capability.TypeWorkMode, "workMode", map[string]any{"workMode": 3},
 			map[string]any{"workMode": int64(3)}},
-		{humidSKU, humidifierID, cloud.TypeWorkMode, "workMode", map[string]any{"workMode": 3, "modeValue": 60},
+		{humidSKU, humidifierID, capability.TypeWorkMode, "workMode", map[string]any{"workMode": 3, "modeValue": 60},
 			map[string]any{"workMode": int64(3), "modeValue": int64(60)}},
-		{humidSKU, humidifierID, cloud.TypeRange, "humidity", 55, int64(55)},
+		{humidSKU, humidifierID, capability.TypeRange, "humidity", 55, int64(55)},
 		// The spec's misspelt type is accepted as the canonical one.
 		{heaterSKU, heaterID, "devices.capabilities.temperature_range", "targetTemperature", map[string]any{"temperature": 18, "unit": "Celsius"},
 			map[string]any{"temperature": int64(18), "autoStop": int64(0), "unit": "Celsius"}},
@@ -237,7 +238,7 @@ func TestControlChangesState(t *testing.T) {
 			t.Fatalf("control %s %v: %s", s.instance, s.value, r.raw)
 		}
 		got := stateValues(t, h.state(s.sku, s.device))[s.instance]
-		if !cloud.Equal(got, s.want) {
+		if !capability.Equal(got, s.want) {
 			t.Fatalf("after %s=%v state says %v, want %v", s.instance, s.value, got, s.want)
 		}
 	}
@@ -255,12 +256,12 @@ func TestStateAnswer(t *testing.T) {
 		typ, inst string
 		v         any
 	}{
-		{cloud.TypeDynamicScene, "lightScene", 3055},
-		{cloud.TypeDynamicScene, "snapshot", 1},
-		{cloud.TypeDynamicScene, "diyScene", 8216568},
-		{cloud.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": []int{0, 1}, "rgb": 255}},
-		{cloud.TypeSegmentColor, "segmentedBrightness", map[string]any{"segment": []int{2}, "brightness": 10}},
-		{cloud.TypeMusicSetting, "musicMode", map[string]any{"musicMode": 2, "sensitivity": 60, "rgb": 0}},
+		{capability.TypeDynamicScene, "lightScene", 3055},
+		{capability.TypeDynamicScene, "snapshot", 1},
+		{capability.TypeDynamicScene, "diyScene", 8216568},
+		{capability.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": []int{0, 1}, "rgb": 255}},
+		{capability.TypeSegmentColor, "segmentedBrightness", map[string]any{"segment": []int{2}, "brightness": 10}},
+		{capability.TypeMusicSetting, "musicMode", map[string]any{"musicMode": 2, "sensitivity": 60, "rgb": 0}},
 	} {
 		if r := h.control(stripSKU, stripID, c.typ, c.inst, c.v); r.code() != 200 {
 			t.Fatalf("control %s: %s", c.inst, r.raw)
@@ -269,7 +270,7 @@ func TestStateAnswer(t *testing.T) {
 		if got != "" {
 			t.Fatalf("state reports %s = %v, want \"\" (not queryable)", c.inst, got)
 		}
-		if v, ok := h.sim.Value(stripID, c.inst); !ok || !cloud.Equal(v, cloud.NormalizeValue(c.v)) {
+		if v, ok := h.sim.Value(stripID, c.inst); !ok || !capability.Equal(v, capability.NormalizeValue(c.v)) {
 			t.Fatalf("Value(%s) = %v, want the value set", c.inst, v)
 		}
 	}
@@ -278,12 +279,12 @@ func TestStateAnswer(t *testing.T) {
 		r := h.state(d.SKU, d.Device)
 		caps := r.body["payload"].(map[string]any)["capabilities"].([]any)
 		first := caps[0].(map[string]any)
-		if first["type"] != cloud.TypeOnline || first["instance"] != "online" || first["state"].(map[string]any)["value"] != true {
+		if first["type"] != capability.TypeOnline || first["instance"] != "online" || first["state"].(map[string]any)["value"] != true {
 			t.Fatalf("%s: first capability %v", d.Device, first)
 		}
 		n := 0
 		for _, c := range d.Capabilities {
-			if c.Type != cloud.TypeEvent {
+			if c.Type != capability.TypeEvent {
 				n++
 			}
 		}
@@ -294,9 +295,9 @@ func TestStateAnswer(t *testing.T) {
 			c := raw.(map[string]any)
 			v := c["state"].(map[string]any)["value"]
 			switch c["type"] {
-			case cloud.TypeEvent:
+			case capability.TypeEvent:
 				t.Fatalf("%s: state returned an event %v", d.Device, c)
-			case cloud.TypeProperty:
+			case capability.TypeProperty:
 				switch v.(type) {
 				case int64, float64:
 				default:
@@ -314,20 +315,20 @@ func TestScenes(t *testing.T) {
 	c := caps[0].(map[string]any)
 	params := c["parameters"].(map[string]any)
 	opts := params["options"].([]any)
-	if len(caps) != 1 || c["type"] != cloud.TypeDynamicScene || c["instance"] != "lightScene" || params["dataType"] != "ENUM" || len(opts) != 6 {
+	if len(caps) != 1 || c["type"] != capability.TypeDynamicScene || c["instance"] != "lightScene" || params["dataType"] != "ENUM" || len(opts) != 6 {
 		t.Fatalf("scenes: %s", r.raw)
 	}
 	scene := opts[2].(map[string]any)["value"].(map[string]any)
 	if _, ok := scene["paramId"].(int64); !ok {
 		t.Fatalf("scene value %v has no integer paramId", scene)
 	}
-	wantStatus(t, "select a dynamic scene", h.control(stripSKU, stripID, cloud.TypeDynamicScene, "lightScene", scene), 200)
-	wantStatus(t, "select a static scene of the list", h.control(stripSKU, stripID, cloud.TypeDynamicScene, "lightScene", 3054), 200)
-	bad := h.control(stripSKU, stripID, cloud.TypeDynamicScene, "lightScene", map[string]any{"paramId": 1, "id": 1})
+	wantStatus(t, "select a dynamic scene", h.control(stripSKU, stripID, capability.TypeDynamicScene, "lightScene", scene), 200)
+	wantStatus(t, "select a static scene of the list", h.control(stripSKU, stripID, capability.TypeDynamicScene, "lightScene", 3054), 200)
+	bad := h.control(stripSKU, stripID, capability.TypeDynamicScene, "lightScene", map[string]any{"paramId": 1, "id": 1})
 	if bad.status != 400 || bad.msg() != "parameter value out of range" {
 		t.Fatalf("unknown scene: %s", bad.raw)
 	}
-	if v, _ := h.sim.Value(stripID, "lightScene"); !cloud.Equal(v, int64(3054)) {
+	if v, _ := h.sim.Value(stripID, "lightScene"); !capability.Equal(v, int64(3054)) {
 		t.Fatalf("lightScene = %v", v)
 	}
 
@@ -335,14 +336,14 @@ func TestScenes(t *testing.T) {
 	caps = d.body["payload"].(map[string]any)["capabilities"].([]any)
 	c = caps[0].(map[string]any)
 	opts = c["parameters"].(map[string]any)["options"].([]any)
-	if c["type"] != cloud.TypeDIYColorSetting || c["instance"] != "diyScene" || len(opts) != 2 {
+	if c["type"] != capability.TypeDIYColorSetting || c["instance"] != "diyScene" || len(opts) != 2 {
 		t.Fatalf("diy scenes: %s", d.raw)
 	}
 	diy := opts[1].(map[string]any)["value"]
 	if _, ok := diy.(int64); !ok {
 		t.Fatalf("diy value %v is not an integer", diy)
 	}
-	wantStatus(t, "select a DIY scene", h.control(stripSKU, stripID, cloud.TypeDynamicScene, "diyScene", diy), 200)
+	wantStatus(t, "select a DIY scene", h.control(stripSKU, stripID, capability.TypeDynamicScene, "diyScene", diy), 200)
 
 	// A device without scenes answers an empty list.
 	n := h.scenes(PathScenes, heaterSKU, heaterID)
@@ -369,8 +370,8 @@ func TestFixtureScenes(t *testing.T) {
 	}
 	// The device list's lightScene options are empty: the scene list decides.
 	scene := opts[0].(map[string]any)["value"]
-	wantStatus(t, "generated scene", h.control(sku, id, cloud.TypeDynamicScene, "lightScene", scene), 200)
-	wantStatus(t, "scene not in the list", h.control(sku, id, cloud.TypeDynamicScene, "lightScene", map[string]any{"paramId": 1, "id": 2}), 400)
+	wantStatus(t, "generated scene", h.control(sku, id, capability.TypeDynamicScene, "lightScene", scene), 200)
+	wantStatus(t, "scene not in the list", h.control(sku, id, capability.TypeDynamicScene, "lightScene", map[string]any{"paramId": 1, "id": 2}), 400)
 	// DIY: the list has none, the endpoint generates some.
 	d := h.scenes(PathDIYScenes, sku, id)
 	if !strings.Contains(string(d.raw), `"instance":"diyScene"`) {
@@ -385,10 +386,10 @@ func TestFixtureScenes(t *testing.T) {
 	if n := len(r2.body["payload"].(map[string]any)["capabilities"].([]any)[0].(map[string]any)["parameters"].(map[string]any)["options"].([]any)); n != 65 {
 		t.Fatalf("%d default scenes, want 65", n)
 	}
-	wantStatus(t, "captured scene", h2.control(sku, id, cloud.TypeDynamicScene, "lightScene", map[string]any{"paramId": 11837, "id": 7691}), 200)
+	wantStatus(t, "captured scene", h2.control(sku, id, capability.TypeDynamicScene, "lightScene", map[string]any{"paramId": 11837, "id": 7691}), 200)
 }
 
-func mustScenes(t *testing.T) []cloud.Option {
+func mustScenes(t *testing.T) []capability.Option {
 	t.Helper()
 	cat, err := ParseSceneList([]byte(`{"payload":{"capabilities":[{"type":"devices.capabilities.dynamic_scene","instance":"lightScene","parameters":{"dataType":"ENUM","options":[]}}]}}`))
 	if err != nil || len(cat) != 0 {
@@ -407,7 +408,7 @@ func mustScenes(t *testing.T) []cloud.Option {
 
 func TestOffline(t *testing.T) {
 	h := start(t, Options{})
-	wantStatus(t, "brightness", h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 60), 200)
+	wantStatus(t, "brightness", h.control(stripSKU, stripID, capability.TypeRange, "brightness", 60), 200)
 	before := stateValues(t, h.state(monitorSKU, monitorID))
 	if err := h.sim.SetOnline(monitorID, false); err != nil {
 		t.Fatal(err)
@@ -421,7 +422,7 @@ func TestOffline(t *testing.T) {
 		t.Fatalf("online = %v", after["online"])
 	}
 	for k, v := range before {
-		if k != "online" && !cloud.Equal(after[k], v) {
+		if k != "online" && !capability.Equal(after[k], v) {
 			t.Fatalf("offline %s moved from %v to %v: values must be historical", k, v, after[k])
 		}
 	}
@@ -429,7 +430,7 @@ func TestOffline(t *testing.T) {
 	if st["online"] != false || st["brightness"] != int64(60) {
 		t.Fatalf("offline strip state %v", st)
 	}
-	r := h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 80)
+	r := h.control(stripSKU, stripID, capability.TypeRange, "brightness", 80)
 	if r.status != 400 || r.code() != 400 || r.msg() != "device offline" {
 		t.Fatalf("control offline: %d %s", r.status, r.raw)
 	}
@@ -438,7 +439,7 @@ func TestOffline(t *testing.T) {
 		t.Fatalf("offline control state %v", capState)
 	}
 	// A bad value is still a bad value when offline.
-	if r := h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 500); r.msg() != "parameter value out of range" {
+	if r := h.control(stripSKU, stripID, capability.TypeRange, "brightness", 500); r.msg() != "parameter value out of range" {
 		t.Fatalf("bad value offline: %s", r.raw)
 	}
 	if v, _ := h.sim.Value(stripID, "brightness"); v != int64(60) {
@@ -447,14 +448,14 @@ func TestOffline(t *testing.T) {
 	if err := h.sim.SetOnline(stripID, true); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, "back online", h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 80), 200)
+	wantStatus(t, "back online", h.control(stripSKU, stripID, capability.TypeRange, "brightness", 80), 200)
 	if err := h.sim.SetOnline("nope", true); err == nil {
 		t.Fatal("SetOnline of an unknown device succeeded")
 	}
 	// ErrorsAs200 answers it with 200.
 	h2 := start(t, Options{ErrorsAs200: true})
 	_ = h2.sim.SetOnline(stripID, false)
-	if r := h2.control(stripSKU, stripID, cloud.TypeRange, "brightness", 80); r.status != 200 || r.code() != 400 {
+	if r := h2.control(stripSKU, stripID, capability.TypeRange, "brightness", 80); r.status != 200 || r.code() != 400 {
 		t.Fatalf("offline with ErrorsAs200: %d %s", r.status, r.raw)
 	}
 }
@@ -472,7 +473,7 @@ func TestPropertyDrift(t *testing.T) {
 	}
 	a, b := read(1, 10*time.Minute), read(1, 10*time.Minute)
 	for k, v := range a {
-		if !cloud.Equal(b[k], v) {
+		if !capability.Equal(b[k], v) {
 			t.Fatalf("same seed and clock, %s differs: %v vs %v", k, v, b[k])
 		}
 	}
@@ -486,15 +487,15 @@ func TestPropertyDrift(t *testing.T) {
 		if temp < 18 || temp > 25 || hum < 30 || hum > 60 || co2 < 350 || co2 > 1000 || pm < 0 || pm > 40 {
 			t.Fatalf("readings out of plausible bounds at %v: %v", at, v)
 		}
-		if !cloud.Equal(v["sensorTemperature"], a["sensorTemperature"]) {
+		if !capability.Equal(v["sensorTemperature"], a["sensorTemperature"]) {
 			moved++
 		}
 	}
 	if moved == 0 {
 		t.Fatal("temperature never drifts")
 	}
-	if c := read(2, 10*time.Minute); cloud.Equal(c["carbonDioxideConcentration"], a["carbonDioxideConcentration"]) &&
-		cloud.Equal(c["sensorTemperature"], a["sensorTemperature"]) {
+	if c := read(2, 10*time.Minute); capability.Equal(c["carbonDioxideConcentration"], a["carbonDioxideConcentration"]) &&
+		capability.Equal(c["sensorTemperature"], a["sensorTemperature"]) {
 		t.Fatal("another seed gives the same readings")
 	}
 	// Slowly: a minute moves the temperature by less than half a degree.
@@ -543,8 +544,8 @@ func TestSetValue(t *testing.T) {
 	if st.Values()["brightness"] != int64(33) {
 		t.Fatalf("state %v", st.Values())
 	}
-	var ve *cloud.ValueError
-	if err := s.SetValue(stripID, "brightness", 333); !errors.As(err, &ve) || ve.Category != cloud.CategoryRange {
+	var ve *capability.ValueError
+	if err := s.SetValue(stripID, "brightness", 333); !errors.As(err, &ve) || ve.Category != capability.CategoryRange {
 		t.Fatalf("bad value: %v", err)
 	}
 	if err := s.SetValue(stripID, "nope", 1); err == nil {
@@ -564,7 +565,7 @@ func TestRemoveAndAddDevices(t *testing.T) {
 	if strings.Contains(string(h.list().raw), plugID) {
 		t.Fatal("removed device still listed")
 	}
-	for _, r := range []reply{h.state(plugSKU, plugID), h.control(plugSKU, plugID, cloud.TypeOnOff, "powerSwitch", 1)} {
+	for _, r := range []reply{h.state(plugSKU, plugID), h.control(plugSKU, plugID, capability.TypeOnOff, "powerSwitch", 1)} {
 		if r.status != 404 || r.msg() != "devices not belong you" {
 			t.Fatalf("removed device: %s", r.raw)
 		}
@@ -580,16 +581,16 @@ func TestRemoveAndAddDevices(t *testing.T) {
 	}
 	wantStatus(t, "restored device", h.state(plugSKU, plugID), 200)
 
-	newDev := cloud.Device{SKU: "H5083", Device: "AA:BB:CC:DD:EE:FF:10:99", Name: "New Plug", Type: cloud.DeviceSocket,
-		Capabilities: []cloud.Capability{{Type: cloud.TypeOnOff, Instance: "powerSwitch",
-			Parameters: &cloud.Parameters{DataType: cloud.DataEnum, Options: []cloud.Option{{Name: "on", Value: int64(1)}, {Name: "off", Value: int64(0)}}}}}}
+	newDev := capability.Device{SKU: "H5083", Device: "AA:BB:CC:DD:EE:FF:10:99", Name: "New Plug", Type: capability.DeviceSocket,
+		Capabilities: []capability.Capability{{Type: capability.TypeOnOff, Instance: "powerSwitch",
+			Parameters: &capability.Parameters{DataType: capability.DataEnum, Options: []capability.Option{{Name: "on", Value: int64(1)}, {Name: "off", Value: int64(0)}}}}}}
 	if err := h.sim.AddDevice(newDev); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.sim.AddDevice(newDev); err == nil {
 		t.Fatal("added the same id twice")
 	}
-	if err := h.sim.AddDevice(cloud.Device{Device: "x"}); err == nil {
+	if err := h.sim.AddDevice(capability.Device{Device: "x"}); err == nil {
 		t.Fatal("added a device without sku")
 	}
 	var list cloud.DeviceList
@@ -599,7 +600,7 @@ func TestRemoveAndAddDevices(t *testing.T) {
 	if len(list.Data) != n+1 || list.Data[n].Device != newDev.Device || list.Data[n].Name != "New Plug" {
 		t.Fatalf("list after add: %d devices, last %+v", len(list.Data), list.Data[len(list.Data)-1])
 	}
-	wantStatus(t, "control new device", h.control("H5083", newDev.Device, cloud.TypeOnOff, "powerSwitch", 1), 200)
+	wantStatus(t, "control new device", h.control("H5083", newDev.Device, capability.TypeOnOff, "powerSwitch", 1), 200)
 }
 
 func TestEvents(t *testing.T) {
@@ -652,8 +653,8 @@ func TestRequestLogAndCounts(t *testing.T) {
 	h := start(t, Options{LogLimit: 3})
 	h.list()
 	h.state(stripSKU, stripID)
-	h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 500)
-	h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 5)
+	h.control(stripSKU, stripID, capability.TypeRange, "brightness", 500)
+	h.control(stripSKU, stripID, capability.TypeRange, "brightness", 5)
 	reqs := h.sim.Requests()
 	if len(reqs) != 3 || reqs[0].Endpoint != EndpointState || reqs[1].Code != 400 || reqs[2].Instance != "brightness" || reqs[2].HTTPStatus != 200 {
 		t.Fatalf("log %+v", reqs)
@@ -675,7 +676,7 @@ func TestConcurrentClients(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 25 {
-				r := h.control(stripSKU, stripID, cloud.TypeRange, "brightness", 1+(g*25+i)%100)
+				r := h.control(stripSKU, stripID, capability.TypeRange, "brightness", 1+(g*25+i)%100)
 				if r.code() != 200 {
 					t.Errorf("control: %s", r.raw)
 				}

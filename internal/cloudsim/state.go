@@ -7,13 +7,14 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 )
 
 // simDevice is a device of the simulated account: its definition and state.
 // Every field is guarded by Sim.mu.
 type simDevice struct {
-	dev cloud.Device
+	dev capability.Device
 	raw json.RawMessage // the device-list JSON; nil means marshal dev
 
 	online bool
@@ -30,28 +31,28 @@ type simDevice struct {
 // unqueryable reports whether the state endpoint answers "" for the
 // capability: the live service never reports the active scene, segment
 // settings or music mode, and says nothing about types it does not know.
-func unqueryable(c cloud.Capability) bool {
+func unqueryable(c capability.Capability) bool {
 	switch c.Type {
-	case cloud.TypeDynamicScene, cloud.TypeDIYColorSetting, cloud.TypeSegmentColor, cloud.TypeMusicSetting:
+	case capability.TypeDynamicScene, capability.TypeDIYColorSetting, capability.TypeSegmentColor, capability.TypeMusicSetting:
 		return true
 	}
-	return !cloud.KnownCapabilityType(c.Type)
+	return !capability.KnownCapabilityType(c.Type)
 }
 
 // newSimDevice gives a device its initial state: online, powered on or off
 // (alternating through the catalogue, so both show up), and for every other
 // controllable capability the definition's example value.
-func newSimDevice(d cloud.Device, raw json.RawMessage, index int) *simDevice {
+func newSimDevice(d capability.Device, raw json.RawMessage, index int) *simDevice {
 	sd := &simDevice{dev: d, raw: raw, online: true, values: map[string]any{}}
 	for _, c := range d.Capabilities {
 		if !c.Controllable() {
 			continue
 		}
-		if c.Instance == cloud.InstancePower {
+		if c.Instance == capability.InstancePower {
 			sd.values[c.Instance] = int64(1 - index%2)
 			continue
 		}
-		if v, ok := cloud.Example(c); ok {
+		if v, ok := capability.Example(c); ok {
 			sd.values[c.Instance] = v
 		}
 	}
@@ -60,13 +61,13 @@ func newSimDevice(d cloud.Device, raw json.RawMessage, index int) *simDevice {
 
 // capability finds the device's capability with that instance, and for a
 // control its type must match too (after normalising the spelling).
-func (sd *simDevice) capability(typ, instance string) (cloud.Capability, bool) {
+func (sd *simDevice) capability(typ, instance string) (capability.Capability, bool) {
 	c, ok := sd.dev.Capability(instance)
 	if !ok {
-		return cloud.Capability{}, false
+		return capability.Capability{}, false
 	}
-	if typ != "" && cloud.NormalizeType(typ) != c.Type {
-		return cloud.Capability{}, false
+	if typ != "" && capability.NormalizeType(typ) != c.Type {
+		return capability.Capability{}, false
 	}
 	return c, true
 }
@@ -76,15 +77,15 @@ func (sd *simDevice) capability(typ, instance string) (cloud.Capability, bool) {
 func (s *Sim) stateAt(sd *simDevice, now time.Time) cloud.DeviceState {
 	st := cloud.DeviceState{SKU: sd.dev.SKU, Device: sd.dev.Device}
 	st.Capabilities = append(st.Capabilities, cloud.CapabilityState{
-		Type: cloud.TypeOnline, Instance: cloud.InstanceOnline, State: cloud.StateValue{Value: sd.online},
+		Type: capability.TypeOnline, Instance: capability.InstanceOnline, State: cloud.StateValue{Value: sd.online},
 	})
 	for _, c := range sd.dev.Capabilities {
-		if !c.Readable() || c.Type == cloud.TypeOnline {
+		if !c.Readable() || c.Type == capability.TypeOnline {
 			continue
 		}
 		var v any = ""
 		switch {
-		case c.Type == cloud.TypeProperty:
+		case c.Type == capability.TypeProperty:
 			v = s.reading(sd, c.Instance, now)
 		case unqueryable(c):
 		default:
@@ -115,7 +116,7 @@ func (s *Sim) reading(sd *simDevice, instance string, now time.Time) any {
 func (s *Sim) freeze(sd *simDevice, now time.Time) {
 	sd.frozen = map[string]any{}
 	for _, c := range sd.dev.Capabilities {
-		if c.Type == cloud.TypeProperty {
+		if c.Type == capability.TypeProperty {
 			sd.frozen[c.Instance] = s.drift(sd.dev.Device, c.Instance, now)
 		}
 	}
@@ -177,7 +178,7 @@ func (s *Sim) drift(device, instance string, now time.Time) any {
 		return int64(math.Round(x))
 	}
 	p := math.Pow(10, float64(shape.decimals))
-	return cloud.NormalizeValue(math.Round(x*p) / p)
+	return capability.NormalizeValue(math.Round(x*p) / p)
 }
 
 // merge is the stored value after a control: a struct value's members are

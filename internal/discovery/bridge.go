@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 )
 
 // BridgeStats is the JSON the bridge publishes, retained, on
@@ -78,7 +78,7 @@ func BridgeConfigs(cfg Config) map[string][]byte {
 // EventPayload is the message the bridge publishes on <base>/<id>/event for
 // one device event: {"event_type": name, "instance": ..., "value": ...,
 // "message": ...}. The event entities of Configs read exactly this.
-func EventPayload(instance string, o cloud.EventOption) []byte {
+func EventPayload(instance string, o capability.EventOption) []byte {
 	p := map[string]any{"event_type": o.Name, "instance": instance, "value": o.Value}
 	if o.Message != "" {
 		p["message"] = o.Message
@@ -90,7 +90,7 @@ func EventPayload(instance string, o cloud.EventOption) []byte {
 // the sensitivity number send on set/musicMode) from the instance's last
 // known value: members the command leaves out keep their current value.
 // Anything that is not an object on both sides is returned unchanged;
-// defaults and validation remain cloud.Decode's.
+// defaults and validation remain capability.Decode's.
 func Complete(current, partial any) any {
 	p, ok := partial.(map[string]any)
 	if !ok {

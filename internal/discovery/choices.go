@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 )
 
 // choice is one option a select-like entity offers: the label Home Assistant
@@ -34,7 +34,7 @@ func scalarKey(v any) (string, bool) {
 }
 
 // enumChoices lists an ENUM's options with unique labels.
-func enumChoices(opts []cloud.Option) []choice {
+func enumChoices(opts []capability.Option) []choice {
 	used := map[string]bool{}
 	var out []choice
 	for _, o := range opts {
@@ -71,23 +71,23 @@ type workMode struct {
 // complete cloud value {workMode, modeValue}: modeValue is the mode's
 // default, else its first option, else its range minimum, so a choice never
 // depends on the bridge filling gaps.
-func workModeOf(c cloud.Capability) (workMode, bool) {
+func workModeOf(c capability.Capability) (workMode, bool) {
 	wm := workMode{instance: c.Instance}
 	modeField, ok := c.Parameters.Field("workMode")
 	if !ok {
 		return wm, false
 	}
 	valueField, hasValue := c.Parameters.Field("modeValue")
-	dep := func(name string) (cloud.Option, bool) {
+	dep := func(name string) (capability.Option, bool) {
 		if !hasValue {
-			return cloud.Option{}, false
+			return capability.Option{}, false
 		}
 		for _, o := range valueField.Options {
 			if strings.EqualFold(strings.TrimSpace(o.Name), strings.TrimSpace(name)) {
 				return o, true
 			}
 		}
-		return cloud.Option{}, false
+		return capability.Option{}, false
 	}
 	type pending struct {
 		mode, sub string
@@ -161,7 +161,7 @@ func workModeOf(c cloud.Capability) (workMode, bool) {
 	return wm, len(wm.choices) > 0
 }
 
-func allInts(opts []cloud.Option) bool {
+func allInts(opts []capability.Option) bool {
 	for _, o := range opts {
 		if _, ok := o.Value.(int64); !ok {
 			return false

@@ -25,7 +25,7 @@ import (
 	"slices"
 	"strings"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -83,7 +83,7 @@ func (c Config) ConfigTopic(component, node, object string) string {
 // device's scene capabilities (lightScene, diyScene) must already hold the
 // options of the scene endpoints. The result depends only on cfg and dev, so
 // comparing it with the previous result (Diff) tells what to publish.
-func Configs(cfg Config, dev cloud.Device) map[string][]byte {
+func Configs(cfg Config, dev capability.Device) map[string][]byte {
 	cfg = cfg.withDefaults()
 	id := topic.DeviceID(dev.SKU, dev.Device)
 	out := make(map[string][]byte)
@@ -106,7 +106,7 @@ type entity struct {
 
 // common adds what every entity of a device carries: ids, device block,
 // origin and availability.
-func (e *entity) common(cfg Config, dev cloud.Device, id string) {
+func (e *entity) common(cfg Config, dev capability.Device, id string) {
 	p := e.payload
 	uid := id + "_" + e.role
 	p["unique_id"] = uid
@@ -127,7 +127,7 @@ func (e *entity) common(cfg Config, dev cloud.Device, id string) {
 	p["availability_mode"] = "all"
 }
 
-func deviceBlock(cfg Config, dev cloud.Device, id string) map[string]any {
+func deviceBlock(cfg Config, dev capability.Device, id string) map[string]any {
 	name := strings.TrimSpace(dev.Name)
 	if name == "" {
 		name = dev.SKU

@@ -7,63 +7,63 @@ import (
 	"strings"
 	"testing"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/topic"
 )
 
-func onOffCap(typ, instance string) cloud.Capability {
-	return cloud.Capability{Type: typ, Instance: instance, Parameters: &cloud.Parameters{
-		DataType: cloud.DataEnum,
-		Options:  []cloud.Option{{Name: "on", Value: int64(1)}, {Name: "off", Value: int64(0)}},
+func onOffCap(typ, instance string) capability.Capability {
+	return capability.Capability{Type: typ, Instance: instance, Parameters: &capability.Parameters{
+		DataType: capability.DataEnum,
+		Options:  []capability.Option{{Name: "on", Value: int64(1)}, {Name: "off", Value: int64(0)}},
 	}}
 }
 
-func rangeCap(typ, instance string, min, max int) cloud.Capability {
-	return cloud.Capability{Type: typ, Instance: instance, Parameters: &cloud.Parameters{
-		DataType: cloud.DataInteger, Range: &cloud.Range{Min: min, Max: max, Precision: 1},
+func rangeCap(typ, instance string, min, max int) capability.Capability {
+	return capability.Capability{Type: typ, Instance: instance, Parameters: &capability.Parameters{
+		DataType: capability.DataInteger, Range: &capability.Range{Min: min, Max: max, Precision: 1},
 	}}
 }
 
-func enumCap(typ, instance string, opts ...cloud.Option) cloud.Capability {
-	return cloud.Capability{Type: typ, Instance: instance, Parameters: &cloud.Parameters{
-		DataType: cloud.DataEnum, Options: opts,
+func enumCap(typ, instance string, opts ...capability.Option) capability.Capability {
+	return capability.Capability{Type: typ, Instance: instance, Parameters: &capability.Parameters{
+		DataType: capability.DataEnum, Options: opts,
 	}}
 }
 
 // colourLamp is a light with everything: brightness 1..100, RGB, 2000..9000 K
 // and scenes whose names collide across kinds.
-func colourLamp() cloud.Device {
-	return cloud.Device{SKU: "H6072", Device: "AA:BB", Name: "Lamp", Type: cloud.DeviceLight,
-		Capabilities: []cloud.Capability{
-			onOffCap(cloud.TypeOnOff, cloud.InstancePower),
-			rangeCap(cloud.TypeRange, cloud.InstanceBrightness, 1, 100),
-			rangeCap(cloud.TypeColorSetting, cloud.InstanceColorRGB, 0, 0xFFFFFF),
-			rangeCap(cloud.TypeColorSetting, cloud.InstanceColorTemperatureK, 2000, 9000),
-			enumCap(cloud.TypeDynamicScene, cloud.InstanceLightScene,
-				cloud.Option{Name: "Sunrise", Value: map[string]any{"paramId": int64(1681), "id": int64(1606)}},
-				cloud.Option{Name: "Party", Value: int64(3055)}),
-			enumCap(cloud.TypeDynamicScene, cloud.InstanceDIYScene, cloud.Option{Name: "Party", Value: int64(77)}),
-			enumCap(cloud.TypeDynamicScene, cloud.InstanceSnapshot,
-				cloud.Option{Name: "sunrise", Value: int64(0)}, cloud.Option{Name: "Sunset", Value: int64(1)}),
-			{Type: cloud.TypeSegmentColor, Instance: cloud.InstanceSegmentedColorRGB, Parameters: &cloud.Parameters{
-				DataType: cloud.DataStruct, Fields: []cloud.Field{
-					{FieldName: "segment", DataType: cloud.DataArray, ElementRange: &cloud.Range{Min: 0, Max: 14}},
-					{FieldName: "rgb", DataType: cloud.DataInteger, Range: &cloud.Range{Min: 0, Max: 0xFFFFFF}},
+func colourLamp() capability.Device {
+	return capability.Device{SKU: "H6072", Device: "AA:BB", Name: "Lamp", Type: capability.DeviceLight,
+		Capabilities: []capability.Capability{
+			onOffCap(capability.TypeOnOff, capability.InstancePower),
+			rangeCap(capability.TypeRange, capability.InstanceBrightness, 1, 100),
+			rangeCap(capability.TypeColorSetting, capability.InstanceColorRGB, 0, 0xFFFFFF),
+			rangeCap(capability.TypeColorSetting, capability.InstanceColorTemperatureK, 2000, 9000),
+			enumCap(capability.TypeDynamicScene, capability.InstanceLightScene,
+				capability.Option{Name: "Sunrise", Value: map[string]any{"paramId": int64(1681), "id": int64(1606)}},
+				capability.Option{Name: "Party", Value: int64(3055)}),
+			enumCap(capability.TypeDynamicScene, capability.InstanceDIYScene, capability.Option{Name: "Party", Value: int64(77)}),
+			enumCap(capability.TypeDynamicScene, capability.InstanceSnapshot,
+				capability.Option{Name: "sunrise", Value: int64(0)}, capability.Option{Name: "Sunset", Value: int64(1)}),
+			{Type: capability.TypeSegmentColor, Instance: capability.InstanceSegmentedColorRGB, Parameters: &capability.Parameters{
+				DataType: capability.DataStruct, Fields: []capability.Field{
+					{FieldName: "segment", DataType: capability.DataArray, ElementRange: &capability.Range{Min: 0, Max: 14}},
+					{FieldName: "rgb", DataType: capability.DataInteger, Range: &capability.Range{Min: 0, Max: 0xFFFFFF}},
 				}}},
-			{Type: cloud.TypeSegmentColor, Instance: cloud.InstanceSegmentBrightness, Parameters: &cloud.Parameters{
-				DataType: cloud.DataStruct, Fields: []cloud.Field{
-					{FieldName: "segment", DataType: cloud.DataArray, ElementRange: &cloud.Range{Min: 0, Max: 14}},
-					{FieldName: "brightness", DataType: cloud.DataInteger, Range: &cloud.Range{Min: 0, Max: 100}},
+			{Type: capability.TypeSegmentColor, Instance: capability.InstanceSegmentBrightness, Parameters: &capability.Parameters{
+				DataType: capability.DataStruct, Fields: []capability.Field{
+					{FieldName: "segment", DataType: capability.DataArray, ElementRange: &capability.Range{Min: 0, Max: 14}},
+					{FieldName: "brightness", DataType: capability.DataInteger, Range: &capability.Range{Min: 0, Max: 100}},
 				}}},
 		}}
 }
 
 // dimmer is a light with brightness 10..254 (min above zero, max not 100)
 // and no colour.
-func dimmer() cloud.Device {
-	return cloud.Device{SKU: "H1", Device: "01", Type: cloud.DeviceLight, Capabilities: []cloud.Capability{
-		onOffCap(cloud.TypeOnOff, cloud.InstancePower),
-		rangeCap(cloud.TypeRange, cloud.InstanceBrightness, 10, 254),
+func dimmer() capability.Device {
+	return capability.Device{SKU: "H1", Device: "01", Type: capability.DeviceLight, Capabilities: []capability.Capability{
+		onOffCap(capability.TypeOnOff, capability.InstancePower),
+		rangeCap(capability.TypeRange, capability.InstanceBrightness, 10, 254),
 	}}
 }
 
@@ -92,7 +92,7 @@ func TestLightState(t *testing.T) {
 	lamp := colourLamp()
 	tests := []struct {
 		name   string
-		dev    cloud.Device
+		dev    capability.Device
 		values map[string]any
 		online bool
 		want   string
@@ -128,8 +128,8 @@ func TestLightState(t *testing.T) {
 			}
 		})
 	}
-	sensorOnly := cloud.Device{SKU: "H5179", Device: "x", Type: cloud.DeviceThermometer,
-		Capabilities: []cloud.Capability{{Type: cloud.TypeProperty, Instance: cloud.InstanceSensorTemperature}}}
+	sensorOnly := capability.Device{SKU: "H5179", Device: "x", Type: capability.DeviceThermometer,
+		Capabilities: []capability.Capability{{Type: capability.TypeProperty, Instance: capability.InstanceSensorTemperature}}}
 	if b, ok := LightState(sensorOnly, map[string]any{}, true); ok {
 		t.Errorf("thermometer has a light state: %s", b)
 	}
@@ -138,7 +138,7 @@ func TestLightState(t *testing.T) {
 func cmds(c ...any) []Command {
 	var out []Command
 	for i := 0; i < len(c); i += 2 {
-		out = append(out, Command{Instance: c[i].(string), Value: cloud.NormalizeValue(c[i+1])})
+		out = append(out, Command{Instance: c[i].(string), Value: capability.NormalizeValue(c[i+1])})
 	}
 	return out
 }
@@ -148,7 +148,7 @@ func sameCommands(a, b []Command) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].Instance != b[i].Instance || !cloud.Equal(cloud.NormalizeValue(a[i].Value), b[i].Value) {
+		if a[i].Instance != b[i].Instance || !capability.Equal(capability.NormalizeValue(a[i].Value), b[i].Value) {
 			return false
 		}
 	}
@@ -159,7 +159,7 @@ func TestDecodeLight(t *testing.T) {
 	lamp := colourLamp()
 	tests := []struct {
 		name    string
-		dev     cloud.Device
+		dev     capability.Device
 		payload string
 		want    []Command
 	}{
@@ -303,8 +303,8 @@ func TestLightConfig(t *testing.T) {
 		}
 	})
 	t.Run("on/off only", func(t *testing.T) {
-		d := cloud.Device{SKU: "H610A", Device: "5", Type: cloud.DeviceLight,
-			Capabilities: []cloud.Capability{onOffCap(cloud.TypeOnOff, cloud.InstancePower)}}
+		d := capability.Device{SKU: "H610A", Device: "5", Type: capability.DeviceLight,
+			Capabilities: []capability.Capability{onOffCap(capability.TypeOnOff, capability.InstancePower)}}
 		c := configOf(t, Configs(cfg, d), "light", "light")
 		modes, _ := json.Marshal(c["supported_color_modes"])
 		if string(modes) != `["onoff"]` || c["brightness"] != false {
@@ -394,7 +394,7 @@ func TestEveryEntity(t *testing.T) {
 
 func TestDeviceMapping(t *testing.T) {
 	cfg := testConfig()
-	byID := map[string]cloud.Device{}
+	byID := map[string]capability.Device{}
 	for _, src := range sources(t) {
 		for _, d := range src.devices {
 			byID[topic.DeviceID(d.SKU, d.Device)] = d
@@ -501,7 +501,7 @@ func TestConfigsWhenCapabilitiesGo(t *testing.T) {
 }
 
 func TestEventPayload(t *testing.T) {
-	got := EventPayload("lackWaterEvent", cloud.EventOption{Name: "lack", Value: int64(1), Message: "Lack of Water"})
+	got := EventPayload("lackWaterEvent", capability.EventOption{Name: "lack", Value: int64(1), Message: "Lack of Water"})
 	want := `{"event_type":"lack","instance":"lackWaterEvent","message":"Lack of Water","value":1}`
 	if string(got) != want {
 		t.Errorf("got %s, want %s", got, want)
@@ -512,10 +512,10 @@ func TestComplete(t *testing.T) {
 	cur := map[string]any{"musicMode": int64(1), "sensitivity": int64(60), "rgb": int64(5)}
 	got := Complete(cur, map[string]any{"musicMode": int64(3)})
 	want := map[string]any{"musicMode": int64(3), "sensitivity": int64(60), "rgb": int64(5)}
-	if !cloud.Equal(got, want) {
+	if !capability.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
-	if !cloud.Equal(Complete(nil, int64(4)), int64(4)) {
+	if !capability.Equal(Complete(nil, int64(4)), int64(4)) {
 		t.Error("non-object partial must pass through")
 	}
 }
@@ -541,7 +541,7 @@ func FuzzDecodeLight(f *testing.F) {
 }
 
 // validRange reports a command outside the capability's range.
-func validRange(d cloud.Device, c Command) string {
+func validRange(d capability.Device, c Command) string {
 	cp, ok := d.Capability(c.Instance)
 	if !ok {
 		return "unknown instance " + c.Instance
@@ -588,13 +588,13 @@ func TestMiredsRoundTrip(t *testing.T) {
 // Assistant must get "None" for anything else. Checked against a real Home
 // Assistant by tools/ha-e2e.
 func TestSelectStateOfObjectValues(t *testing.T) {
-	box := cloud.Device{SKU: "H6604", Device: "CC", Type: "devices.types.box", Capabilities: []cloud.Capability{
-		onOffCap(cloud.TypeOnOff, cloud.InstancePower),
-		enumCap(cloud.TypeDynamicScene, cloud.InstanceLightScene,
-			cloud.Option{Name: "Movie", Value: map[string]any{"paramId": int64(5001), "id": int64(2500)}},
-			cloud.Option{Name: "Game", Value: map[string]any{"paramId": int64(5008), "id": int64(2501)}}),
+	box := capability.Device{SKU: "H6604", Device: "CC", Type: "devices.types.box", Capabilities: []capability.Capability{
+		onOffCap(capability.TypeOnOff, capability.InstancePower),
+		enumCap(capability.TypeDynamicScene, capability.InstanceLightScene,
+			capability.Option{Name: "Movie", Value: map[string]any{"paramId": int64(5001), "id": int64(2500)}},
+			capability.Option{Name: "Game", Value: map[string]any{"paramId": int64(5008), "id": int64(2501)}}),
 	}}
-	c := configOf(t, Configs(testConfig(), box), "select", cloud.InstanceLightScene)
+	c := configOf(t, Configs(testConfig(), box), "select", capability.InstanceLightScene)
 	tpl, _ := c["value_template"].(string)
 	want := `{% set s = [["Movie",{"id":2500,"paramId":5001}],["Game",{"id":2501,"paramId":5008}]] %}` +
 		`{% for p in s if p[1] == value_json.get("lightScene") %}{% if loop.first %}{{ p[0] }}{% endif %}{% else %}None{% endfor %}`

@@ -4,11 +4,11 @@ import (
 	"strconv"
 	"strings"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 )
 
 // entities builds every entity of a device, without the common members.
-func entities(cfg Config, dev cloud.Device, id string) []*entity {
+func entities(cfg Config, dev capability.Device, id string) []*entity {
 	p := analyse(dev)
 	l := cfg.Layout
 	b := &builder{cfg: cfg, p: p, id: id, state: l.State(id)}
@@ -27,26 +27,26 @@ func entities(cfg Config, dev cloud.Device, id string) []*entity {
 			continue
 		}
 		switch c.Type {
-		case cloud.TypeOnOff:
+		case capability.TypeOnOff:
 			b.powerSwitch(c)
-		case cloud.TypeToggle:
+		case capability.TypeToggle:
 			b.toggle(c)
-		case cloud.TypeTemperature:
+		case capability.TypeTemperature:
 			b.climate(c)
-		case cloud.TypeWorkMode:
+		case capability.TypeWorkMode:
 			b.workModeSelect(c)
-		case cloud.TypeMusicSetting:
+		case capability.TypeMusicSetting:
 			b.music(c)
-		case cloud.TypeSegmentColor:
+		case capability.TypeSegmentColor:
 			// all segment capabilities together, once
 			if c.Instance == firstSegmentInstance(dev) {
 				b.segments()
 			}
-		case cloud.TypeProperty:
+		case capability.TypeProperty:
 			b.sensor(c)
-		case cloud.TypeEvent:
+		case capability.TypeEvent:
 			b.event(c)
-		case cloud.TypeOnline:
+		case capability.TypeOnline:
 			// the connectivity sensor below covers it
 		default:
 			b.generic(c)
@@ -56,9 +56,9 @@ func entities(cfg Config, dev cloud.Device, id string) []*entity {
 	return b.out
 }
 
-func firstSegmentInstance(dev cloud.Device) string {
+func firstSegmentInstance(dev capability.Device) string {
 	for _, c := range dev.Capabilities {
-		if c.Type == cloud.TypeSegmentColor {
+		if c.Type == capability.TypeSegmentColor {
 			return c.Instance
 		}
 	}
@@ -104,7 +104,7 @@ func (b *builder) onOff(instance string, p map[string]any) map[string]any {
 }
 
 // powerSwitch: the main switch of a device no richer entity powers.
-func (b *builder) powerSwitch(c cloud.Capability) {
+func (b *builder) powerSwitch(c capability.Capability) {
 	if c.Parameters == nil {
 		return
 	}
@@ -116,7 +116,7 @@ func (b *builder) powerSwitch(c cloud.Capability) {
 		payload: b.onOff(c.Instance, map[string]any{"name": name})})
 }
 
-func (b *builder) toggle(c cloud.Capability) {
+func (b *builder) toggle(c capability.Capability) {
 	if c.Parameters == nil {
 		return
 	}
@@ -129,27 +129,27 @@ func (b *builder) toggle(c cloud.Capability) {
 
 func (b *builder) humidifier() {
 	dev := b.p.dev
-	hum, _ := dev.Capability(cloud.InstanceHumidity)
+	hum, _ := dev.Capability(capability.InstanceHumidity)
 	r := intRange(hum)
 	dc := "humidifier"
-	if dev.Type == cloud.DeviceDehumidifier {
+	if dev.Type == capability.DeviceDehumidifier {
 		dc = "dehumidifier"
 	}
 	p := map[string]any{
 		"name":                           nil,
 		"device_class":                   dc,
-		"command_topic":                  b.set(cloud.InstancePower),
+		"command_topic":                  b.set(capability.InstancePower),
 		"state_topic":                    b.state,
-		"state_value_template":           "{{ " + stateGet(cloud.InstancePower) + " }}",
+		"state_value_template":           "{{ " + stateGet(capability.InstancePower) + " }}",
 		"payload_on":                     "1",
 		"payload_off":                    "0",
-		"target_humidity_command_topic":  b.set(cloud.InstanceHumidity),
+		"target_humidity_command_topic":  b.set(capability.InstanceHumidity),
 		"target_humidity_state_topic":    b.state,
-		"target_humidity_state_template": "{{ " + stateGet(cloud.InstanceHumidity) + " }}",
+		"target_humidity_state_template": "{{ " + stateGet(capability.InstanceHumidity) + " }}",
 		"min_humidity":                   r.Min,
 		"max_humidity":                   r.Max,
 	}
-	if c, ok := dev.Capability(cloud.InstanceWorkMode); ok {
+	if c, ok := dev.Capability(capability.InstanceWorkMode); ok {
 		if wm, ok := workModeOf(c); ok {
 			p["modes"] = labels(wm.choices)
 			p["mode_command_topic"] = b.set(c.Instance)
@@ -158,9 +158,9 @@ func (b *builder) humidifier() {
 			p["mode_state_template"] = workModeStateTemplate(c.Instance, wm.choices)
 		}
 	}
-	if b.p.has(cloud.InstanceSensorHumidity) {
+	if b.p.has(capability.InstanceSensorHumidity) {
 		p["current_humidity_topic"] = b.state
-		p["current_humidity_template"] = "{{ " + stateGet(cloud.InstanceSensorHumidity) + " }}"
+		p["current_humidity_template"] = "{{ " + stateGet(capability.InstanceSensorHumidity) + " }}"
 	}
 	b.add(&entity{component: "humidifier", role: roleHumidifier, payload: p})
 }
@@ -169,13 +169,13 @@ func (b *builder) fan() {
 	dev := b.p.dev
 	p := map[string]any{
 		"name":                 nil,
-		"command_topic":        b.set(cloud.InstancePower),
+		"command_topic":        b.set(capability.InstancePower),
 		"state_topic":          b.state,
-		"state_value_template": "{{ " + stateGet(cloud.InstancePower) + " }}",
+		"state_value_template": "{{ " + stateGet(capability.InstancePower) + " }}",
 		"payload_on":           "1",
 		"payload_off":          "0",
 	}
-	if c, ok := dev.Capability(cloud.InstanceWorkMode); ok {
+	if c, ok := dev.Capability(capability.InstanceWorkMode); ok {
 		if wm, ok := workModeOf(c); ok {
 			if wm.hasSpeed {
 				n := len(wm.speedValues)
@@ -220,7 +220,7 @@ func (b *builder) fan() {
 
 // climate: a temperature_setting capability as a thermostat whose modes
 // off/heat are the device's power.
-func (b *builder) climate(c cloud.Capability) {
+func (b *builder) climate(c capability.Capability) {
 	if c.Parameters == nil {
 		return
 	}
@@ -239,7 +239,7 @@ func (b *builder) climate(c cloud.Capability) {
 		haUnit = "F"
 	}
 	name := any(nil)
-	if b.p.light != nil && b.p.light.role == roleLight || b.p.kind != "" || b.countType(cloud.TypeTemperature) > 1 {
+	if b.p.light != nil && b.p.light.role == roleLight || b.p.kind != "" || b.countType(capability.TypeTemperature) > 1 {
 		name = displayName(c.Instance)
 	}
 	// The command is the whole cloud value: defaults of the other members,
@@ -274,17 +274,17 @@ func (b *builder) climate(c cloud.Capability) {
 	}
 	if b.p.powerOwner == "climate" {
 		p["modes"] = []any{"off", "heat"}
-		p["mode_command_topic"] = b.set(cloud.InstancePower)
+		p["mode_command_topic"] = b.set(capability.InstancePower)
 		p["mode_command_template"] = "{{ 1 if value == \"heat\" else 0 }}"
 		p["mode_state_topic"] = b.state
-		p["mode_state_template"] = "{% set v = " + stateGet(cloud.InstancePower) + " %}" +
+		p["mode_state_template"] = "{% set v = " + stateGet(capability.InstancePower) + " %}" +
 			"{{ \"None\" if v is none else (\"heat\" if v == 1 else \"off\") }}"
 	} else {
 		p["modes"] = []any{"heat"}
 	}
-	if b.p.has(cloud.InstanceSensorTemperature) {
+	if b.p.has(capability.InstanceSensorTemperature) {
 		p["current_temperature_topic"] = b.state
-		p["current_temperature_template"] = "{{ " + stateGet(cloud.InstanceSensorTemperature) + " }}"
+		p["current_temperature_template"] = "{{ " + stateGet(capability.InstanceSensorTemperature) + " }}"
 		// Home Assistant rounds the current temperature to the precision
 		// too; the sensors report tenths.
 		p["precision"] = 0.1
@@ -302,7 +302,7 @@ func (b *builder) countType(t string) int {
 	return n
 }
 
-func (b *builder) workModeSelect(c cloud.Capability) {
+func (b *builder) workModeSelect(c capability.Capability) {
 	if c.Parameters == nil {
 		return
 	}
@@ -323,7 +323,7 @@ func (b *builder) workModeSelect(c cloud.Capability) {
 // music: the music mode as a select and its sensitivity as a number. Both
 // send a partial object on set/musicMode; the bridge completes it with the
 // last known value and the definition's defaults (see Complete).
-func (b *builder) music(c cloud.Capability) {
+func (b *builder) music(c capability.Capability) {
 	if c.Parameters == nil {
 		return
 	}
@@ -396,15 +396,15 @@ type sensorSpec struct {
 }
 
 var sensorSpecs = map[string]sensorSpec{
-	cloud.InstanceSensorTemperature: {"temperature", "°C", ""},
-	cloud.InstanceSensorHumidity:    {"humidity", "%", ""},
-	"carbonDioxideConcentration":    {"carbon_dioxide", "ppm", ""},
-	"pm25":                          {"pm25", "µg/m³", ""},
-	"filterLifeTime":                {"", "%", "diagnostic"},
-	"airQuality":                    {"", "", ""},
+	capability.InstanceSensorTemperature: {"temperature", "°C", ""},
+	capability.InstanceSensorHumidity:    {"humidity", "%", ""},
+	"carbonDioxideConcentration":         {"carbon_dioxide", "ppm", ""},
+	"pm25":                               {"pm25", "µg/m³", ""},
+	"filterLifeTime":                     {"", "%", "diagnostic"},
+	"airQuality":                         {"", "", ""},
 }
 
-func (b *builder) sensor(c cloud.Capability) {
+func (b *builder) sensor(c capability.Capability) {
 	spec := sensorSpecs[c.Instance]
 	p := map[string]any{
 		"name":           displayName(c.Instance),
@@ -426,7 +426,7 @@ func (b *builder) sensor(c cloud.Capability) {
 
 // event: an event entity per event capability. Every event of the device
 // arrives on one topic (EventPayload); the template keeps this instance's.
-func (b *builder) event(c cloud.Capability) {
+func (b *builder) event(c capability.Capability) {
 	if c.EventState == nil {
 		return
 	}
@@ -452,12 +452,12 @@ func (b *builder) event(c cloud.Capability) {
 // generic maps what no rule above claims by its definition: ENUM → select,
 // INTEGER with a range → number. Scene lists of devices without a light
 // land here too, as selects.
-func (b *builder) generic(c cloud.Capability) {
+func (b *builder) generic(c capability.Capability) {
 	if c.Parameters == nil {
 		return
 	}
 	switch c.Parameters.DataType {
-	case cloud.DataEnum:
+	case capability.DataEnum:
 		cs := enumChoices(c.Parameters.Options)
 		if len(cs) == 0 {
 			return
@@ -470,7 +470,7 @@ func (b *builder) generic(c cloud.Capability) {
 			"state_topic":      b.state,
 			"value_template":   enumStateTemplate(c.Instance, cs),
 		}})
-	case cloud.DataInteger:
+	case capability.DataInteger:
 		r := intRange(c)
 		if r == nil {
 			return
@@ -486,7 +486,7 @@ func (b *builder) generic(c cloud.Capability) {
 			"mode":           "auto",
 		}
 		u := unitOf(c.Parameters.Unit)
-		if c.Instance == cloud.InstanceColorTemperatureK {
+		if c.Instance == capability.InstanceColorTemperatureK {
 			u = "K"
 		}
 		if u != "" {
@@ -495,7 +495,7 @@ func (b *builder) generic(c cloud.Capability) {
 		if u == "%" {
 			p["mode"] = "slider"
 		}
-		if c.Instance == cloud.InstanceColorRGB {
+		if c.Instance == capability.InstanceColorRGB {
 			p["mode"] = "box"
 		}
 		b.add(&entity{component: "number", role: c.Instance, payload: p})
@@ -510,7 +510,7 @@ func (b *builder) connectivity() {
 		"device_class":    "connectivity",
 		"entity_category": "diagnostic",
 		"state_topic":     b.state,
-		"value_template": "{% set v = " + stateGet(cloud.InstanceOnline) + " %}" +
+		"value_template": "{% set v = " + stateGet(capability.InstanceOnline) + " %}" +
 			"{{ \"None\" if v is none else (\"ON\" if v else \"OFF\") }}",
 		"payload_on":  "ON",
 		"payload_off": "OFF",

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/topic"
 )
@@ -33,10 +34,10 @@ func testConfig() Config {
 // source is a device list and where its golden files go.
 type source struct {
 	name    string
-	devices []cloud.Device
+	devices []capability.Device
 }
 
-func loadList(t *testing.T, path string) []cloud.Device {
+func loadList(t *testing.T, path string) []capability.Device {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -51,7 +52,7 @@ func loadList(t *testing.T, path string) []cloud.Device {
 
 // mergeScenes appends scene options to a device's scene capability, as the
 // bridge does with the scene endpoints' answers.
-func mergeScenes(d *cloud.Device, instance string, opts []cloud.Option) {
+func mergeScenes(d *capability.Device, instance string, opts []capability.Option) {
 	for i := range d.Capabilities {
 		c := &d.Capabilities[i]
 		if c.Instance == instance && c.Parameters != nil {
@@ -86,7 +87,7 @@ func sources(t *testing.T) []source {
 		devs := loadList(t, p)
 		for i := range devs {
 			if devs[i].SKU == scenes.SKU {
-				mergeScenes(&devs[i], cloud.InstanceLightScene, scenes.Options())
+				mergeScenes(&devs[i], capability.InstanceLightScene, scenes.Options())
 			}
 		}
 		out = append(out, source{name: strings.TrimSuffix(filepath.Base(p), ".json"), devices: devs})
@@ -99,7 +100,7 @@ func sources(t *testing.T) []source {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ds map[string]map[string][]cloud.Option
+		var ds map[string]map[string][]capability.Option
 		if err := json.Unmarshal(b, &ds); err != nil {
 			t.Fatalf("demo scenes: %v", err)
 		}

@@ -7,7 +7,7 @@ import (
 	"math"
 	"strings"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 )
 
 // Colour temperature scheme: mireds, the unit every Home Assistant release
@@ -27,7 +27,7 @@ import (
 const miredKelvinSplit = 1000
 
 // Command is one control to send: the instance and its value, in cloud form
-// (or a friendly form cloud.Decode accepts).
+// (or a friendly form capability.Decode accepts).
 type Command struct {
 	Instance string
 	Value    any
@@ -77,7 +77,7 @@ func lightEntity(cfg Config, id string, l *lightPlan) *entity {
 // rgb. The active scene is never reported by the cloud; the effect is the
 // scene found in values (the bridge's optimistic record of the last one
 // set) and null otherwise.
-func LightState(dev cloud.Device, values map[string]any, online bool) ([]byte, bool) {
+func LightState(dev capability.Device, values map[string]any, online bool) ([]byte, bool) {
 	l := analyse(dev).light
 	if l == nil {
 		return nil, false
@@ -95,7 +95,7 @@ func LightState(dev cloud.Device, values map[string]any, online bool) ([]byte, b
 		}
 	}
 	if l.brightness != nil {
-		if v, ok := values[cloud.InstanceBrightness].(int64); ok {
+		if v, ok := values[capability.InstanceBrightness].(int64); ok {
 			st["brightness"] = v
 		}
 	}
@@ -105,7 +105,7 @@ func LightState(dev cloud.Device, values map[string]any, online bool) ([]byte, b
 		mode = modes[0]
 	}
 	if l.ct != nil {
-		if k, ok := values[cloud.InstanceColorTemperatureK].(int64); ok && k > 0 {
+		if k, ok := values[capability.InstanceColorTemperatureK].(int64); ok && k > 0 {
 			mode = "color_temp"
 			st["color_temp"] = miredsOf(k)
 		} else if mode == "color_temp" {
@@ -113,7 +113,7 @@ func LightState(dev cloud.Device, values map[string]any, online bool) ([]byte, b
 		}
 	}
 	if l.rgb {
-		if v, ok := values[cloud.InstanceColorRGB].(int64); ok && v >= 0 && v <= 0xFFFFFF {
+		if v, ok := values[capability.InstanceColorRGB].(int64); ok && v >= 0 && v <= 0xFFFFFF {
 			st["color"] = map[string]any{"r": v >> 16 & 0xFF, "g": v >> 8 & 0xFF, "b": v & 0xFF}
 			if mode != "color_temp" {
 				mode = "rgb"
@@ -126,13 +126,13 @@ func LightState(dev cloud.Device, values map[string]any, online bool) ([]byte, b
 	if len(l.effects) > 0 {
 		st["effect"] = nil
 	scan:
-		for _, inst := range []string{cloud.InstanceLightScene, cloud.InstanceDIYScene, cloud.InstanceSnapshot} {
+		for _, inst := range []string{capability.InstanceLightScene, capability.InstanceDIYScene, capability.InstanceSnapshot} {
 			v, ok := values[inst]
 			if !ok {
 				continue
 			}
 			for _, e := range l.effects {
-				if e.instance == inst && cloud.Equal(e.value, v) {
+				if e.instance == inst && capability.Equal(e.value, v) {
 					st["effect"] = e.name
 					break scan
 				}
@@ -186,10 +186,10 @@ func parseLightCommand(payload []byte) (lightCommand, error) {
 // temperature are clamped to the device's range and rounded to its step;
 // colour temperature is accepted in kelvin or mireds (see miredKelvinSplit).
 // Transition and flash are ignored: the cloud has neither.
-func DecodeLight(dev cloud.Device, payload []byte) ([]Command, error) {
+func DecodeLight(dev capability.Device, payload []byte) ([]Command, error) {
 	l := analyse(dev).light
 	if l == nil {
-		return nil, fmt.Errorf("discovery: %s has no light; it has no %s or colour capability", dev, cloud.InstancePower)
+		return nil, fmt.Errorf("discovery: %s has no light; it has no %s or colour capability", dev, capability.InstancePower)
 	}
 	c, err := parseLightCommand(payload)
 	if err != nil {
@@ -214,7 +214,7 @@ func DecodeLight(dev cloud.Device, payload []byte) ([]Command, error) {
 		if err != nil {
 			return nil, fmt.Errorf("discovery: light command for %s: %w", dev, err)
 		}
-		out = append(out, Command{Instance: cloud.InstanceBrightness, Value: clampStep(v, *l.brightness)})
+		out = append(out, Command{Instance: capability.InstanceBrightness, Value: clampStep(v, *l.brightness)})
 	}
 	switch {
 	case c.Color != nil:
@@ -225,7 +225,7 @@ func DecodeLight(dev cloud.Device, payload []byte) ([]Command, error) {
 		if err != nil {
 			return nil, fmt.Errorf("discovery: light command for %s: %w", dev, err)
 		}
-		out = append(out, Command{Instance: cloud.InstanceColorRGB, Value: rgb})
+		out = append(out, Command{Instance: capability.InstanceColorRGB, Value: rgb})
 	case c.ColorTemp != nil:
 		if l.ct == nil {
 			return nil, fmt.Errorf("discovery: light command for %s: the device has no colour temperature; leave \"color_temp\" out", dev)
@@ -237,7 +237,7 @@ func DecodeLight(dev cloud.Device, payload []byte) ([]Command, error) {
 		if v <= miredKelvinSplit {
 			v = kelvinOfMireds(v)
 		}
-		out = append(out, Command{Instance: cloud.InstanceColorTemperatureK, Value: clampStep(v, *l.ct)})
+		out = append(out, Command{Instance: capability.InstanceColorTemperatureK, Value: clampStep(v, *l.ct)})
 	}
 	if c.Effect != nil {
 		e, ok := findEffect(l.effects, *c.Effect)
@@ -303,7 +303,7 @@ func number(n json.Number, what string) (float64, error) {
 
 // clampStep rounds v into r: onto the step grid from the minimum, inside
 // the bounds.
-func clampStep(v float64, r cloud.Range) int64 {
+func clampStep(v float64, r capability.Range) int64 {
 	step := float64(r.Step())
 	v = math.Max(float64(r.Min), math.Min(float64(r.Max), v))
 	n := math.Round((v-float64(r.Min))/step)*step + float64(r.Min)
@@ -343,9 +343,9 @@ func rgbOf(c map[string]any) (int64, error) {
 // segmentPlan is how per-segment lights map onto segment capabilities.
 type segmentPlan struct {
 	indexes    []int
-	rgb        *cloud.Capability
-	bright     *cloud.Capability
-	brightness *cloud.Range
+	rgb        *capability.Capability
+	bright     *capability.Capability
+	brightness *capability.Range
 }
 
 func (s *segmentPlan) modes() []string {
@@ -355,14 +355,14 @@ func (s *segmentPlan) modes() []string {
 	return []string{"brightness"}
 }
 
-func segmentPlanOf(dev cloud.Device) *segmentPlan {
+func segmentPlanOf(dev capability.Device) *segmentPlan {
 	sp := &segmentPlan{}
-	if c, ok := dev.Capability(cloud.InstanceSegmentedColorRGB); ok && c.Parameters != nil {
+	if c, ok := dev.Capability(capability.InstanceSegmentedColorRGB); ok && c.Parameters != nil {
 		if _, ok := c.Parameters.Field("rgb"); ok {
 			sp.rgb = &c
 		}
 	}
-	if c, ok := dev.Capability(cloud.InstanceSegmentBrightness); ok && c.Parameters != nil {
+	if c, ok := dev.Capability(capability.InstanceSegmentBrightness); ok && c.Parameters != nil {
 		if f, ok := c.Parameters.Field("brightness"); ok && f.Range != nil && f.Range.Max > f.Range.Min {
 			sp.bright = &c
 			r := *f.Range
@@ -370,7 +370,7 @@ func segmentPlanOf(dev cloud.Device) *segmentPlan {
 		}
 	}
 	seen := map[int]bool{}
-	for _, c := range []*cloud.Capability{sp.rgb, sp.bright} {
+	for _, c := range []*capability.Capability{sp.rgb, sp.bright} {
 		if c == nil {
 			continue
 		}
@@ -387,7 +387,7 @@ func segmentPlanOf(dev cloud.Device) *segmentPlan {
 	return sp
 }
 
-func accepts(c *cloud.Capability, segment int) bool {
+func accepts(c *capability.Capability, segment int) bool {
 	if c == nil {
 		return false
 	}
@@ -405,7 +405,7 @@ func accepts(c *cloud.Capability, segment int) bool {
 // {segment: [n], brightness} for a brightness. "OFF" is brightness 0 (or
 // black where the device has no segment brightness); a bare "ON" is full
 // brightness (or white): segments have no power of their own.
-func DecodeSegment(dev cloud.Device, segment int, payload []byte) ([]Command, error) {
+func DecodeSegment(dev capability.Device, segment int, payload []byte) ([]Command, error) {
 	sp := segmentPlanOf(dev)
 	if sp == nil {
 		return nil, fmt.Errorf("discovery: %s has no segment capabilities", dev)
@@ -419,11 +419,11 @@ func DecodeSegment(dev cloud.Device, segment int, payload []byte) ([]Command, er
 	}
 	seg := []any{int64(segment)}
 	bright := func(v int64) Command {
-		return Command{Instance: cloud.InstanceSegmentBrightness,
+		return Command{Instance: capability.InstanceSegmentBrightness,
 			Value: map[string]any{"segment": seg, "brightness": v}}
 	}
 	colour := func(v int64) Command {
-		return Command{Instance: cloud.InstanceSegmentedColorRGB,
+		return Command{Instance: capability.InstanceSegmentedColorRGB,
 			Value: map[string]any{"segment": seg, "rgb": v}}
 	}
 	canBright := accepts(sp.bright, segment)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 )
 
 // Roles of entities that are not named after one instance.
@@ -29,9 +29,9 @@ type lightPlan struct {
 	role       string
 	name       any // nil: the entity is the device's main feature
 	power      string
-	brightness *cloud.Range
+	brightness *capability.Range
 	rgb        bool
-	ct         *cloud.Range
+	ct         *capability.Range
 	effects    []effect
 }
 
@@ -64,7 +64,7 @@ func (l *lightPlan) modes() []string {
 // plan is the analysis of one device: which rich entity owns which
 // capabilities; everything not owned becomes a plain entity.
 type plan struct {
-	dev        cloud.Device
+	dev        capability.Device
 	light      *lightPlan
 	kind       string // roleFan, roleHumidifier or ""
 	climate    bool   // at least one temperature_setting capability
@@ -72,7 +72,7 @@ type plan struct {
 	owned      map[string]bool
 }
 
-func (p *plan) cap(instance string) (cloud.Capability, bool) {
+func (p *plan) cap(instance string) (capability.Capability, bool) {
 	return p.dev.Capability(instance)
 }
 
@@ -82,7 +82,7 @@ func (p *plan) has(instance string) bool {
 }
 
 // intRange returns the range of an INTEGER capability, nil when it has none.
-func intRange(c cloud.Capability) *cloud.Range {
+func intRange(c capability.Capability) *capability.Range {
 	if c.Parameters == nil || c.Parameters.Range == nil {
 		return nil
 	}
@@ -93,59 +93,59 @@ func intRange(c cloud.Capability) *cloud.Range {
 	return &r
 }
 
-func analyse(dev cloud.Device) *plan {
+func analyse(dev capability.Device) *plan {
 	p := &plan{dev: dev, owned: map[string]bool{}}
 	t := dev.Type
-	known := cloud.KnownDeviceType(t)
-	hasColour := p.has(cloud.InstanceColorRGB) || p.has(cloud.InstanceColorTemperatureK)
-	hasWork := p.has(cloud.InstanceWorkMode)
+	known := capability.KnownDeviceType(t)
+	hasColour := p.has(capability.InstanceColorRGB) || p.has(capability.InstanceColorTemperatureK)
+	hasWork := p.has(capability.InstanceWorkMode)
 	for _, c := range dev.Capabilities {
-		if c.Type == cloud.TypeTemperature && c.Parameters != nil {
+		if c.Type == capability.TypeTemperature && c.Parameters != nil {
 			p.climate = true
 		}
 	}
-	_, hasPower := p.cap(cloud.InstancePower)
+	_, hasPower := p.cap(capability.InstancePower)
 
-	isLight := t == cloud.DeviceLight ||
+	isLight := t == capability.DeviceLight ||
 		(!known && t != "devices.types.fan" && hasColour && !hasWork && !p.climate)
 	switch {
 	case isLight && hasPower:
-		p.light = newLightPlan(p, roleLight, nil, cloud.InstancePower, true)
+		p.light = newLightPlan(p, roleLight, nil, capability.InstancePower, true)
 		p.powerOwner = roleLight
-	case (t == cloud.DeviceHumidifier || t == cloud.DeviceDehumidifier) && hasPower &&
-		intRange(mustCap(p, cloud.InstanceHumidity)) != nil:
+	case (t == capability.DeviceHumidifier || t == capability.DeviceDehumidifier) && hasPower &&
+		intRange(mustCap(p, capability.InstanceHumidity)) != nil:
 		p.kind = roleHumidifier
 		p.powerOwner = roleHumidifier
-		p.owned[cloud.InstanceHumidity] = true
-		p.owned[cloud.InstanceWorkMode] = hasWork
-	case (t == "devices.types.fan" || t == cloud.DeviceAirPurifier ||
+		p.owned[capability.InstanceHumidity] = true
+		p.owned[capability.InstanceWorkMode] = hasWork
+	case (t == "devices.types.fan" || t == capability.DeviceAirPurifier ||
 		(!known && p.has("oscillationToggle"))) && hasPower:
 		p.kind = roleFan
 		p.powerOwner = roleFan
-		p.owned[cloud.InstanceWorkMode] = hasWork
+		p.owned[capability.InstanceWorkMode] = hasWork
 		p.owned["oscillationToggle"] = p.has("oscillationToggle")
 	case p.climate && hasPower:
 		p.powerOwner = "climate"
 	}
 	if p.powerOwner != "" {
-		p.owned[cloud.InstancePower] = true
+		p.owned[capability.InstancePower] = true
 	}
 	// A non-light device with a coloured nightlight: a light entity whose
 	// power is the nightlight toggle.
 	if p.light == nil && p.has("nightlightToggle") &&
-		(hasColour || p.has(cloud.InstanceBrightness)) {
+		(hasColour || p.has(capability.InstanceBrightness)) {
 		p.light = newLightPlan(p, roleNightlight, "Nightlight", "nightlightToggle", false)
 	}
 	if p.light != nil {
 		p.owned[p.light.power] = true
 		if p.light.brightness != nil {
-			p.owned[cloud.InstanceBrightness] = true
+			p.owned[capability.InstanceBrightness] = true
 		}
 		if p.light.rgb {
-			p.owned[cloud.InstanceColorRGB] = true
+			p.owned[capability.InstanceColorRGB] = true
 		}
 		if p.light.ct != nil {
-			p.owned[cloud.InstanceColorTemperatureK] = true
+			p.owned[capability.InstanceColorTemperatureK] = true
 		}
 		for _, e := range p.light.effects {
 			p.owned[e.instance] = true
@@ -154,20 +154,20 @@ func analyse(dev cloud.Device) *plan {
 	return p
 }
 
-func mustCap(p *plan, instance string) cloud.Capability {
+func mustCap(p *plan, instance string) capability.Capability {
 	c, _ := p.cap(instance)
 	return c
 }
 
 func newLightPlan(p *plan, role string, name any, power string, withEffects bool) *lightPlan {
 	l := &lightPlan{role: role, name: name, power: power}
-	if c, ok := p.cap(cloud.InstanceBrightness); ok {
+	if c, ok := p.cap(capability.InstanceBrightness); ok {
 		l.brightness = intRange(c)
 	}
-	if c, ok := p.cap(cloud.InstanceColorRGB); ok && c.Parameters != nil {
+	if c, ok := p.cap(capability.InstanceColorRGB); ok && c.Parameters != nil {
 		l.rgb = true
 	}
-	if c, ok := p.cap(cloud.InstanceColorTemperatureK); ok {
+	if c, ok := p.cap(capability.InstanceColorTemperatureK); ok {
 		if r := intRange(c); r != nil && r.Min > 0 {
 			l.ct = r
 		}
@@ -182,13 +182,13 @@ func newLightPlan(p *plan, role string, name any, power string, withEffects bool
 // dynamic light scenes, then DIY scenes, then snapshots. Names are unique
 // (case-insensitively): a later duplicate is marked with its kind, then
 // numbered.
-func effectList(dev cloud.Device) []effect {
+func effectList(dev capability.Device) []effect {
 	var out []effect
 	used := map[string]bool{}
 	for _, src := range []struct{ instance, mark string }{
-		{cloud.InstanceLightScene, ""},
-		{cloud.InstanceDIYScene, " (DIY)"},
-		{cloud.InstanceSnapshot, " (Snapshot)"},
+		{capability.InstanceLightScene, ""},
+		{capability.InstanceDIYScene, " (DIY)"},
+		{capability.InstanceSnapshot, " (Snapshot)"},
 	} {
 		c, ok := dev.Capability(src.instance)
 		if !ok || c.Parameters == nil {
@@ -230,7 +230,7 @@ func uniqueName(used map[string]bool, name, mark string) string {
 
 // segments returns the segment indexes a segment capability accepts:
 // the segment field's option values, else its element range; capped.
-func segments(c cloud.Capability) []int {
+func segments(c capability.Capability) []int {
 	f, ok := c.Parameters.Field("segment")
 	if !ok {
 		return nil
@@ -258,30 +258,30 @@ func segments(c cloud.Capability) []int {
 
 // names of instances whose humanised form would read badly.
 var knownNames = map[string]string{
-	cloud.InstancePower:             "Power",
-	cloud.InstanceSensorTemperature: "Temperature",
-	cloud.InstanceSensorHumidity:    "Humidity",
-	"carbonDioxideConcentration":    "Carbon dioxide",
-	"pm25":                          "PM2.5",
-	"filterLifeTime":                "Filter life",
-	"airQuality":                    "Air quality",
-	"hdmiSource":                    "HDMI source",
-	cloud.InstanceWorkMode:          "Mode",
-	cloud.InstanceMusicMode:         "Music mode",
-	cloud.InstanceLightScene:        "Scene",
-	cloud.InstanceDIYScene:          "DIY scene",
-	cloud.InstanceSnapshot:          "Snapshot",
-	cloud.InstanceColorRGB:          "Colour",
-	cloud.InstanceColorTemperatureK: "Colour temperature",
-	cloud.InstanceTargetTemperature: "Target temperature",
-	cloud.InstanceSliderTemperature: "Water temperature",
-	cloud.InstanceSegmentedColorRGB: "Segment colour",
-	cloud.InstanceSegmentBrightness: "Segment brightness",
-	cloud.InstanceHumidity:          "Target humidity",
-	cloud.InstanceBrightness:        "Brightness",
-	"oscillationToggle":             "Oscillation",
-	"nightlightToggle":              "Nightlight",
-	"nightlightScene":               "Nightlight scene",
+	capability.InstancePower:             "Power",
+	capability.InstanceSensorTemperature: "Temperature",
+	capability.InstanceSensorHumidity:    "Humidity",
+	"carbonDioxideConcentration":         "Carbon dioxide",
+	"pm25":                               "PM2.5",
+	"filterLifeTime":                     "Filter life",
+	"airQuality":                         "Air quality",
+	"hdmiSource":                         "HDMI source",
+	capability.InstanceWorkMode:          "Mode",
+	capability.InstanceMusicMode:         "Music mode",
+	capability.InstanceLightScene:        "Scene",
+	capability.InstanceDIYScene:          "DIY scene",
+	capability.InstanceSnapshot:          "Snapshot",
+	capability.InstanceColorRGB:          "Colour",
+	capability.InstanceColorTemperatureK: "Colour temperature",
+	capability.InstanceTargetTemperature: "Target temperature",
+	capability.InstanceSliderTemperature: "Water temperature",
+	capability.InstanceSegmentedColorRGB: "Segment colour",
+	capability.InstanceSegmentBrightness: "Segment brightness",
+	capability.InstanceHumidity:          "Target humidity",
+	capability.InstanceBrightness:        "Brightness",
+	"oscillationToggle":                  "Oscillation",
+	"nightlightToggle":                   "Nightlight",
+	"nightlightScene":                    "Nightlight scene",
 }
 
 // displayName names an instance for people: known names, "Socket N" for

@@ -19,7 +19,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/mqtt"
 )
 
@@ -51,7 +51,7 @@ func Parse(payload []byte) []Event {
 	}
 	var out []Event
 	for _, c := range msg.Capabilities {
-		if t := cloud.NormalizeType(c.Type); t != cloud.TypeEvent && t != "" {
+		if t := capability.NormalizeType(c.Type); t != capability.TypeEvent && t != "" {
 			continue
 		}
 		// The state is a list of options; accept a single object as well.
@@ -74,7 +74,7 @@ func Parse(payload []byte) []Event {
 		for _, s := range states {
 			var v any
 			if len(s.Value) > 0 {
-				v, _ = cloud.Normalize(s.Value)
+				v, _ = capability.Normalize(s.Value)
 			}
 			name := s.Name
 			if name == "" {

@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/scheduler"
 )
 
@@ -17,8 +17,8 @@ import (
 // up as a missing, late or extra request.
 
 // numbered returns n devices D000… in that order; every tenth has scenes.
-func numbered(n int) []cloud.Device {
-	out := make([]cloud.Device, n)
+func numbered(n int) []capability.Device {
+	out := make([]capability.Device, n)
 	for i := range out {
 		out[i] = dev(fmt.Sprintf("D%03d", i), i%10 == 0)
 	}
@@ -116,7 +116,7 @@ func TestDevicesRemovedAndAddedAgain(t *testing.T) {
 		h := start(t, f, Config{Interval: n * time.Second, ListInterval: time.Minute})
 
 		gone := func(i int) bool { return i >= 50 && i < 100 }
-		var kept []cloud.Device
+		var kept []capability.Device
 		for i, d := range list {
 			if !gone(i) {
 				kept = append(kept, d)
@@ -173,8 +173,8 @@ func TestDevicesRemovedAndAddedAgain(t *testing.T) {
 func TestSameInstantReadsFollowListOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ids := []string{"A", "B", "C", "D", "E", "F", "G", "H"}
-		byID := map[string]cloud.Device{}
-		var list []cloud.Device
+		byID := map[string]capability.Device{}
+		var list []capability.Device
 		for _, id := range ids {
 			byID[id] = dev(id, false)
 			list = append(list, byID[id])

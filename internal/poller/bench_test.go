@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/scheduler"
 )
@@ -20,7 +21,7 @@ func (s *instantScheduler) State(sku, device string, _ scheduler.Priority, repor
 	return nil
 }
 
-func (s *instantScheduler) ListDevices(report func([]cloud.Device, error)) error {
+func (s *instantScheduler) ListDevices(report func([]capability.Device, error)) error {
 	report(nil, fmt.Errorf("bench: no list"))
 	return nil
 }
@@ -37,10 +38,10 @@ func (s *instantScheduler) DIYScenes(sku, device string, report func(cloud.Scene
 
 type nopConsumer struct{}
 
-func (nopConsumer) Devices(all, added, removed []cloud.Device)                  {}
-func (nopConsumer) State(dev cloud.Device, online bool, changed map[string]any) {}
-func (nopConsumer) Unreachable(dev cloud.Device, err error)                     {}
-func (nopConsumer) Scenes(dev cloud.Device, light, diy []cloud.Option)          {}
+func (nopConsumer) Devices(all, added, removed []capability.Device)                  {}
+func (nopConsumer) State(dev capability.Device, online bool, changed map[string]any) {}
+func (nopConsumer) Unreachable(dev capability.Device, err error)                     {}
+func (nopConsumer) Scenes(dev capability.Device, light, diy []capability.Option)     {}
 
 // BenchmarkIdleWake measures one wake of the poller's loop on an idle
 // account of 1000 devices at the default interval: the previous batch's
@@ -51,11 +52,11 @@ func (nopConsumer) Scenes(dev cloud.Device, light, diy []cloud.Option)          
 // grid it woke about 17 times a second for one device each.
 func BenchmarkIdleWake(b *testing.B) {
 	const n = 1000
-	list := make([]cloud.Device, n)
+	list := make([]capability.Device, n)
 	for i := range list {
 		list[i] = dev(fmt.Sprintf("B%04d", i), i%2 == 0)
 	}
-	s := &instantScheduler{state: mkState("H6072", "any", true, map[string]any{cloud.InstancePower: 1, cloud.InstanceBrightness: 40})}
+	s := &instantScheduler{state: mkState("H6072", "any", true, map[string]any{capability.InstancePower: 1, capability.InstanceBrightness: 40})}
 	p := New(s, nopConsumer{}, Config{Interval: DefaultInterval, ListInterval: 365 * day}, zerolog.Nop())
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p.mu.Lock()

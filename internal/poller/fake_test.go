@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/scheduler"
 )
@@ -34,20 +35,20 @@ type fakeScheduler struct {
 	calls   []call
 	latency time.Duration
 
-	list    []cloud.Device
+	list    []capability.Device
 	listErr []error // consumed one per list request before list is answered
 
 	// state answers a read of a device; nil: online with power on.
 	state  func(device string, n int) (cloud.DeviceState, error)
 	nState map[string]int
 
-	scenes map[string][]cloud.Option // by device: light scenes
-	diy    map[string][]cloud.Option
+	scenes map[string][]capability.Option // by device: light scenes
+	diy    map[string][]capability.Option
 	reject error // returned by every submission while set
 }
 
-func newFake(devs ...cloud.Device) *fakeScheduler {
-	return &fakeScheduler{list: devs, nState: map[string]int{}, scenes: map[string][]cloud.Option{}, diy: map[string][]cloud.Option{}}
+func newFake(devs ...capability.Device) *fakeScheduler {
+	return &fakeScheduler{list: devs, nState: map[string]int{}, scenes: map[string][]capability.Option{}, diy: map[string][]capability.Option{}}
 }
 
 func (f *fakeScheduler) answer(report func()) {
@@ -73,13 +74,13 @@ func (f *fakeScheduler) State(sku, device string, p scheduler.Priority, report f
 	if f.state != nil {
 		st, err = f.state(device, n)
 	} else {
-		st = mkState(sku, device, true, map[string]any{cloud.InstancePower: 1})
+		st = mkState(sku, device, true, map[string]any{capability.InstancePower: 1})
 	}
 	f.answer(func() { report(st, err) })
 	return nil
 }
 
-func (f *fakeScheduler) ListDevices(report func([]cloud.Device, error)) error {
+func (f *fakeScheduler) ListDevices(report func([]capability.Device, error)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.reject != nil {
@@ -92,7 +93,7 @@ func (f *fakeScheduler) ListDevices(report func([]cloud.Device, error)) error {
 		f.answer(func() { report(nil, err) })
 		return nil
 	}
-	list := append([]cloud.Device(nil), f.list...)
+	list := append([]capability.Device(nil), f.list...)
 	f.answer(func() { report(list, nil) })
 	return nil
 }
@@ -105,22 +106,22 @@ func (f *fakeScheduler) DIYScenes(sku, device string, report func(cloud.Scenes, 
 	return f.sceneCall("diy", sku, device, f.diy, report)
 }
 
-func (f *fakeScheduler) sceneCall(kind, sku, device string, src map[string][]cloud.Option, report func(cloud.Scenes, error)) error {
+func (f *fakeScheduler) sceneCall(kind, sku, device string, src map[string][]capability.Option, report func(cloud.Scenes, error)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.reject != nil {
 		return f.reject
 	}
 	f.calls = append(f.calls, call{kind, scheduler.PriorityRefresh, device, time.Now()})
-	sc := cloud.Scenes{SKU: sku, Device: device, Capabilities: []cloud.Capability{{
-		Type: cloud.TypeDynamicScene, Instance: cloud.InstanceLightScene,
-		Parameters: &cloud.Parameters{DataType: cloud.DataEnum, Options: append([]cloud.Option(nil), src[device]...)},
+	sc := cloud.Scenes{SKU: sku, Device: device, Capabilities: []capability.Capability{{
+		Type: capability.TypeDynamicScene, Instance: capability.InstanceLightScene,
+		Parameters: &capability.Parameters{DataType: capability.DataEnum, Options: append([]capability.Option(nil), src[device]...)},
 	}}}
 	f.answer(func() { report(sc, nil) })
 	return nil
 }
 
-func (f *fakeScheduler) setList(devs ...cloud.Device) {
+func (f *fakeScheduler) setList(devs ...capability.Device) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.list = devs
@@ -170,7 +171,7 @@ type fakeConsumer struct {
 	events []event
 }
 
-func ids(devs []cloud.Device) []string {
+func ids(devs []capability.Device) []string {
 	out := []string{}
 	for _, d := range devs {
 		out = append(out, d.Device)
@@ -185,19 +186,19 @@ func (c *fakeConsumer) add(e event) {
 	c.events = append(c.events, e)
 }
 
-func (c *fakeConsumer) Devices(all, added, removed []cloud.Device) {
+func (c *fakeConsumer) Devices(all, added, removed []capability.Device) {
 	c.add(event{kind: "devices", all: ids(all), add: ids(added), rem: ids(removed)})
 }
 
-func (c *fakeConsumer) State(dev cloud.Device, online bool, changed map[string]any) {
+func (c *fakeConsumer) State(dev capability.Device, online bool, changed map[string]any) {
 	c.add(event{kind: "state", device: dev.Device, online: online, changed: maps.Clone(changed)})
 }
 
-func (c *fakeConsumer) Unreachable(dev cloud.Device, err error) {
+func (c *fakeConsumer) Unreachable(dev capability.Device, err error) {
 	c.add(event{kind: "unreachable", device: dev.Device, err: err})
 }
 
-func (c *fakeConsumer) Scenes(dev cloud.Device, light, diy []cloud.Option) {
+func (c *fakeConsumer) Scenes(dev capability.Device, light, diy []capability.Option) {
 	c.add(event{kind: "scenes", device: dev.Device, light: len(light), diy: len(diy)})
 }
 
@@ -215,22 +216,22 @@ func (c *fakeConsumer) of(kind, device string) []event {
 
 // dev returns a light with power and brightness, and the scene capabilities
 // when scenes is true.
-func dev(id string, scenes bool) cloud.Device {
-	d := cloud.Device{SKU: "H6072", Device: id, Name: "lamp " + id, Type: cloud.DeviceLight, Capabilities: []cloud.Capability{
-		{Type: cloud.TypeOnOff, Instance: cloud.InstancePower, Parameters: &cloud.Parameters{DataType: cloud.DataEnum}},
-		{Type: cloud.TypeRange, Instance: cloud.InstanceBrightness, Parameters: &cloud.Parameters{DataType: cloud.DataInteger, Range: &cloud.Range{Min: 1, Max: 100}}},
+func dev(id string, scenes bool) capability.Device {
+	d := capability.Device{SKU: "H6072", Device: id, Name: "lamp " + id, Type: capability.DeviceLight, Capabilities: []capability.Capability{
+		{Type: capability.TypeOnOff, Instance: capability.InstancePower, Parameters: &capability.Parameters{DataType: capability.DataEnum}},
+		{Type: capability.TypeRange, Instance: capability.InstanceBrightness, Parameters: &capability.Parameters{DataType: capability.DataInteger, Range: &capability.Range{Min: 1, Max: 100}}},
 	}}
 	if scenes {
 		d.Capabilities = append(d.Capabilities,
-			cloud.Capability{Type: cloud.TypeDynamicScene, Instance: cloud.InstanceLightScene, Parameters: &cloud.Parameters{DataType: cloud.DataEnum}},
-			cloud.Capability{Type: cloud.TypeDynamicScene, Instance: cloud.InstanceDIYScene, Parameters: &cloud.Parameters{DataType: cloud.DataEnum}},
+			capability.Capability{Type: capability.TypeDynamicScene, Instance: capability.InstanceLightScene, Parameters: &capability.Parameters{DataType: capability.DataEnum}},
+			capability.Capability{Type: capability.TypeDynamicScene, Instance: capability.InstanceDIYScene, Parameters: &capability.Parameters{DataType: capability.DataEnum}},
 		)
 	}
 	return d
 }
 
-func devs(n int) []cloud.Device {
-	out := make([]cloud.Device, n)
+func devs(n int) []capability.Device {
+	out := make([]capability.Device, n)
 	for i := range out {
 		out[i] = dev(fmt.Sprintf("D%02d", i), false)
 	}
@@ -240,10 +241,10 @@ func devs(n int) []cloud.Device {
 // mkState builds a state answer; values are normalised.
 func mkState(sku, device string, online bool, values map[string]any) cloud.DeviceState {
 	st := cloud.DeviceState{SKU: sku, Device: device, Capabilities: []cloud.CapabilityState{
-		{Type: cloud.TypeOnline, Instance: cloud.InstanceOnline, State: cloud.StateValue{Value: online}},
+		{Type: capability.TypeOnline, Instance: capability.InstanceOnline, State: cloud.StateValue{Value: online}},
 	}}
 	for k, v := range values {
-		st.Capabilities = append(st.Capabilities, cloud.CapabilityState{Type: cloud.TypeRange, Instance: k, State: cloud.StateValue{Value: cloud.NormalizeValue(v)}})
+		st.Capabilities = append(st.Capabilities, cloud.CapabilityState{Type: capability.TypeRange, Instance: k, State: cloud.StateValue{Value: capability.NormalizeValue(v)}})
 	}
 	return st
 }

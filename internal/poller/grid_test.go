@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/scheduler"
 )
@@ -54,7 +55,7 @@ func TestOnGrid(t *testing.T) {
 // grid instant first until end: every device read exactly once per interval
 // in list order (device i at grid instant i×slots/n), and every grid second
 // in [first, end) sends n/slots or one more. at gives a read's grid instant.
-func checkGridBatches(t *testing.T, list []cloud.Device, reads []call, interval time.Duration, first, end time.Time, at func(call) time.Time) {
+func checkGridBatches(t *testing.T, list []capability.Device, reads []call, interval time.Duration, first, end time.Time, at func(call) time.Time) {
 	t.Helper()
 	n, slots := len(list), int(interval/readGrid)
 	byDevice := map[string][]time.Time{}
@@ -156,7 +157,7 @@ func TestLateWakesKeepTheGrid(t *testing.T) {
 	list := numbered(n)
 	var now time.Time
 	s := &recordingScheduler{now: &now}
-	s.state = mkState("H6072", "any", true, map[string]any{cloud.InstancePower: 1})
+	s.state = mkState("H6072", "any", true, map[string]any{capability.InstancePower: 1})
 	p := New(s, nopConsumer{}, Config{Interval: DefaultInterval, ListInterval: 365 * day}, zerolog.Nop())
 	first := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	now = first.Add(-300 * time.Millisecond) // the list arrives off the grid, before first

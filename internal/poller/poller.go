@@ -28,6 +28,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/scheduler"
 )
@@ -38,7 +39,7 @@ import (
 // is never called.
 type Scheduler interface {
 	State(sku, device string, p scheduler.Priority, report func(cloud.DeviceState, error)) error
-	ListDevices(report func([]cloud.Device, error)) error
+	ListDevices(report func([]capability.Device, error)) error
 	Scenes(sku, device string, report func(cloud.Scenes, error)) error
 	DIYScenes(sku, device string, report func(cloud.Scenes, error)) error
 }
@@ -51,21 +52,21 @@ type Consumer interface {
 	// Devices is called after the first device list and whenever the list
 	// changes (devices, names, capability definitions): all is the list in
 	// the cloud's order, added and removed are the devices that came and went.
-	Devices(all, added, removed []cloud.Device)
+	Devices(all, added, removed []capability.Device)
 	// State is called with the values that changed (all of them on the
 	// first read) and whenever online changes, also when nothing else did.
 	// online false means the values are historical.
-	State(dev cloud.Device, online bool, changed map[string]any)
+	State(dev capability.Device, online bool, changed map[string]any)
 	// Unreachable is called once after FailuresBeforeUnreachable reads in a
 	// row failed; the next good read calls State.
-	Unreachable(dev cloud.Device, err error)
+	Unreachable(dev capability.Device, err error)
 	// Scenes is called after a scene fetch that changed the device's light
 	// scenes or DIY scenes (and after the first one): both lists, nil for a
 	// kind the device does not have. The lists are the poller's own, not
 	// copies (a large account has thousands of scenes): the poller never
 	// modifies them, only replaces them, and the consumer must not modify
 	// them either, nor the options' values.
-	Scenes(dev cloud.Device, light, diy []cloud.Option)
+	Scenes(dev capability.Device, light, diy []capability.Option)
 }
 
 // MinInterval is the shortest poll interval: the cloud allows 30 state
@@ -176,12 +177,12 @@ type Stats struct {
 
 type key struct{ sku, device string }
 
-func keyOf(d cloud.Device) key { return key{d.SKU, d.Device} }
+func keyOf(d capability.Device) key { return key{d.SKU, d.Device} }
 
 // device is everything the poller knows and plans about one device.
 // Guarded by Poller.mu.
 type device struct {
-	dev cloud.Device
+	dev capability.Device
 	// Whether dev has the light-scene and DIY-scene capabilities, cached
 	// by setDev.
 	withLight, withDIY bool
@@ -208,7 +209,7 @@ type device struct {
 	readWaiters  []func(error) // ReadNow callers of the read not yet sent
 	flightWaiter []func(error) // ReadNow callers of the read in flight
 
-	light, diy    []cloud.Option
+	light, diy    []capability.Option
 	scenesKnown   bool
 	scenesWanted  bool // RefreshScenes asked for a round
 	nextScenes    time.Time
@@ -222,7 +223,7 @@ type device struct {
 // moments, so it is made per round rather than kept in every device.
 type sceneRound struct {
 	pending        int // fetches not yet reported
-	light, diy     []cloud.Option
+	light, diy     []capability.Option
 	lightOK, diyOK bool
 	err            error
 	waiters        []func(error) // RefreshScenes callers of this round
@@ -232,10 +233,10 @@ func (d *device) hasLight() bool { return d.withLight }
 func (d *device) hasDIY() bool   { return d.withDIY }
 
 // setDev sets the device's definition and what is cached of it.
-func (d *device) setDev(dev cloud.Device) {
+func (d *device) setDev(dev capability.Device) {
 	d.dev = dev
-	_, d.withLight = dev.Capability(cloud.InstanceLightScene)
-	_, d.withDIY = dev.Capability(cloud.InstanceDIYScene)
+	_, d.withLight = dev.Capability(capability.InstanceLightScene)
+	_, d.withDIY = dev.Capability(capability.InstanceDIYScene)
 }
 
 // Poller reads devices on a schedule through a Scheduler and reports changes
@@ -261,10 +262,10 @@ type Poller struct {
 	interval time.Duration
 	plan     Plan
 	devices  map[key]*device
-	list     []cloud.Device // the last list, cloud order, without duplicates
-	listed   bool           // a list has arrived
-	agenda   agenda         // the devices by when they next need the loop
-	batch    []*device      // the devices due in this step, reused
+	list     []capability.Device // the last list, cloud order, without duplicates
+	listed   bool                // a list has arrived
+	agenda   agenda              // the devices by when they next need the loop
+	batch    []*device           // the devices due in this step, reused
 
 	nextList      time.Time
 	listInFlight  bool
@@ -521,7 +522,7 @@ func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err err
 	p.emitDone(waiters, wrapRead(d.dev, err))
 }
 
-func wrapRead(dev cloud.Device, err error) error {
+func wrapRead(dev capability.Device, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -546,7 +547,7 @@ func (p *Poller) applyState(d *device, st cloud.DeviceState) {
 			delete(d.optimistic, inst)
 		}
 		old, had := d.values[inst]
-		if first || !had || !cloud.Equal(old, v) {
+		if first || !had || !capability.Equal(old, v) {
 			if changed == nil {
 				changed = make(map[string]any)
 			}
@@ -597,7 +598,7 @@ func backoff(base, limit time.Duration, n int) time.Duration {
 func (p *Poller) sendList(now time.Time) {
 	waiters := p.listWaiters
 	p.listWaiters, p.listWanted = nil, false
-	err := p.s.ListDevices(func(list []cloud.Device, err error) {
+	err := p.s.ListDevices(func(list []capability.Device, err error) {
 		p.post(func(now time.Time) { p.onList(now, list, err) })
 	})
 	if err != nil {
@@ -611,7 +612,7 @@ func (p *Poller) sendList(now time.Time) {
 
 // onList applies a device list: new devices are scheduled, removed ones
 // dropped, and the consumer told when anything changed.
-func (p *Poller) onList(now time.Time, list []cloud.Device, err error) {
+func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 	p.progress = now
 	p.listInFlight = false
 	waiters := p.listInFlightW
@@ -636,9 +637,9 @@ func (p *Poller) onList(now time.Time, list []cloud.Device, err error) {
 	p.nextList = now.Add(p.cfg.ListInterval)
 
 	var (
-		all     []cloud.Device
-		added   []cloud.Device
-		removed []cloud.Device
+		all     []capability.Device
+		added   []capability.Device
+		removed []capability.Device
 		changed bool
 		seen    = make(map[key]bool, len(list))
 	)
@@ -819,7 +820,7 @@ func (p *Poller) onScenes(now time.Time, d *device, diyKind bool, sc cloud.Scene
 	p.emitDone(r.waiters, roundErr)
 }
 
-func optionsEqual(a, b []cloud.Option) bool {
+func optionsEqual(a, b []capability.Option) bool {
 	if len(a) == 0 && len(b) == 0 {
 		return true
 	}
@@ -905,7 +906,7 @@ func (p *Poller) RefreshScenes(sku, device string, done func(error)) error {
 		return err
 	}
 	if !d.hasLight() && !d.hasDIY() {
-		return fmt.Errorf("%w: %s lists neither %s nor %s", ErrNoScenes, d.dev, cloud.InstanceLightScene, cloud.InstanceDIYScene)
+		return fmt.Errorf("%w: %s lists neither %s nor %s", ErrNoScenes, d.dev, capability.InstanceLightScene, capability.InstanceDIYScene)
 	}
 	d.scenesWanted = true
 	if done != nil {
@@ -933,7 +934,7 @@ func (p *Poller) SetOptimistic(sku, device string, values map[string]any) {
 		if s, ok := v.(string); ok && s == "" {
 			continue
 		}
-		d.values[inst] = cloud.NormalizeValue(v)
+		d.values[inst] = capability.NormalizeValue(v)
 		d.optimistic[inst] = p.seq
 	}
 }
@@ -952,7 +953,7 @@ func (p *Poller) Snapshot(sku, device string) (values map[string]any, online, kn
 }
 
 // Devices returns the current device list in the cloud's order.
-func (p *Poller) Devices() []cloud.Device {
+func (p *Poller) Devices() []capability.Device {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.list)
@@ -961,7 +962,7 @@ func (p *Poller) Devices() []cloud.Device {
 // Scenes returns the device's last fetched light and DIY scenes: copies of
 // the lists, which the caller may modify (not the options' values, which
 // are shared).
-func (p *Poller) Scenes(sku, device string) (light, diy []cloud.Option) {
+func (p *Poller) Scenes(sku, device string) (light, diy []capability.Option) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	d := p.devices[key{sku, device}]

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/scheduler"
 )
@@ -131,7 +132,7 @@ func TestDailyLimitSimulatedDay(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				const n = 10
 				commands := tc.limit / 20 // the default allowance
-				var list []cloud.Device
+				var list []capability.Device
 				for i := range n {
 					list = append(list, dev(fmt.Sprintf("L%02d", i), true))
 				}
@@ -298,7 +299,7 @@ func TestOfflineBackoffAndRecovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(devs(1)...)
 		f.setState(func(device string, n int) (cloud.DeviceState, error) {
-			return mkState("H6072", device, n >= 7, map[string]any{cloud.InstancePower: 0}), nil
+			return mkState("H6072", device, n >= 7, map[string]any{capability.InstancePower: 0}), nil
 		})
 		h := start(t, f, Config{Interval: time.Minute, OfflineMaxInterval: 10 * time.Minute})
 		time.Sleep(2000 * time.Second)
@@ -330,7 +331,7 @@ func TestUnreachableAfterFailuresAndRecovery(t *testing.T) {
 			if n >= 1 && n <= 4 {
 				return cloud.DeviceState{}, errDevice
 			}
-			return mkState("H6072", device, true, map[string]any{cloud.InstancePower: 1}), nil
+			return mkState("H6072", device, true, map[string]any{capability.InstancePower: 1}), nil
 		})
 		h := start(t, f, Config{Interval: time.Minute})
 		time.Sleep(500 * time.Second)
@@ -450,10 +451,10 @@ func TestOnlyChangedValuesReachConsumer(t *testing.T) {
 		f := newFake(devs(1)...)
 		f.setState(func(device string, n int) (cloud.DeviceState, error) {
 			vals := []map[string]any{
-				{cloud.InstancePower: 1, cloud.InstanceBrightness: 50, "sensorTemperature": 21.5},
-				{cloud.InstancePower: 1, cloud.InstanceBrightness: 50, "sensorTemperature": 21.5},
-				{cloud.InstancePower: 1, cloud.InstanceBrightness: 80, "sensorTemperature": 21.5},
-				{cloud.InstancePower: 1, cloud.InstanceBrightness: "", "sensorTemperature": 21.5},
+				{capability.InstancePower: 1, capability.InstanceBrightness: 50, "sensorTemperature": 21.5},
+				{capability.InstancePower: 1, capability.InstanceBrightness: 50, "sensorTemperature": 21.5},
+				{capability.InstancePower: 1, capability.InstanceBrightness: 80, "sensorTemperature": 21.5},
+				{capability.InstancePower: 1, capability.InstanceBrightness: "", "sensorTemperature": 21.5},
 			}[min(n, 3)]
 			return mkState("H6072", device, true, vals), nil
 		})
@@ -467,12 +468,12 @@ func TestOnlyChangedValuesReachConsumer(t *testing.T) {
 		if len(ev[0].changed) != 3 || !ev[0].online {
 			t.Errorf("first read reported %v online %v, want all three values, online", ev[0].changed, ev[0].online)
 		}
-		if len(ev[1].changed) != 1 || !cloud.Equal(ev[1].changed[cloud.InstanceBrightness], int64(80)) {
+		if len(ev[1].changed) != 1 || !capability.Equal(ev[1].changed[capability.InstanceBrightness], int64(80)) {
 			t.Errorf("second event %v, want only brightness 80", ev[1].changed)
 		}
 		// The 4th read's "" (not queryable) neither reported nor erased.
 		vals, online, known := h.p.Snapshot("H6072", "D00")
-		if !known || !online || !cloud.Equal(vals[cloud.InstanceBrightness], int64(80)) {
+		if !known || !online || !capability.Equal(vals[capability.InstanceBrightness], int64(80)) {
 			t.Errorf("snapshot %v online %v known %v, want brightness 80 kept", vals, online, known)
 		}
 	})
@@ -482,24 +483,24 @@ func TestEmptyStringNeverReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(devs(1)...)
 		f.setState(func(device string, n int) (cloud.DeviceState, error) {
-			return mkState("H6072", device, true, map[string]any{cloud.InstancePower: 1, cloud.InstanceColorRGB: ""}), nil
+			return mkState("H6072", device, true, map[string]any{capability.InstancePower: 1, capability.InstanceColorRGB: ""}), nil
 		})
 		h := start(t, f, Config{})
 		synctest.Wait()
-		h.p.SetOptimistic("H6072", "D00", map[string]any{cloud.InstanceWorkMode: ""})
+		h.p.SetOptimistic("H6072", "D00", map[string]any{capability.InstanceWorkMode: ""})
 		h.stop()
 		ev := h.c.of("state", "D00")
 		if len(ev) != 1 {
 			t.Fatalf("state events %+v", ev)
 		}
-		if _, ok := ev[0].changed[cloud.InstanceColorRGB]; ok {
+		if _, ok := ev[0].changed[capability.InstanceColorRGB]; ok {
 			t.Errorf("an empty-string value was reported: %v", ev[0].changed)
 		}
 		vals, _, _ := h.p.Snapshot("H6072", "D00")
-		if _, ok := vals[cloud.InstanceColorRGB]; ok {
+		if _, ok := vals[capability.InstanceColorRGB]; ok {
 			t.Errorf("an empty-string value was stored: %v", vals)
 		}
-		if _, ok := vals[cloud.InstanceWorkMode]; ok {
+		if _, ok := vals[capability.InstanceWorkMode]; ok {
 			t.Errorf("an empty optimistic value was stored: %v", vals)
 		}
 	})
@@ -510,30 +511,30 @@ func TestOptimisticValues(t *testing.T) {
 		f := newFake(devs(1)...)
 		power, brightness := 0, 50
 		f.setState(func(device string, n int) (cloud.DeviceState, error) {
-			return mkState("H6072", device, true, map[string]any{cloud.InstancePower: power, cloud.InstanceBrightness: brightness}), nil
+			return mkState("H6072", device, true, map[string]any{capability.InstancePower: power, capability.InstanceBrightness: brightness}), nil
 		})
 		h := start(t, f, Config{Interval: time.Minute})
 		time.Sleep(10 * time.Second)
 
 		// A command the device obeyed: the confirming read agrees.
-		h.p.SetOptimistic("H6072", "D00", map[string]any{cloud.InstancePower: 1})
+		h.p.SetOptimistic("H6072", "D00", map[string]any{capability.InstancePower: 1})
 		power = 1
 		h.p.Confirm("H6072", "D00")
 		time.Sleep(10 * time.Second)
 		if ev := h.c.of("state", "D00"); len(ev) != 1 {
 			t.Errorf("a confirming read that agrees produced events %+v", ev[1:])
 		}
-		if vals, _, _ := h.p.Snapshot("H6072", "D00"); !cloud.Equal(vals[cloud.InstancePower], int64(1)) {
+		if vals, _, _ := h.p.Snapshot("H6072", "D00"); !capability.Equal(vals[capability.InstancePower], int64(1)) {
 			t.Errorf("snapshot %v, want the optimistic power 1", vals)
 		}
 
 		// A command the device did not apply: the correction is reported.
-		h.p.SetOptimistic("H6072", "D00", map[string]any{cloud.InstanceBrightness: 30})
+		h.p.SetOptimistic("H6072", "D00", map[string]any{capability.InstanceBrightness: 30})
 		h.p.Confirm("H6072", "D00")
 		time.Sleep(10 * time.Second)
 		h.stop()
 		ev := h.c.of("state", "D00")
-		if len(ev) != 2 || len(ev[1].changed) != 1 || !cloud.Equal(ev[1].changed[cloud.InstanceBrightness], int64(50)) {
+		if len(ev) != 2 || len(ev[1].changed) != 1 || !capability.Equal(ev[1].changed[capability.InstanceBrightness], int64(50)) {
 			t.Errorf("state events %+v, want the correction brightness 50 only", ev)
 		}
 	})
@@ -545,11 +546,11 @@ func TestReadInFlightDoesNotUndoOptimisticValue(t *testing.T) {
 		f.latency = time.Second
 		power := 0
 		f.setState(func(device string, n int) (cloud.DeviceState, error) {
-			return mkState("H6072", device, true, map[string]any{cloud.InstancePower: power}), nil
+			return mkState("H6072", device, true, map[string]any{capability.InstancePower: power}), nil
 		})
 		h := start(t, f, Config{Interval: time.Minute})
 		time.Sleep(61*time.Second + 500*time.Millisecond) // list at 1s, reads at 1s and 61s: that one is in flight, answering power 0
-		h.p.SetOptimistic("H6072", "D00", map[string]any{cloud.InstancePower: 1})
+		h.p.SetOptimistic("H6072", "D00", map[string]any{capability.InstancePower: 1})
 		power = 1
 		h.p.Confirm("H6072", "D00")
 		time.Sleep(10 * time.Second)
@@ -637,10 +638,10 @@ func TestSubmissionRefusedIsNotAFailure(t *testing.T) {
 func TestScenes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(dev("S", true), dev("P", false))
-		opt := func(n int) []cloud.Option {
-			var out []cloud.Option
+		opt := func(n int) []capability.Option {
+			var out []capability.Option
 			for i := range n {
-				out = append(out, cloud.Option{Name: fmt.Sprint("scene ", i), Value: map[string]any{"paramId": int64(i), "id": int64(i)}})
+				out = append(out, capability.Option{Name: fmt.Sprint("scene ", i), Value: map[string]any{"paramId": int64(i), "id": int64(i)}})
 			}
 			return out
 		}
@@ -698,7 +699,7 @@ func TestRefusedKeyDoesNotBackOff(t *testing.T) {
 			case n >= 2 && n <= 5:
 				return cloud.DeviceState{}, fmt.Errorf("%w: %w", scheduler.ErrAuthHoldoff, refused)
 			}
-			return mkState("H6072", device, true, map[string]any{cloud.InstancePower: 1}), nil
+			return mkState("H6072", device, true, map[string]any{capability.InstancePower: 1}), nil
 		})
 		h := start(t, f, Config{Interval: time.Minute})
 		time.Sleep(400 * time.Second)
@@ -756,7 +757,7 @@ func TestSceneRequestsAtShutdown(t *testing.T) {
 func TestScenesReturnsCopies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(dev("S", true))
-		f.scenes["S"] = []cloud.Option{{Name: "sunrise", Value: int64(1)}}
+		f.scenes["S"] = []capability.Option{{Name: "sunrise", Value: int64(1)}}
 		h := start(t, f, Config{})
 		synctest.Wait()
 		light, _ := h.p.Scenes("H6072", "S")

@@ -23,6 +23,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/scheduler"
@@ -33,7 +34,7 @@ import (
 type simHarness struct {
 	sim     *cloudsim.Sim
 	sched   *scheduler.Scheduler
-	lights  []cloud.Device
+	lights  []capability.Device
 	srv     *httptest.Server
 	tr      *http.Transport
 	cancel  context.CancelFunc
@@ -42,7 +43,7 @@ type simHarness struct {
 
 func newSimHarness(b *testing.B, n int, cfg scheduler.Config) *simHarness {
 	b.Helper()
-	var proto cloud.Device
+	var proto capability.Device
 	for _, d := range cloudsim.DemoCatalogue().Devices {
 		if d.SKU == "H6008" {
 			proto = d.Device
@@ -89,8 +90,8 @@ func (h *simHarness) close(b *testing.B) {
 	h.tr.CloseIdleConnections()
 }
 
-func brightness(d cloud.Device, v int) cloud.ControlRequest {
-	return cloud.ControlRequest{SKU: d.SKU, Device: d.Device, Type: cloud.TypeRange, Instance: cloud.InstanceBrightness, Value: v}
+func brightness(d capability.Device, v int) cloud.ControlRequest {
+	return cloud.ControlRequest{SKU: d.SKU, Device: d.Device, Type: capability.TypeRange, Instance: capability.InstanceBrightness, Value: v}
 }
 
 // waiter counts reports and remembers the failures.
@@ -164,8 +165,8 @@ func BenchmarkStorm(b *testing.B) {
 		final := time.Duration(0)
 		log := h.sim.ControlLog()
 		for _, d := range h.lights {
-			v, _ := h.sim.Value(d.Device, cloud.InstanceBrightness)
-			if !cloud.Equal(v, int64(perLight)) {
+			v, _ := h.sim.Value(d.Device, capability.InstanceBrightness)
+			if !capability.Equal(v, int64(perLight)) {
 				b.Errorf("%s ends at brightness %v, want the last command's %d", d.Device, v, perLight)
 			}
 			for _, r := range slices.Backward(log) {
@@ -333,7 +334,7 @@ func BenchmarkSharedAccount(b *testing.B) {
 		w.check(b)
 		took := w.last.Sub(start)
 		for i, d := range h.lights {
-			if v, _ := h.sim.Value(d.Device, cloud.InstanceBrightness); !cloud.Equal(v, int64(i%100+1)) {
+			if v, _ := h.sim.Value(d.Device, capability.InstanceBrightness); !capability.Equal(v, int64(i%100+1)) {
 				b.Errorf("%s at brightness %v, want %d: a command was lost", d.Device, v, i%100+1)
 			}
 		}
@@ -351,7 +352,7 @@ func BenchmarkSharedAccount(b *testing.B) {
 // instantCloud answers every request at once, for the overhead benchmark.
 type instantCloud struct{}
 
-func (instantCloud) ListDevices(context.Context) ([]cloud.Device, error) { return nil, nil }
+func (instantCloud) ListDevices(context.Context) ([]capability.Device, error) { return nil, nil }
 func (instantCloud) State(context.Context, string, string) (cloud.DeviceState, error) {
 	return cloud.DeviceState{}, nil
 }
@@ -381,7 +382,7 @@ func BenchmarkOverhead(b *testing.B) {
 	report := func(scheduler.CommandResult) { <-sem }
 	reqs := make([]cloud.ControlRequest, 1000)
 	for i := range reqs {
-		reqs[i] = cloud.ControlRequest{SKU: "H6008", Device: fmt.Sprintf("dev%03d", i), Type: cloud.TypeOnOff, Instance: cloud.InstancePower, Value: int64(1)}
+		reqs[i] = cloud.ControlRequest{SKU: "H6008", Device: fmt.Sprintf("dev%03d", i), Type: capability.TypeOnOff, Instance: capability.InstancePower, Value: int64(1)}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

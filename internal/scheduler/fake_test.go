@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/scheduler"
 )
@@ -81,11 +82,11 @@ func (f *fakeCloud) do(ctx context.Context, c call) error {
 	return err
 }
 
-func (f *fakeCloud) ListDevices(ctx context.Context) ([]cloud.Device, error) {
+func (f *fakeCloud) ListDevices(ctx context.Context) ([]capability.Device, error) {
 	if err := f.do(ctx, call{ep: scheduler.EndpointDevices}); err != nil {
 		return nil, err
 	}
-	return []cloud.Device{{SKU: "H1", Device: "d1"}}, nil
+	return []capability.Device{{SKU: "H1", Device: "d1"}}, nil
 }
 
 func (f *fakeCloud) State(ctx context.Context, sku, device string) (cloud.DeviceState, error) {
@@ -149,7 +150,7 @@ func newScheduler(f *fakeCloud, cfg scheduler.Config) *scheduler.Scheduler {
 }
 
 func ctl(device, instance string, v any) cloud.ControlRequest {
-	return cloud.ControlRequest{SKU: "H6008", Device: device, Type: cloud.TypeRange, Instance: instance, Value: v}
+	return cloud.ControlRequest{SKU: "H6008", Device: device, Type: capability.TypeRange, Instance: instance, Value: v}
 }
 
 // reports collects command results and proves each report is called once.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 )
 
@@ -30,7 +31,7 @@ import (
 // *cloud.Client. Errors are classified with cloud.IsRateLimited,
 // cloud.IsAuth, cloud.IsRejected; any other error counts as transient.
 type Cloud interface {
-	ListDevices(ctx context.Context) ([]cloud.Device, error)
+	ListDevices(ctx context.Context) ([]capability.Device, error)
 	State(ctx context.Context, sku, device string) (cloud.DeviceState, error)
 	Scenes(ctx context.Context, sku, device string) (cloud.Scenes, error)
 	DIYScenes(ctx context.Context, sku, device string) (cloud.Scenes, error)
@@ -325,9 +326,9 @@ func (s *Scheduler) State(sku, device string, p Priority, report func(cloud.Devi
 }
 
 // ListDevices queues a read of the account's device list (refresh priority).
-func (s *Scheduler) ListDevices(report func([]cloud.Device, error)) error {
+func (s *Scheduler) ListDevices(report func([]capability.Device, error)) error {
 	w := func(v any, err error) {
-		ds, _ := v.([]cloud.Device)
+		ds, _ := v.([]capability.Device)
 		if report != nil {
 			report(ds, err)
 		}

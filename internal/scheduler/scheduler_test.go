@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/scheduler"
 )
@@ -697,7 +698,7 @@ func TestShutdown(t *testing.T) {
 			queued = append(queued, rep.submit(s, ctl(fmt.Sprintf("q%d", i), "powerSwitch", 1)))
 		}
 		var readErr error
-		must(t, s.ListDevices(func(_ []cloud.Device, err error) { readErr = err }))
+		must(t, s.ListDevices(func(_ []capability.Device, err error) { readErr = err }))
 		var readDone bool
 		must(t, s.DIYScenes("H1", "a", func(_ cloud.Scenes, err error) { readDone = true }))
 		time.Sleep(time.Second)

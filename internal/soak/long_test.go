@@ -23,7 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/app"
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/topic"
 )
@@ -145,9 +145,9 @@ func commandLatency(t *testing.T, w *world, n int) []time.Duration {
 		at    time.Time
 		value int64
 	}
-	var lights []cloud.Device
+	var lights []capability.Device
 	for _, d := range w.devices {
-		if c, ok := d.Capability(cloud.InstanceBrightness); ok && c.Controllable() && d.Type == cloud.DeviceLight {
+		if c, ok := d.Capability(capability.InstanceBrightness); ok && c.Controllable() && d.Type == capability.DeviceLight {
 			lights = append(lights, d)
 		}
 	}
@@ -164,7 +164,7 @@ func commandLatency(t *testing.T, w *world, n int) []time.Duration {
 		<-tk.C
 		d := lights[i]
 		v := int64(1 + rng.IntN(100))
-		tp := topic.New(baseTopic).SetInstance(topic.DeviceID(d.SKU, d.Device), cloud.InstanceBrightness)
+		tp := topic.New(baseTopic).SetInstance(topic.DeviceID(d.SKU, d.Device), capability.InstanceBrightness)
 		at := time.Now()
 		w.watch.publish(tp, fmt.Appendf(nil, "%d", v))
 		sent[d.Device] = pending{at, v}
@@ -175,7 +175,7 @@ func commandLatency(t *testing.T, w *world, n int) []time.Duration {
 		lat = lat[:0]
 		for _, r := range w.sim.ControlLog() {
 			p, ok := sent[r.Device]
-			if !ok || r.Instance != cloud.InstanceBrightness || !cloud.Equal(r.Value, p.value) {
+			if !ok || r.Instance != capability.InstanceBrightness || !capability.Equal(r.Value, p.value) {
 				continue
 			}
 			lat = append(lat, r.Time.Sub(p.at))

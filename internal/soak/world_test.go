@@ -13,7 +13,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/mqtttest"
@@ -95,7 +95,7 @@ type world struct {
 	sim     *cloudsim.Sim
 	cloud   *httptest.Server
 	broker  *mqtttest.Broker
-	devices []cloud.Device
+	devices []capability.Device
 	watch   *watcher
 }
 
@@ -293,9 +293,9 @@ func (w *watcher) publish(topic string, payload []byte) {
 }
 
 // command is one random valid command: the topic <id>/set/<instance> and a
-// value that passes cloud.Validate for the capability.
+// value that passes capability.Validate for the capability.
 type command struct {
-	device   cloud.Device
+	device   capability.Device
 	id       string
 	instance string
 	value    any
@@ -312,12 +312,12 @@ func (c command) payload() []byte {
 // valid value for it: an option, a point of the range, or the definition's
 // example. Scene capabilities are left out: their options come from the
 // scene endpoints, not the definition.
-func randomCommand(rng *rand.Rand, devices []cloud.Device) command {
+func randomCommand(rng *rand.Rand, devices []capability.Device) command {
 	for {
 		d := devices[rng.IntN(len(devices))]
-		var caps []cloud.Capability
+		var caps []capability.Capability
 		for _, c := range d.Capabilities {
-			if c.Controllable() && c.Instance != cloud.InstanceLightScene && c.Instance != cloud.InstanceDIYScene && c.Instance != cloud.InstanceSnapshot {
+			if c.Controllable() && c.Instance != capability.InstanceLightScene && c.Instance != capability.InstanceDIYScene && c.Instance != capability.InstanceSnapshot {
 				caps = append(caps, c)
 			}
 		}
@@ -326,26 +326,26 @@ func randomCommand(rng *rand.Rand, devices []cloud.Device) command {
 		}
 		c := caps[rng.IntN(len(caps))]
 		v, ok := randomValue(rng, c)
-		if !ok || cloud.Validate(c, v) != nil {
+		if !ok || capability.Validate(c, v) != nil {
 			continue
 		}
 		return command{device: d, id: topic.DeviceID(d.SKU, d.Device), instance: c.Instance, value: v}
 	}
 }
 
-func randomValue(rng *rand.Rand, c cloud.Capability) (any, bool) {
+func randomValue(rng *rand.Rand, c capability.Capability) (any, bool) {
 	p := c.Parameters
 	switch {
-	case p != nil && len(p.Options) > 0 && p.DataType == cloud.DataEnum:
+	case p != nil && len(p.Options) > 0 && p.DataType == capability.DataEnum:
 		o := p.Options[rng.IntN(len(p.Options))]
 		if o.Value == nil {
 			return nil, false
 		}
 		return o.Value, true
-	case p != nil && p.Range != nil && p.DataType == cloud.DataInteger:
+	case p != nil && p.Range != nil && p.DataType == capability.DataInteger:
 		r := *p.Range
 		steps := (r.Max-r.Min)/r.Step() + 1
 		return int64(r.Min + r.Step()*rng.IntN(max(steps, 1))), true
 	}
-	return cloud.Example(c)
+	return capability.Example(c)
 }

@@ -13,7 +13,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/topic"
@@ -292,7 +292,7 @@ func (c *checker) run(ctx context.Context, o options, bridgeBeforeHA bool) (*rep
 	}
 	// results by node: each device, then the bridge
 	byNode := map[string]*devResult{}
-	devOf := map[string]cloud.Device{}
+	devOf := map[string]capability.Device{}
 	for _, d := range c.sim.Devices() {
 		id := topic.DeviceID(d.SKU, d.Device)
 		name := strings.TrimSpace(d.Name)
@@ -507,13 +507,13 @@ func (c *checker) segments(ctx context.Context, ents []*haEntity, byNode map[str
 	return nil
 }
 
-func (c *checker) devByID(id string) cloud.Device {
+func (c *checker) devByID(id string) capability.Device {
 	for _, d := range c.sim.Devices() {
 		if topic.DeviceID(d.SKU, d.Device) == id {
 			return d
 		}
 	}
-	return cloud.Device{}
+	return capability.Device{}
 }
 
 // parseSetMap extracts the JSON literal of "{% set <name> = ... %}" from one
@@ -529,7 +529,7 @@ func parseSetMap(tpl, name string) map[string]any {
 		return nil
 	}
 	for k, v := range m {
-		m[k] = cloud.NormalizeValue(v)
+		m[k] = capability.NormalizeValue(v)
 	}
 	return m
 }

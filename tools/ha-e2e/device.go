@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/discovery"
 )
@@ -16,7 +16,7 @@ import (
 // devCheck checks the entities of one device.
 type devCheck struct {
 	c   *checker
-	dev cloud.Device
+	dev capability.Device
 	id  string
 	r   *devResult
 }
@@ -44,7 +44,7 @@ func (d *devCheck) bridgeValues() map[string]any {
 	if !ok {
 		return nil
 	}
-	v, err := cloud.Normalize(m.payload)
+	v, err := capability.Normalize(m.payload)
 	if err != nil {
 		return nil
 	}
@@ -56,14 +56,14 @@ func (d *devCheck) bridgeValues() map[string]any {
 func contains(v, want any) bool {
 	wm, ok := want.(map[string]any)
 	if !ok {
-		return cloud.Equal(v, want)
+		return capability.Equal(v, want)
 	}
 	vm, ok := v.(map[string]any)
 	if !ok {
 		return false
 	}
 	for k, x := range wm {
-		if !cloud.Equal(vm[k], x) {
+		if !capability.Equal(vm[k], x) {
 			return false
 		}
 	}
@@ -73,7 +73,7 @@ func contains(v, want any) bool {
 // wantValue: the simulated device holds want (contains), and so does the
 // bridge's state topic when the cloud reports the instance.
 func (d *devCheck) wantValue(inst string, want any) error {
-	want = cloud.NormalizeValue(want)
+	want = capability.NormalizeValue(want)
 	if v := d.simValue(inst); !contains(v, want) {
 		return fmt.Errorf("simulator %s = %s, want %s", inst, js(v), js(want))
 	}
@@ -208,7 +208,7 @@ func (d *devCheck) state(e *haEntity, f func() error) {
 
 func (d *devCheck) connectivity(e *haEntity) {
 	d.state(e, func() error {
-		on, _ := d.bridgeValues()[cloud.InstanceOnline].(bool)
+		on, _ := d.bridgeValues()[capability.InstanceOnline].(bool)
 		want := "off"
 		if on {
 			want = "on"
@@ -260,7 +260,7 @@ func powerOf(e *haEntity) string {
 	if e.object == "nightlight" {
 		return "nightlightToggle"
 	}
-	return cloud.InstancePower
+	return capability.InstancePower
 }
 
 func (d *devCheck) light(e *haEntity) {
@@ -288,7 +288,7 @@ func (d *devCheck) light(e *haEntity) {
 		want := math.Floor(102.0 / 255 * scale) // 40 % is brightness 102 in Home Assistant
 		d.call(e.id, "light.turn_on", map[string]any{"brightness_pct": 40}, func(time.Time) error {
 			return all(on, func() error {
-				v, _ := toFloat(d.simValue(cloud.InstanceBrightness))
+				v, _ := toFloat(d.simValue(capability.InstanceBrightness))
 				if math.Abs(v-want) > 1 {
 					return fmt.Errorf("simulator brightness %v, want %v±1", v, want)
 				}
@@ -306,7 +306,7 @@ func (d *devCheck) light(e *haEntity) {
 	}
 	if slicesContains(modes, "rgb") {
 		d.call(e.id, "light.turn_on", map[string]any{"rgb_color": []int{255, 100, 20}}, func(time.Time) error {
-			return all(on, func() error { return d.wantValue(cloud.InstanceColorRGB, 0xFF6414) },
+			return all(on, func() error { return d.wantValue(capability.InstanceColorRGB, 0xFF6414) },
 				func() error { return d.wantAttr(e.id, "color_mode", "rgb") },
 				func() error { return d.wantAttr(e.id, "rgb_color", []any{255.0, 100.0, 20.0}) })
 		})
@@ -317,7 +317,7 @@ func (d *devCheck) light(e *haEntity) {
 		k3 := roundIn(lo+2*(hi-lo)/3, lo, hi)
 		ct := func(k int64) func(time.Time) error {
 			return func(time.Time) error {
-				return all(on, func() error { return d.wantValue(cloud.InstanceColorTemperatureK, k) },
+				return all(on, func() error { return d.wantValue(capability.InstanceColorTemperatureK, k) },
 					func() error { return d.wantAttr(e.id, "color_mode", "color_temp") },
 					func() error { return d.wantAttr(e.id, "color_temp_kelvin", k) })
 			}
@@ -336,9 +336,9 @@ func (d *devCheck) light(e *haEntity) {
 		name := fx[len(fx)/2]
 		d.call(e.id, "light.turn_on", map[string]any{"effect": name}, func(since time.Time) error {
 			return all(on, func() error { return d.wantAttr(e.id, "effect", name) }, func() error {
-				for _, inst := range []string{cloud.InstanceLightScene, cloud.InstanceDIYScene, cloud.InstanceSnapshot} {
+				for _, inst := range []string{capability.InstanceLightScene, capability.InstanceDIYScene, capability.InstanceSnapshot} {
 					if rec, ok := d.control(inst, since); ok {
-						if v := d.simValue(inst); !cloud.Equal(v, rec.Value) {
+						if v := d.simValue(inst); !capability.Equal(v, rec.Value) {
 							return fmt.Errorf("simulator %s = %s after control %s", inst, js(v), js(rec.Value))
 						}
 						return nil
@@ -391,7 +391,7 @@ func (d *devCheck) segment(e *haEntity, first bool) {
 			if !ok {
 				return fmt.Errorf("no %s control reached the simulator", inst)
 			}
-			if !contains(r.Value, cloud.NormalizeValue(want)) {
+			if !contains(r.Value, capability.NormalizeValue(want)) {
 				return fmt.Errorf("simulator got %s %s, want %s", inst, js(r.Value), js(want))
 			}
 			return nil
@@ -401,7 +401,7 @@ func (d *devCheck) segment(e *haEntity, first bool) {
 	if slicesContains(modes, "rgb") {
 		d.call(e.id, "light.turn_on", map[string]any{"rgb_color": []int{0, 0, 255}}, func(since time.Time) error {
 			return all(func() error {
-				return rec(cloud.InstanceSegmentedColorRGB, map[string]any{"segment": seg, "rgb": 255})(since)
+				return rec(capability.InstanceSegmentedColorRGB, map[string]any{"segment": seg, "rgb": 255})(since)
 			},
 				func() error { return d.wantState(e.id, "on") })
 		})
@@ -415,12 +415,12 @@ func (d *devCheck) segment(e *haEntity, first bool) {
 		want := int64(math.Floor(128.0 / 255 * scale))
 		d.call(e.id, "light.turn_on", map[string]any{"brightness": 128}, func(since time.Time) error {
 			return all(func() error {
-				r, ok := d.control(cloud.InstanceSegmentBrightness, since)
+				r, ok := d.control(capability.InstanceSegmentBrightness, since)
 				if !ok {
 					return fmt.Errorf("no segment brightness control reached the simulator")
 				}
 				m, _ := r.Value.(map[string]any)
-				if !cloud.Equal(m["segment"], seg) || math.Abs(float64(toInt(m["brightness"])-want)) > 1 {
+				if !capability.Equal(m["segment"], seg) || math.Abs(float64(toInt(m["brightness"])-want)) > 1 {
 					return fmt.Errorf("simulator got %s, want segment %d brightness %d±1", js(r.Value), n, want)
 				}
 				return nil
@@ -431,8 +431,8 @@ func (d *devCheck) segment(e *haEntity, first bool) {
 		return
 	}
 	d.call(e.id, "light.turn_off", nil, func(since time.Time) error {
-		_, okB := d.control(cloud.InstanceSegmentBrightness, since)
-		_, okC := d.control(cloud.InstanceSegmentedColorRGB, since)
+		_, okB := d.control(capability.InstanceSegmentBrightness, since)
+		_, okC := d.control(capability.InstanceSegmentedColorRGB, since)
 		if !okB && !okC {
 			return fmt.Errorf("no segment control reached the simulator")
 		}
@@ -546,21 +546,21 @@ func (d *devCheck) climate(e *haEntity) {
 	d.state(e, func() error { return d.wantAttr(e.id, "temperature", temp()) })
 	if e.str("current_temperature_topic") != "" {
 		d.state(e, func() error {
-			return d.wantAttr(e.id, "current_temperature", d.bridgeValues()[cloud.InstanceSensorTemperature])
+			return d.wantAttr(e.id, "current_temperature", d.bridgeValues()[capability.InstanceSensorTemperature])
 		})
 	}
 	modes := e.list("modes")
 	if slicesContains(modes, "off") {
 		d.state(e, func() error {
 			want := "off"
-			if toInt(d.simValue(cloud.InstancePower)) == 1 {
+			if toInt(d.simValue(capability.InstancePower)) == 1 {
 				want = "heat"
 			}
 			return d.wantState(e.id, want)
 		})
 		for _, m := range []string{"off", "heat"} {
 			d.call(e.id, "climate.set_hvac_mode", map[string]any{"hvac_mode": m}, func(time.Time) error {
-				return all(func() error { return d.wantValue(cloud.InstancePower, map[string]int64{"off": 0, "heat": 1}[m]) },
+				return all(func() error { return d.wantValue(capability.InstancePower, map[string]int64{"off": 0, "heat": 1}[m]) },
 					func() error { return d.wantState(e.id, m) })
 			})
 		}
@@ -582,10 +582,10 @@ func (d *devCheck) climate(e *haEntity) {
 }
 
 func (d *devCheck) fan(e *haEntity) {
-	inst := cloud.InstanceWorkMode
-	d.state(e, func() error { return d.wantState(e.id, onOff(toInt(d.simValue(cloud.InstancePower)))) })
+	inst := capability.InstanceWorkMode
+	d.state(e, func() error { return d.wantState(e.id, onOff(toInt(d.simValue(capability.InstancePower)))) })
 	d.call(e.id, "fan.turn_on", nil, func(time.Time) error {
-		return all(func() error { return d.wantValue(cloud.InstancePower, 1) }, func() error { return d.wantState(e.id, "on") })
+		return all(func() error { return d.wantValue(capability.InstancePower, 1) }, func() error { return d.wantState(e.id, "on") })
 	})
 	if e.str("percentage_command_topic") != "" {
 		levels := parseSetMap(e.str("percentage_command_template"), "m")
@@ -620,45 +620,45 @@ func (d *devCheck) fan(e *haEntity) {
 		}
 	}
 	d.call(e.id, "fan.turn_off", nil, func(time.Time) error {
-		return all(func() error { return d.wantValue(cloud.InstancePower, 0) }, func() error { return d.wantState(e.id, "off") })
+		return all(func() error { return d.wantValue(capability.InstancePower, 0) }, func() error { return d.wantState(e.id, "off") })
 	})
 }
 
 func (d *devCheck) humidifier(e *haEntity) {
 	d.state(e, func() error {
-		return all(func() error { return d.wantState(e.id, onOff(toInt(d.simValue(cloud.InstancePower)))) },
-			func() error { return d.wantAttr(e.id, "humidity", d.simValue(cloud.InstanceHumidity)) })
+		return all(func() error { return d.wantState(e.id, onOff(toInt(d.simValue(capability.InstancePower)))) },
+			func() error { return d.wantAttr(e.id, "humidity", d.simValue(capability.InstanceHumidity)) })
 	})
 	if e.str("current_humidity_topic") != "" {
 		// Home Assistant's MQTT humidifier rounds the current humidity
 		d.state(e, func() error {
-			v, _ := toFloat(d.bridgeValues()[cloud.InstanceSensorHumidity])
+			v, _ := toFloat(d.bridgeValues()[capability.InstanceSensorHumidity])
 			return d.wantAttrNear(e.id, "current_humidity", v, 0.5)
 		})
 	}
 	d.call(e.id, "humidifier.turn_on", nil, func(time.Time) error {
-		return all(func() error { return d.wantValue(cloud.InstancePower, 1) }, func() error { return d.wantState(e.id, "on") })
+		return all(func() error { return d.wantValue(capability.InstancePower, 1) }, func() error { return d.wantState(e.id, "on") })
 	})
 	lo, _ := e.num("min_humidity")
 	hi, _ := e.num("max_humidity")
 	h := math.Round((lo + hi) / 2)
-	if c, ok := toFloat(d.simValue(cloud.InstanceHumidity)); ok && c == h {
+	if c, ok := toFloat(d.simValue(capability.InstanceHumidity)); ok && c == h {
 		h++
 	}
 	d.call(e.id, "humidifier.set_humidity", map[string]any{"humidity": h}, func(time.Time) error {
-		return all(func() error { return d.wantValue(cloud.InstanceHumidity, int64(h)) }, func() error { return d.wantAttr(e.id, "humidity", h) })
+		return all(func() error { return d.wantValue(capability.InstanceHumidity, int64(h)) }, func() error { return d.wantAttr(e.id, "humidity", h) })
 	})
 	if modes := e.list("modes"); len(modes) > 0 {
 		m := parseSetMap(e.str("mode_command_template"), "m")
 		cur, _ := d.c.haAttr(e.id, "mode").(string)
 		if md, ok := choose(modes, cur); ok {
 			d.call(e.id, "humidifier.set_mode", map[string]any{"mode": md}, func(time.Time) error {
-				return all(func() error { return d.wantValue(cloud.InstanceWorkMode, m[md]) }, func() error { return d.wantAttr(e.id, "mode", md) })
+				return all(func() error { return d.wantValue(capability.InstanceWorkMode, m[md]) }, func() error { return d.wantAttr(e.id, "mode", md) })
 			})
 		}
 	}
 	d.call(e.id, "humidifier.turn_off", nil, func(time.Time) error {
-		return all(func() error { return d.wantValue(cloud.InstancePower, 0) }, func() error { return d.wantState(e.id, "off") })
+		return all(func() error { return d.wantValue(capability.InstancePower, 0) }, func() error { return d.wantState(e.id, "off") })
 	})
 }
 

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
+	"cloud2mqtt/internal/capability"
 
-	"cloud2mqtt/internal/cloud"
+	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestParseSetMap(t *testing.T) {
 	tpl := `{% set m = {"Low":{"modeValue":1,"workMode":1},"Auto":3} %}{{ m[value] | tojson }}`
 	m := parseSetMap(tpl, "m")
-	if !cloud.Equal(m["Low"], map[string]any{"modeValue": int64(1), "workMode": int64(1)}) || !cloud.Equal(m["Auto"], int64(3)) {
+	if !capability.Equal(m["Low"], map[string]any{"modeValue": int64(1), "workMode": int64(1)}) || !capability.Equal(m["Auto"], int64(3)) {
 		t.Errorf("parseSetMap = %v", m)
 	}
 	if parseSetMap(`{{ value }}`, "m") != nil {

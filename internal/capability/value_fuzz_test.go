@@ -1,4 +1,4 @@
-package cloud
+package capability
 
 import (
 	"encoding/json"
@@ -112,9 +112,9 @@ func FuzzDecodeInput(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, i uint16, b []byte) {
 		c := pickCapability(t, i)
-		in := ParsePayload(b)
+		in := payload(b)
 		out, err := Decode(c, in)
-		if !Equal(in, ParsePayload(b)) {
+		if !Equal(in, payload(b)) {
 			t.Fatalf("%s: Decode changed its input %q", c.Instance, b)
 		}
 		if err != nil {

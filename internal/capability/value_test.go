@@ -1,4 +1,4 @@
-package cloud
+package capability
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ func fixtureDevices(t testing.TB) []Device {
 		if err != nil {
 			t.Fatalf("read fixture: %v", err)
 		}
-		var list DeviceList
+		var list struct{ Data []Device }
 		if err := json.Unmarshal(b, &list); err != nil {
 			t.Fatalf("decode %s: %v", name, err)
 		}
@@ -66,7 +66,9 @@ func fixtureScenes(t testing.TB) Capability {
 	if err != nil {
 		t.Fatalf("read fixture: %v", err)
 	}
-	var body struct{ Payload Scenes }
+	var body struct {
+		Payload struct{ Capabilities []Capability }
+	}
 	if err := json.Unmarshal(b, &body); err != nil {
 		t.Fatalf("decode scenes.json: %v", err)
 	}

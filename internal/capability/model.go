@@ -1,11 +1,13 @@
-// Package cloud is the typed client and capability model of the Smart Device
-// Cloud Control Interface: device lists, capability definitions, state, scenes,
-// control and value validation.
+// Package capability is the capability value language of the Smart Device
+// Cloud Control Interface: devices and their capability definitions, the
+// normalised form of every value (Normalize, Equal), validation against a
+// definition (Validate), friendly input (Decode) and examples built from a
+// definition (Example).
 //
-// It is the only package that knows the cloud's wire format. It imports nothing
-// of ours and knows nothing of MQTT, scheduling or Home Assistant; callers
-// decide when to call it (internal/scheduler owns every request budget).
-package cloud
+// It is pure: no I/O, no HTTP, no MQTT. internal/cloud decodes the cloud's
+// answers into these types; the bridge, the registry and discovery reason
+// with them.
+package capability
 
 import (
 	"bytes"
@@ -235,7 +237,7 @@ type Field struct {
 // UnmarshalJSON decodes a device and normalises its type strings. A capability
 // that cannot be decoded is left out and named in Problems.
 func (d *Device) UnmarshalJSON(b []byte) error {
-	dev, err := decodeListedDevice(b, nil)
+	dev, err := decodeDevice(b, nil)
 	if err != nil {
 		return err
 	}
@@ -264,14 +266,27 @@ type capabilityDefs struct {
 	problems []string
 }
 
-// decodeListedDevice decodes a device of a device list. Devices whose
+// DeviceDecoder decodes the devices of one device list. Devices whose
 // capabilities array is byte for byte the same (devices of one model) share
-// one decoded []Capability, kept in shared by that array's bytes: a
-// household of a thousand devices has few models, and each decoded
-// definition costs kilobytes. With a nil shared map nothing is shared
-// (Device.UnmarshalJSON). Both read the array in two steps, so that a
-// duplicated key means the same to both: the last one wins.
-func decodeListedDevice(b []byte, shared map[string]capabilityDefs) (Device, error) {
+// one decoded []Capability: a household of a thousand devices has few
+// models, and each decoded definition costs kilobytes. The zero value is
+// ready to use; use one per list.
+type DeviceDecoder struct {
+	shared map[string]capabilityDefs
+}
+
+// Decode decodes one device of the list, as Device.UnmarshalJSON would.
+func (dd *DeviceDecoder) Decode(b []byte) (Device, error) {
+	if dd.shared == nil {
+		dd.shared = make(map[string]capabilityDefs)
+	}
+	return decodeDevice(b, dd.shared)
+}
+
+// decodeDevice decodes a device, sharing definitions through shared unless
+// it is nil (Device.UnmarshalJSON). Both read the capabilities array in two
+// steps, so that a duplicated key means the same to both: the last one wins.
+func decodeDevice(b []byte, shared map[string]capabilityDefs) (Device, error) {
 	var raw struct {
 		SKU          string          `json:"sku"`
 		Device       string          `json:"device"`
@@ -408,6 +423,16 @@ func (d Device) Capability(instance string) (Capability, bool) {
 	return Capability{}, false
 }
 
+// Key identifies a device the way the cloud addresses it: model and
+// device id. Every per-device record of the bridge is keyed by it.
+type Key struct{ SKU, Device string }
+
+// String is "sku/device".
+func (k Key) String() string { return k.SKU + "/" + k.Device }
+
+// Key is the device's key.
+func (d Device) Key() Key { return Key{d.SKU, d.Device} }
+
 // String names the device for messages: "H6072/AA:BB:…".
 func (d Device) String() string { return d.SKU + "/" + d.Device }
 
@@ -437,97 +462,6 @@ func (c Capability) Controllable() bool {
 // Readable reports whether the state endpoint may return this capability
 // (everything but events).
 func (c Capability) Readable() bool { return c.Type != TypeEvent }
-
-// DeviceList is the body of a device-list answer.
-type DeviceList struct {
-	Code    int      `json:"code"`
-	Message string   `json:"message"`
-	Data    []Device `json:"data"`
-}
-
-// CapabilityState is a capability in state form.
-type CapabilityState struct {
-	Type     string     `json:"type"`
-	Instance string     `json:"instance"`
-	State    StateValue `json:"state"`
-}
-
-// StateValue holds a state's value, normalised (see Normalize). The empty
-// string means the instance cannot be queried.
-type StateValue struct {
-	Value any `json:"value"`
-}
-
-// UnmarshalJSON normalises the capability type.
-func (c *CapabilityState) UnmarshalJSON(b []byte) error {
-	type plain CapabilityState
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
-	}
-	p.Type = NormalizeType(p.Type)
-	*c = CapabilityState(p)
-	return nil
-}
-
-// UnmarshalJSON normalises the value.
-func (s *StateValue) UnmarshalJSON(b []byte) error {
-	var raw struct {
-		Value json.RawMessage `json:"value"`
-	}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	if len(raw.Value) == 0 {
-		s.Value = nil
-		return nil
-	}
-	v, err := Normalize(raw.Value)
-	if err != nil {
-		return err
-	}
-	s.Value = v
-	return nil
-}
-
-// DeviceState is the payload of a state answer.
-type DeviceState struct {
-	SKU          string            `json:"sku"`
-	Device       string            `json:"device"`
-	Capabilities []CapabilityState `json:"capabilities"`
-}
-
-// Online reports the online capability's value; known is false when the
-// answer has none or it is not a boolean.
-func (s DeviceState) Online() (online, known bool) {
-	for _, c := range s.Capabilities {
-		if c.Type == TypeOnline || c.Instance == InstanceOnline {
-			b, ok := c.State.Value.(bool)
-			return b, ok
-		}
-	}
-	return false, false
-}
-
-// Values returns every queryable instance's value keyed by instance: the
-// online capability, events and empty-string (not queryable) values are left
-// out.
-func (s DeviceState) Values() map[string]any {
-	out := make(map[string]any, len(s.Capabilities))
-	for _, c := range s.Capabilities {
-		if c.Type == TypeOnline || c.Type == TypeEvent || c.Instance == InstanceOnline {
-			continue
-		}
-		if str, ok := c.State.Value.(string); ok && str == "" {
-			continue
-		}
-		if c.State.Value == nil {
-			continue
-		}
-		out[c.Instance] = c.State.Value
-	}
-	return out
-}
 
 // Normalize decodes a JSON value into the canonical Go form used for every
 // capability value in this project: int64 for whole numbers, float64 for
@@ -662,50 +596,4 @@ func Equal(a, b any) bool {
 		return true
 	}
 	return a == b
-}
-
-// Scenes is the payload of a scene or DIY-scene answer: the device and the
-// scene capability (dynamic_scene/lightScene or diy_color_setting/diyScene)
-// whose options are the scenes.
-type Scenes struct {
-	SKU          string       `json:"sku"`
-	Device       string       `json:"device"`
-	Capabilities []Capability `json:"capabilities"`
-}
-
-// Options returns every scene option of the answer, whatever capability holds it.
-func (s Scenes) Options() []Option {
-	var out []Option
-	for _, c := range s.Capabilities {
-		if c.Parameters != nil {
-			out = append(out, c.Parameters.Options...)
-		}
-	}
-	return out
-}
-
-// ControlResult is what the cloud answered to a successful control request.
-// The spec does not show the success body; the live service echoes the
-// capability with a state status (see testdata/README.md), kept here when
-// present.
-type ControlResult struct {
-	RequestID  string       `json:"requestId"`
-	Code       int          `json:"code"`
-	Msg        string       `json:"msg"`
-	Capability *ControlEcho `json:"capability,omitempty"`
-}
-
-// ControlEcho is the capability echoed by a control answer.
-type ControlEcho struct {
-	Type     string        `json:"type"`
-	Instance string        `json:"instance"`
-	Value    any           `json:"value"`
-	State    *ControlState `json:"state,omitempty"`
-}
-
-// ControlState is the outcome the live service reports inside a control answer.
-type ControlState struct {
-	Status    string `json:"status"`
-	ErrorCode any    `json:"errorCode,omitempty"`
-	ErrorMsg  string `json:"errorMsg,omitempty"`
 }

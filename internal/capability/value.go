@@ -1,4 +1,4 @@
-package cloud
+package capability
 
 import (
 	"encoding/json"
