@@ -21,6 +21,7 @@ import (
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/poller"
+	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
 	"cloud2mqtt/internal/topic"
 )
@@ -41,7 +42,6 @@ type Main struct {
 	mu      sync.Mutex
 	sched   *scheduler.Scheduler
 	poll    *poller.Poller
-	bridge  *bridge.Bridge
 	conn    *mqtt.Client
 	metrics *metrics
 	httpURL string
@@ -80,7 +80,7 @@ func (m *Main) Run(ctx context.Context) error {
 	met := newMetrics(m.Version)
 	sched := scheduler.New(client, schedulerConfig(cfg), log.With().Str("component", "scheduler").Logger())
 
-	br := bridge.New(bridge.Options{
+	mirror := bridge.NewMirror(bridge.Options{
 		Layout: layout,
 		Discovery: discovery.Config{
 			Prefix: cfg.HA.DiscoveryPrefix, Layout: layout, Version: m.Version,
@@ -91,13 +91,13 @@ func (m *Main) Run(ctx context.Context) error {
 		Health:           m.health,
 		OnCommand:        met.observeCommand,
 		Log:              log.With().Str("component", "bridge").Logger(),
-	}, nil, sched)
-	poll := poller.New(sched, br, poller.Config{
+	})
+	reg := registry.New(mirror, log.With().Str("component", "registry").Logger())
+	poll := poller.New(sched, reg, poller.Config{
 		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
 		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval,
 	}, log.With().Str("component", "poller").Logger())
-	br.SetReader(poll)
-
+	br := bridge.New(mirror, reg, poll, sched)
 	mcfg := mqtt.Config{
 		URL: env.mqttURL, CAFile: cfg.MQTT.CAFile, CertFile: cfg.MQTT.CertFile, KeyFile: cfg.MQTT.KeyFile,
 		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(), ClientID: cfg.MQTT.ClientID,
@@ -105,10 +105,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	// On every (re)connect: publish through this connection and republish
 	// everything retained (the broker may have lost it).
-	conn, err := mqtt.Connect(ctx, mcfg, func(c *mqtt.Client) {
-		br.SetPublisher(c)
-		br.Connected()
-	})
+	conn, err := mqtt.Connect(ctx, mcfg, func(c *mqtt.Client) { mirror.Connected(c) })
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -123,9 +120,9 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 
 	m.mu.Lock()
-	m.sched, m.poll, m.bridge, m.conn, m.metrics = sched, poll, br, conn, met
+	m.sched, m.poll, m.conn, m.metrics = sched, poll, conn, met
 	m.mu.Unlock()
-	met.register(sched, poll, br, conn)
+	met.register(sched, poll, reg, conn)
 
 	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSched()
@@ -162,11 +159,11 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	if env.events != nil {
 		wg.Add(1)
-		go func() { defer wg.Done(); env.events(ctx, br) }()
+		go func() { defer wg.Done(); env.events(ctx, mirror) }()
 	}
 
 	wg.Add(2)
-	go func() { defer wg.Done(); m.background(ctx, ready, br, sched, poll, conn) }()
+	go func() { defer wg.Done(); m.background(ctx, ready, mirror, reg, sched, poll, conn) }()
 	sd := Systemd{Log: log}
 	go func() {
 		defer wg.Done()
@@ -193,13 +190,13 @@ func (m *Main) Run(ctx context.Context) error {
 
 // background publishes the bridge's stats, tells systemd when the daemon is
 // ready and, while the poller makes progress, that it is alive.
-func (m *Main) background(ctx context.Context, ready chan struct{}, br *bridge.Bridge, sched *scheduler.Scheduler, poll *poller.Poller, conn *mqtt.Client) {
+func (m *Main) background(ctx context.Context, ready chan struct{}, mirror *bridge.Mirror, reg *registry.Registry, sched *scheduler.Scheduler, poll *poller.Poller, conn *mqtt.Client) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	readySent := false
 	check := func() {
-		br.PublishStats(bridgeStats(m.Version, sched.Stats(), poll.Stats(), br))
-		if !readySent && conn.Connected() && br.Listed() {
+		mirror.PublishStats(bridgeStats(m.Version, sched.Stats(), reg.Stats()))
+		if !readySent && conn.Connected() && reg.Listed() {
 			readySent = true
 			close(ready)
 			Systemd{Log: m.Log}.Ready()

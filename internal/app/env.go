@@ -18,7 +18,7 @@ import (
 // (the embedded broker, the demo's simulated cloud).
 type environment struct {
 	baseURL, apiKey, mqttURL string
-	events                   func(ctx context.Context, br *bridge.Bridge)
+	events                   func(ctx context.Context, mirror *bridge.Mirror)
 	closers                  []func()
 }
 
@@ -64,16 +64,16 @@ func (m *Main) environment(ctx context.Context) (*environment, error) {
 	env.apiKey = sim.APIKey()
 	// The demo's events come straight from the simulator, in the live
 	// service's payload shape, through the same decoder as real ones.
-	env.events = func(ctx context.Context, br *bridge.Bridge) { demoEvents(ctx, sim, br) }
+	env.events = func(ctx context.Context, mirror *bridge.Mirror) { demoEvents(ctx, sim, mirror) }
 	m.printDemo(env)
 	return env, nil
 }
 
 // cloudEvents subscribes to the cloud's event broker.
-func (m *Main) cloudEvents(url, key string) func(context.Context, *bridge.Bridge) {
-	return func(ctx context.Context, br *bridge.Bridge) {
+func (m *Main) cloudEvents(url, key string) func(context.Context, *bridge.Mirror) {
+	return func(ctx context.Context, mirror *bridge.Mirror) {
 		err := events.Subscribe(ctx, events.Config{URL: url, APIKey: key, Logger: m.Log.With().Str("component", "events").Logger()},
-			func(e events.Event) { br.Event(e.SKU, e.Device, e.Instance, e.Name, e.Value, e.Message) })
+			func(e events.Event) { mirror.Event(e.SKU, e.Device, e.Instance, e.Name, e.Value, e.Message) })
 		if err != nil && ctx.Err() == nil {
 			m.Log.Error().Err(err).Msg("cloud events unavailable")
 		}
@@ -82,10 +82,10 @@ func (m *Main) cloudEvents(url, key string) func(context.Context, *bridge.Bridge
 
 // demoEvents feeds the simulator's events to the bridge, through the same
 // decoder as pushed ones, and raises one on a random demo device now and then.
-func demoEvents(ctx context.Context, sim *cloudsim.Sim, br *bridge.Bridge) {
+func demoEvents(ctx context.Context, sim *cloudsim.Sim, mirror *bridge.Mirror) {
 	remove := sim.OnEvent(func(ev cloudsim.Event) {
 		for _, e := range events.Parse(ev.Payload) {
-			br.Event(e.SKU, e.Device, e.Instance, e.Name, e.Value, e.Message)
+			mirror.Event(e.SKU, e.Device, e.Instance, e.Name, e.Value, e.Message)
 		}
 	})
 	defer remove()

@@ -10,10 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"cloud2mqtt/internal/bridge"
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/poller"
+	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
 )
 
@@ -76,7 +76,7 @@ func (m *metrics) observeCommand(r scheduler.CommandResult) {
 }
 
 // register adds the gauges read from the running parts at scrape time.
-func (m *metrics) register(sched *scheduler.Scheduler, poll *poller.Poller, br *bridge.Bridge, conn *mqtt.Client) {
+func (m *metrics) register(sched *scheduler.Scheduler, poll *poller.Poller, reg *registry.Registry, conn *mqtt.Client) {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
@@ -98,10 +98,10 @@ func (m *metrics) register(sched *scheduler.Scheduler, poll *poller.Poller, br *
 		gauge("cloud2mqtt_tokens_control_device_min", "Fewest tokens left in any device's control bucket.", tokens(func(t scheduler.Tokens) float64 { return t.ControlDeviceMin })),
 		gauge("cloud2mqtt_tokens_state_min", "Fewest tokens left in any device's state bucket.", tokens(func(t scheduler.Tokens) float64 { return t.StateMin })),
 		gauge("cloud2mqtt_tokens_scenes_min", "Fewest tokens left in any device's scenes bucket.", tokens(func(t scheduler.Tokens) float64 { return t.ScenesMin })),
-		gauge("cloud2mqtt_devices", "Devices on the account.", func() float64 { return float64(poll.Stats().Devices) }),
-		gauge("cloud2mqtt_devices_online", "Devices online and reachable.", func() float64 { return float64(br.Online()) }),
+		gauge("cloud2mqtt_devices", "Devices on the account.", func() float64 { return float64(reg.Stats().Devices) }),
+		gauge("cloud2mqtt_devices_online", "Devices online and reachable.", func() float64 { return float64(reg.Stats().Online) }),
 		gauge("cloud2mqtt_state_age_seconds", "Age of the oldest device state (seconds since its last successful read).",
-			func() float64 { return br.OldestState().Seconds() }),
+			func() float64 { return reg.Stats().OldestState.Seconds() }),
 		gauge("cloud2mqtt_poll_interval_seconds", "The poll interval in use.", func() float64 { return poll.Stats().Interval.Seconds() }),
 		gauge("cloud2mqtt_mqtt_connected", "1 while connected to the broker.", func() float64 {
 			if conn.Connected() {
@@ -113,13 +113,13 @@ func (m *metrics) register(sched *scheduler.Scheduler, poll *poller.Poller, br *
 }
 
 // bridgeStats fills the bridge device's diagnostic entities.
-func bridgeStats(version string, s scheduler.Stats, p poller.Stats, br *bridge.Bridge) discovery.BridgeStats {
+func bridgeStats(version string, s scheduler.Stats, r registry.Stats) discovery.BridgeStats {
 	st := discovery.BridgeStats{
 		Version:       version,
 		RequestsToday: s.RequestsToday,
 		QueueDepth:    s.QueuedCommands + s.QueuedReads,
-		DevicesOnline: br.Online(),
-		DevicesTotal:  p.Devices,
+		DevicesOnline: r.Online,
+		DevicesTotal:  r.Devices,
 	}
 	if !s.LastRateLimited.IsZero() {
 		t := s.LastRateLimited.UTC().Truncate(time.Second)

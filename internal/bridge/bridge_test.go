@@ -15,6 +15,7 @@ import (
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/discovery"
+	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
 	"cloud2mqtt/internal/topic"
 )
@@ -74,10 +75,9 @@ func (c *fakeCmd) Control(req cloud.ControlRequest, report func(scheduler.Comman
 }
 
 type fakeReader struct {
-	mu         sync.Mutex
-	confirms   int
-	optimistic []map[string]any
-	reads      int
+	mu       sync.Mutex
+	confirms int
+	reads    int
 }
 
 func (r *fakeReader) Confirm(string, string) { r.mu.Lock(); r.confirms++; r.mu.Unlock() }
@@ -92,11 +92,6 @@ func (r *fakeReader) RefreshDevices(done func(error)) error { done(nil); return 
 func (r *fakeReader) RefreshScenes(_, _ string, done func(error)) error {
 	done(errors.New("poller: no scenes"))
 	return nil
-}
-func (r *fakeReader) SetOptimistic(_, _ string, v map[string]any) {
-	r.mu.Lock()
-	r.optimistic = append(r.optimistic, v)
-	r.mu.Unlock()
 }
 
 var lamp = capability.Device{SKU: "H6072", Device: "AA:BB:CC:DD:EE:FF:00:01", Name: "Lamp", Type: capability.DeviceLight,
@@ -118,15 +113,59 @@ var lamp = capability.Device{SKU: "H6072", Device: "AA:BB:CC:DD:EE:FF:00:01", Na
 
 const lampID = "h6072_aabbccddeeff0001"
 
-func newTestBridge(t *testing.T, discoveryOn bool) (*Bridge, *fakePub, *fakeCmd, *fakeReader) {
+// testBridge is a bridge wired to a real registry and fakes, with the
+// registry's inputs under the names the poller's outcomes had.
+type testBridge struct {
+	*Bridge
+	m   *Mirror
+	reg *registry.Registry
+	pub Publisher
+}
+
+func newTestBridgeWith(t *testing.T, opt Options, pub Publisher, cmd Commander, rd Reader) *testBridge {
+	t.Helper()
+	m := NewMirror(opt)
+	m.pub = pub // connected, without the republish of Connected
+	reg := registry.New(m, zerolog.Nop())
+	return &testBridge{Bridge: New(m, reg, rd, cmd), m: m, reg: reg, pub: pub}
+}
+
+func newTestBridge(t *testing.T, discoveryOn bool) (*testBridge, *fakePub, *fakeCmd, *fakeReader) {
 	t.Helper()
 	pub, cmd, rd := &fakePub{}, &fakeCmd{}, &fakeReader{}
 	l := topic.New("c2m")
-	b := New(Options{Layout: l, DiscoveryEnabled: discoveryOn,
-		Discovery: discovery.Config{Layout: l, Version: "test"}, Log: zerolog.Nop()}, pub, cmd)
-	b.SetReader(rd)
+	b := newTestBridgeWith(t, Options{Layout: l, DiscoveryEnabled: discoveryOn,
+		Discovery: discovery.Config{Layout: l, Version: "test"}, Log: zerolog.Nop()}, pub, cmd, rd)
 	b.Devices([]capability.Device{lamp}, []capability.Device{lamp}, nil)
 	return b, pub, cmd, rd
+}
+
+// Devices gives the registry a device list (added and removed are what the
+// registry works out itself).
+func (b *testBridge) Devices(all, _, _ []capability.Device) { b.reg.SetDevices(all) }
+
+// State gives the registry a read of the device with these values.
+func (b *testBridge) State(dev capability.Device, online bool, values map[string]any) {
+	st := cloud.DeviceState{SKU: dev.SKU, Device: dev.Device, Capabilities: []cloud.CapabilityState{
+		{Type: capability.TypeOnline, Instance: capability.InstanceOnline, State: cloud.StateValue{Value: online}}}}
+	for inst, v := range values {
+		st.Capabilities = append(st.Capabilities, cloud.CapabilityState{Instance: inst, State: cloud.StateValue{Value: capability.NormalizeValue(v)}})
+	}
+	b.reg.ApplyState(dev.Key(), st, b.reg.Seq())
+}
+
+func (b *testBridge) Unreachable(dev capability.Device, err error) {
+	b.reg.MarkUnreachable(dev.Key(), err)
+}
+
+func (b *testBridge) Scenes(dev capability.Device, light, diy []capability.Option) {
+	b.reg.SetScenes(dev.Key(), light, true, diy, true)
+}
+
+func (b *testBridge) Connected()                           { b.m.Connected(b.pub) }
+func (b *testBridge) PublishStats(s discovery.BridgeStats) { b.m.PublishStats(s) }
+func (b *testBridge) Event(sku, dev, inst, name string, v any, msg string) {
+	b.m.Event(sku, dev, inst, name, v, msg)
 }
 
 // TestDeviceListOfSeveralDevices: bridge/devices is one JSON array with
@@ -260,8 +299,15 @@ func TestSetObjectIsAppliedInOrderWithFriendlyValues(t *testing.T) {
 	if len(st) == 0 || st[len(st)-1].payload != `{"online":true,"brightness":55,"colorRgb":66051,"powerSwitch":1}` {
 		t.Errorf("optimistic state: %+v", st)
 	}
-	if rd.confirms != 3 || len(rd.optimistic) != 3 {
-		t.Errorf("confirms %d, optimistic %d; want 3 each", rd.confirms, len(rd.optimistic))
+	if rd.confirms != 3 {
+		t.Errorf("confirms %d; want 3", rd.confirms)
+	}
+	// The registry holds what the cloud accepted, for the next partial
+	// command and the confirming read.
+	for _, w := range want {
+		if v, _ := b.reg.Value(lamp.Key(), w.inst); !capability.Equal(v, w.val) {
+			t.Errorf("registry %s = %v, want %v", w.inst, v, w.val)
+		}
 	}
 }
 
@@ -514,10 +560,10 @@ func TestConcurrentUpdatesLeaveTheNewestStateRetained(t *testing.T) {
 		}
 		wg.Wait()
 		msgs := pub.take()
-		b.mu.Lock()
-		e := b.devices[lampID]
+		b.m.mu.Lock()
+		e := b.m.devices[lampID]
 		wantState, wantLight := string(e.stateJSON), string(e.lightJSON)
-		b.mu.Unlock()
+		b.m.mu.Unlock()
 		if st := on(msgs, "c2m/"+lampID+"/state"); len(st) > 0 && st[len(st)-1].payload != wantState {
 			t.Fatalf("round %d: last state published %s, the bridge believes %s", round, st[len(st)-1].payload, wantState)
 		}
@@ -548,8 +594,7 @@ func (p *failingPub) Publish(t string, payload []byte, retained bool, q byte) er
 func TestFailedPublishesAreRepublished(t *testing.T) {
 	pub := &failingPub{fail: true}
 	l := topic.New("c2m")
-	b := New(Options{Layout: l, DiscoveryEnabled: true, Discovery: discovery.Config{Layout: l}, Log: zerolog.Nop()}, pub, &fakeCmd{})
-	b.SetReader(&fakeReader{})
+	b := newTestBridgeWith(t, Options{Layout: l, DiscoveryEnabled: true, Discovery: discovery.Config{Layout: l}, Log: zerolog.Nop()}, pub, &fakeCmd{}, &fakeReader{})
 	b.Devices([]capability.Device{lamp}, []capability.Device{lamp}, nil)
 	b.State(lamp, true, map[string]any{"powerSwitch": int64(1)})
 	if got := pub.take(); len(got) != 0 {

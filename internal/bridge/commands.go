@@ -27,7 +27,7 @@ func (b *Bridge) Handle(t string, payload []byte) {
 	if t == b.opt.HAStatusTopic {
 		if strings.EqualFold(strings.TrimSpace(string(payload)), "online") {
 			b.log.Info().Msg("home assistant is online: republishing discovery and state")
-			b.republish(true)
+			b.mirror.republish(true)
 		}
 		return
 	}
@@ -41,13 +41,11 @@ func (b *Bridge) Handle(t string, payload []byte) {
 		}
 		return
 	}
-	b.mu.Lock()
-	e, ok := b.devices[id]
+	k, id, ok := b.mirror.keyOf(id)
 	var dev capability.Device
 	if ok {
-		dev = e.dev
+		dev, ok = b.reg.Device(k)
 	}
-	b.mu.Unlock()
 	if !ok {
 		b.log.Warn().Str("topic", t).Msg("command for an unknown device: check the id in " + b.opt.Layout.BridgeDevices())
 		return
@@ -59,7 +57,7 @@ func (b *Bridge) Handle(t string, payload []byte) {
 		instance := strings.TrimPrefix(rest, "set/")
 		b.command(id, dev, instance, parsePayload(payload))
 	case rest == "get":
-		err := b.reader().ReadNow(dev.SKU, dev.Device, func(err error) {
+		err := b.read.ReadNow(dev.SKU, dev.Device, func(err error) {
 			if err != nil {
 				b.log.Warn().Err(err).Str("device", dev.String()).Msg("read on request failed")
 			}
@@ -186,16 +184,11 @@ func (b *Bridge) command(id string, dev capability.Device, instance string, inpu
 // a valid example built from the definition, so the first partial command
 // works too; capability.Decode still validates the result.
 func (b *Bridge) completeStruct(dev capability.Device, c capability.Capability, partial map[string]any) any {
-	b.mu.Lock()
-	var last any
-	if e := b.entryLocked(dev); e != nil {
-		last = e.values[c.Instance]
-	}
-	b.mu.Unlock()
+	last, _ := b.reg.Value(dev.Key(), c.Instance)
 	if _, ok := last.(map[string]any); !ok {
 		last, _ = capability.Example(c)
 	}
-	return discovery.Complete(last, partial)
+	return capability.Overlay(last, partial)
 }
 
 // commandDone handles the scheduler's report of one command.
@@ -207,26 +200,22 @@ func (b *Bridge) commandDone(id string, dev capability.Device, r scheduler.Comma
 	case r.Err == nil:
 		b.log.Debug().Str("device", dev.String()).Str("instance", r.Request.Instance).
 			Interface("value", r.Request.Value).Msg("command applied")
-		b.applyOptimistic(dev, r.Request.Instance, r.Request.Value)
-		b.reader().SetOptimistic(dev.SKU, dev.Device, map[string]any{r.Request.Instance: r.Request.Value})
-		b.reader().Confirm(dev.SKU, dev.Device)
+		b.reg.SetOptimistic(dev.Key(), r.Request.Instance, r.Request.Value)
+		b.read.Confirm(dev.SKU, dev.Device)
 	case errors.Is(r.Err, scheduler.ErrSuperseded):
 		// A newer value for the same instance took its place; that one reports.
 	default:
 		b.reject(id, dev, r.Request.Instance, r.Request.Value, r.Err)
-		b.republishState(dev) // roll back what an optimistic UI may show
+		b.mirror.republishState(dev.Key()) // roll back what an optimistic UI may show
 	}
 }
 
-func (b *Bridge) republishState(dev capability.Device) {
-	b.mu.Lock()
-	e := b.entryLocked(dev)
-	var msgs []message
-	if e != nil && e.stateJSON != nil {
-		msgs = append(msgs, message{b.opt.Layout.State(e.id), e.stateJSON, true})
+func (m *Mirror) republishState(k capability.Key) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.entryLocked(k); e != nil && e.stateJSON != nil {
+		m.sendLocked([]message{{m.opt.Layout.State(e.id), e.stateJSON, true}})
 	}
-	b.sendLocked(msgs)
-	b.mu.Unlock()
 }
 
 // errorJSON is the <id>/error payload.
@@ -241,7 +230,7 @@ type errorJSON struct {
 func (b *Bridge) reject(id string, dev capability.Device, instance string, value any, err error) {
 	code := errorCode(err)
 	p, _ := json.Marshal(errorJSON{Instance: instance, Value: value, Error: err.Error(), Code: code})
-	b.send([]message{{b.opt.Layout.Error(id), p, false}})
+	b.mirror.send([]message{{b.opt.Layout.Error(id), p, false}})
 	b.log.Warn().Str("device", dev.String()).Str("instance", instance).Int("code", code).
 		Err(err).Msg("command rejected")
 }

@@ -23,6 +23,7 @@ import (
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/discovery"
+	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
 	"cloud2mqtt/internal/topic"
 )
@@ -224,7 +225,6 @@ func (r *fakeReader) RefreshScenes(_, _ string, done func(error)) error {
 	r.done = append(r.done, done)
 	return nil
 }
-func (r *fakeReader) SetOptimistic(string, string, map[string]any) {}
 
 type syncBuf struct {
 	mu sync.Mutex
@@ -263,7 +263,7 @@ func newFuzzBridge(t testing.TB, withDiscovery bool) *fuzzBridge {
 	devs := withScenes(t)
 	fb := &fuzzBridge{pub: &fakePub{}, cmd: &fakeCmd{}, read: &fakeReader{}, log: &syncBuf{}, devs: devs}
 	layout := topic.New(fuzzBase)
-	fb.b = bridge.New(bridge.Options{
+	mirror := bridge.NewMirror(bridge.Options{
 		Layout:           layout,
 		Discovery:        discovery.Config{Prefix: "homeassistant", Layout: layout, Version: "fuzz", BridgeID: topic.DeviceID("bridge", fuzzBase)},
 		DiscoveryEnabled: withDiscovery,
@@ -271,9 +271,11 @@ func newFuzzBridge(t testing.TB, withDiscovery bool) *fuzzBridge {
 			return false, []string{"not connected"}, map[string]any{"devices": len(devs)}
 		},
 		Log: zerolog.New(fb.log),
-	}, fb.pub, fb.cmd)
-	fb.b.SetReader(fb.read)
-	fb.b.Devices(devs, devs, nil)
+	})
+	reg := registry.New(mirror, zerolog.New(fb.log))
+	fb.b = bridge.New(mirror, reg, fb.read, fb.cmd)
+	mirror.Connected(fb.pub)
+	reg.SetDevices(devs)
 	fb.pub.msgs = nil
 	return fb
 }

@@ -31,7 +31,7 @@ func (b *Bridge) respond(action string, req requestJSON, data any, err error) {
 		r = responseJSON{Status: "error", Error: err.Error(), Transaction: req.Transaction}
 	}
 	p, _ := json.Marshal(r)
-	b.send([]message{{b.opt.Layout.BridgeResponse(action), p, false}})
+	b.mirror.send([]message{{b.opt.Layout.BridgeResponse(action), p, false}})
 }
 
 type requestError string
@@ -48,23 +48,21 @@ func (b *Bridge) handleRequest(action string, payload []byte) {
 	}
 	switch action {
 	case "refresh":
-		err := b.reader().RefreshDevices(func(err error) {
-			b.mu.Lock()
-			n := len(b.order)
-			b.mu.Unlock()
+		err := b.read.RefreshDevices(func(err error) {
+			n := b.mirror.deviceCount()
 			b.respond(action, req, map[string]any{"devices": n}, err)
 		})
 		if err != nil {
 			b.respond(action, req, nil, err)
 		}
 	case "scenes":
-		dev, ok := b.lookup(req.Device)
+		dev, id, ok := b.lookup(req.Device)
 		if !ok {
 			b.respond(action, req, nil, requestError(`bridge: scenes needs {"device":"<id>"} naming a device listed in `+b.opt.Layout.BridgeDevices()))
 			return
 		}
-		err := b.reader().RefreshScenes(dev.SKU, dev.Device, func(err error) {
-			b.respond(action, req, map[string]any{"device": topicID(b, dev), "scenes": sceneNames(b, dev)}, err)
+		err := b.read.RefreshScenes(dev.SKU, dev.Device, func(err error) {
+			b.respond(action, req, map[string]any{"device": id, "scenes": b.sceneNames(dev.Key())}, err)
 		})
 		if err != nil {
 			b.respond(action, req, nil, err)
@@ -77,9 +75,9 @@ func (b *Bridge) handleRequest(action string, payload []byte) {
 		ok, reasons, details := b.opt.Health()
 		b.respond(action, req, map[string]any{"healthy": ok, "reasons": reasons, "details": details}, nil)
 	case "devices":
-		b.mu.Lock()
-		list := b.deviceListJSONLocked()
-		b.mu.Unlock()
+		b.mirror.mu.Lock()
+		list := b.mirror.deviceListJSONLocked()
+		b.mirror.mu.Unlock()
 		b.respond(action, req, json.RawMessage(list), nil)
 	default:
 		b.respond(action, req, nil, requestError("bridge: unknown action "+strconvQuote(action)+"; known: "+strings.Join(actions, ", ")))
@@ -87,34 +85,23 @@ func (b *Bridge) handleRequest(action string, payload []byte) {
 }
 
 // lookup finds a device by topic id or "sku/device".
-func (b *Bridge) lookup(ref string) (capability.Device, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if e, ok := b.devices[ref]; ok {
-		return e.dev, true
+func (b *Bridge) lookup(ref string) (capability.Device, string, bool) {
+	k, id, ok := b.mirror.keyOf(ref)
+	if !ok {
+		return capability.Device{}, "", false
 	}
-	if id, ok := b.byKey[ref]; ok {
-		return b.devices[id].dev, true
-	}
-	return capability.Device{}, false
-}
-
-func topicID(b *Bridge, dev capability.Device) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.byKey[key(dev.SKU, dev.Device)]
+	dev, ok := b.reg.Device(k)
+	return dev, id, ok
 }
 
 // sceneNames lists the names of a device's scenes after a refresh.
-func sceneNames(b *Bridge, dev capability.Device) map[string][]string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	e := b.entryLocked(dev)
+func (b *Bridge) sceneNames(k capability.Key) map[string][]string {
 	out := map[string][]string{}
-	if e == nil {
+	dev, ok := b.reg.Device(k)
+	if !ok {
 		return out
 	}
-	for _, c := range e.dev.Capabilities {
+	for _, c := range dev.Capabilities {
 		if c.Instance != capability.InstanceLightScene && c.Instance != capability.InstanceDIYScene && c.Instance != capability.InstanceSnapshot {
 			continue
 		}

@@ -3,6 +3,7 @@ package capability
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -864,5 +865,24 @@ func withDefaults(fields []Field, m map[string]any, temperature bool) map[string
 			delete(out, f.FieldName)
 		}
 	}
+	return out
+}
+
+// Overlay lays a partial struct value over the instance's last known one:
+// members the partial value leaves out keep their current value, so
+// {"sensitivity":80} keeps the music mode and colour already set. Anything
+// that is not an object on both sides is returned unchanged; defaults and
+// validation remain Decode's.
+func Overlay(current, partial any) any {
+	p, ok := partial.(map[string]any)
+	if !ok {
+		return partial
+	}
+	c, ok := current.(map[string]any)
+	if !ok {
+		return partial
+	}
+	out := maps.Clone(c)
+	maps.Copy(out, p)
 	return out
 }

@@ -484,3 +484,21 @@ func allFixtureCapabilities(t testing.TB) []namedCap {
 	out = append(out, namedCap{"scenes.json", fixtureScenes(t)})
 	return out
 }
+
+func TestOverlay(t *testing.T) {
+	cur := map[string]any{"musicMode": int64(1), "sensitivity": int64(60), "rgb": int64(5)}
+	got := Overlay(cur, map[string]any{"musicMode": int64(3)})
+	want := map[string]any{"musicMode": int64(3), "sensitivity": int64(60), "rgb": int64(5)}
+	if !Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if !Equal(cur["musicMode"], int64(1)) {
+		t.Error("Overlay modified the current value")
+	}
+	if !Equal(Overlay(nil, int64(4)), int64(4)) {
+		t.Error("a partial value that is not an object must pass through")
+	}
+	if !Equal(Overlay(int64(7), map[string]any{"a": int64(1)}), map[string]any{"a": int64(1)}) {
+		t.Error("an object over a non-object must pass through")
+	}
+}

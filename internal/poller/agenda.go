@@ -83,7 +83,10 @@ func (p *Poller) schedule(d *device) {
 	scenes, scenesOK := d.scenesDue()
 	switch {
 	case readOK && scenesOK:
-		d.dueAt = earliest(read, scenes)
+		d.dueAt = read
+		if scenes.Before(read) { // the zero time is "at once" here, not "never"
+			d.dueAt = scenes
+		}
 	case readOK:
 		d.dueAt = read
 	case scenesOK:

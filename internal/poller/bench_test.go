@@ -9,6 +9,7 @@ import (
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
 )
 
@@ -36,12 +37,13 @@ func (s *instantScheduler) DIYScenes(sku, device string, report func(cloud.Scene
 	return nil
 }
 
-type nopConsumer struct{}
+// nopSink hears nothing.
+type nopSink struct{}
 
-func (nopConsumer) Devices(all, added, removed []capability.Device)                  {}
-func (nopConsumer) State(dev capability.Device, online bool, changed map[string]any) {}
-func (nopConsumer) Unreachable(dev capability.Device, err error)                     {}
-func (nopConsumer) Scenes(dev capability.Device, light, diy []capability.Option)     {}
+func (nopSink) Devices(all, added, removed []capability.Device) {}
+func (nopSink) State(registry.View, map[string]any)             {}
+func (nopSink) Unreachable(registry.View, error)                {}
+func (nopSink) Scenes(registry.View)                            {}
 
 // BenchmarkIdleWake measures one wake of the poller's loop on an idle
 // account of 1000 devices at the default interval: the previous batch's
@@ -57,7 +59,7 @@ func BenchmarkIdleWake(b *testing.B) {
 		list[i] = dev(fmt.Sprintf("B%04d", i), i%2 == 0)
 	}
 	s := &instantScheduler{state: mkState("H6072", "any", true, map[string]any{capability.InstancePower: 1, capability.InstanceBrightness: 40})}
-	p := New(s, nopConsumer{}, Config{Interval: DefaultInterval, ListInterval: 365 * day}, zerolog.Nop())
+	p := New(s, registry.New(nopSink{}, zerolog.Nop()), Config{Interval: DefaultInterval, ListInterval: 365 * day}, zerolog.Nop())
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p.mu.Lock()
 	p.onList(now, list, nil)

@@ -15,6 +15,7 @@ import (
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
 )
 
@@ -154,7 +155,7 @@ func (f *fakeScheduler) count(kind string) int {
 	return len(f.filter(func(c call) bool { return c.kind == kind }))
 }
 
-// event is one call the consumer received.
+// event is one call the registry's sink received.
 type event struct {
 	kind          string // "devices", "state", "unreachable", "scenes"
 	device        string
@@ -190,16 +191,28 @@ func (c *fakeConsumer) Devices(all, added, removed []capability.Device) {
 	c.add(event{kind: "devices", all: ids(all), add: ids(added), rem: ids(removed)})
 }
 
-func (c *fakeConsumer) State(dev capability.Device, online bool, changed map[string]any) {
-	c.add(event{kind: "state", device: dev.Device, online: online, changed: maps.Clone(changed)})
+func (c *fakeConsumer) State(v registry.View, changed map[string]any) {
+	c.add(event{kind: "state", device: v.Device.Device, online: v.Online, changed: maps.Clone(changed)})
 }
 
-func (c *fakeConsumer) Unreachable(dev capability.Device, err error) {
-	c.add(event{kind: "unreachable", device: dev.Device, err: err})
+func (c *fakeConsumer) Unreachable(v registry.View, err error) {
+	c.add(event{kind: "unreachable", device: v.Device.Device, err: err})
 }
 
-func (c *fakeConsumer) Scenes(dev capability.Device, light, diy []capability.Option) {
-	c.add(event{kind: "scenes", device: dev.Device, light: len(light), diy: len(diy)})
+func (c *fakeConsumer) Scenes(v registry.View) {
+	light, diy := sceneOptions(v.Device)
+	c.add(event{kind: "scenes", device: v.Device.Device, light: len(light), diy: len(diy)})
+}
+
+// sceneOptions are the options of the device's scene capabilities.
+func sceneOptions(d capability.Device) (light, diy []capability.Option) {
+	if c, ok := d.Capability(capability.InstanceLightScene); ok && c.Parameters != nil {
+		light = c.Parameters.Options
+	}
+	if c, ok := d.Capability(capability.InstanceDIYScene); ok && c.Parameters != nil {
+		diy = c.Parameters.Options
+	}
+	return light, diy
 }
 
 func (c *fakeConsumer) of(kind, device string) []event {
@@ -274,6 +287,7 @@ func (l *logBuffer) contains(s string) bool { return strings.Contains(l.String()
 // harness runs a poller in the test's bubble; stop ends it and waits.
 type harness struct {
 	p    *Poller
+	reg  *registry.Registry
 	f    *fakeScheduler
 	c    *fakeConsumer
 	logs *logBuffer
@@ -285,10 +299,11 @@ func start(t *testing.T, f *fakeScheduler, cfg Config) *harness {
 	t.Helper()
 	c := &fakeConsumer{}
 	logs := &logBuffer{}
-	p := New(f, c, cfg, zerolog.New(logs))
+	reg := registry.New(c, zerolog.New(logs))
+	p := New(f, reg, cfg, zerolog.New(logs))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	h := &harness{p: p, f: f, c: c, logs: logs, t0: time.Now()}
+	h := &harness{p: p, reg: reg, f: f, c: c, logs: logs, t0: time.Now()}
 	go func() { done <- p.Run(ctx) }()
 	var once sync.Once
 	h.stop = func() {
@@ -328,3 +343,26 @@ func (o *outcome) get() (at time.Time, once bool, err error) {
 
 // The real scheduler satisfies the poller's interface of it.
 var _ Scheduler = (*scheduler.Scheduler)(nil)
+
+// snapshot is the registry's values of a device, whether it was online at
+// the last read, and whether a read succeeded.
+func (h *harness) snapshot(sku, device string) (values map[string]any, online, known bool) {
+	v, ok := h.reg.Snapshot(capability.Key{SKU: sku, Device: device})
+	if !ok {
+		return nil, false, false
+	}
+	return v.Values, v.Online, v.Read
+}
+
+// setOptimistic records command values in the registry, as the bridge does.
+func (h *harness) setOptimistic(sku, device string, values map[string]any) {
+	for inst, v := range values {
+		h.reg.SetOptimistic(capability.Key{SKU: sku, Device: device}, inst, v)
+	}
+}
+
+// scenes are the registry's scene lists of a device.
+func (h *harness) scenes(sku, device string) (light, diy []capability.Option) {
+	d, _ := h.reg.Device(capability.Key{SKU: sku, Device: device})
+	return sceneOptions(d)
+}

@@ -10,6 +10,7 @@ import (
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
 )
 
@@ -158,7 +159,7 @@ func TestLateWakesKeepTheGrid(t *testing.T) {
 	var now time.Time
 	s := &recordingScheduler{now: &now}
 	s.state = mkState("H6072", "any", true, map[string]any{capability.InstancePower: 1})
-	p := New(s, nopConsumer{}, Config{Interval: DefaultInterval, ListInterval: 365 * day}, zerolog.Nop())
+	p := New(s, registry.New(nopSink{}, zerolog.Nop()), Config{Interval: DefaultInterval, ListInterval: 365 * day}, zerolog.Nop())
 	first := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	now = first.Add(-300 * time.Millisecond) // the list arrives off the grid, before first
 	p.mu.Lock()

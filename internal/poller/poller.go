@@ -1,6 +1,6 @@
 // Package poller decides when each device's state, the device list and the
-// scenes are read, and is the single store of every device's last known
-// values: it hands only what changed to its Consumer (the MQTT side).
+// scenes are read, and writes what it reads into the registry (the single
+// store of device state, which tells the MQTT side what changed).
 //
 // It never talks to the cloud itself: every request goes through the
 // scheduler, which owns the request budgets and retries single requests.
@@ -10,18 +10,16 @@
 //
 // Periodic reads and scene rounds are batched on a one-second grid (see
 // readGrid): the devices due in the same second go out in one wake of the
-// loop, about 17 at a time at 1000 devices and 60 s, instead of one wake
-// every 60 ms. Waking up costs far more than the reads themselves, so this
-// is what keeps an idle daemon cheap. Reads a user waits for (confirming
-// reads after commands, reads and refreshes on request) are not batched.
+// loop instead of one wake each. Waking up costs far more than the reads
+// themselves, so this is what keeps an idle daemon cheap. Reads a user
+// waits for (confirming reads after commands, reads and refreshes on
+// request) are not batched.
 package poller
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -30,6 +28,7 @@ import (
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
 )
 
@@ -44,29 +43,16 @@ type Scheduler interface {
 	DIYScenes(sku, device string, report func(cloud.Scenes, error)) error
 }
 
-// Consumer receives what the poller learns. Its methods are called from the
-// poller's goroutine, one at a time and in order, and must not block (hand
-// over to a queue); they may call the poller's methods. Slices and maps
-// passed in are the consumer's to keep but must not be modified.
-type Consumer interface {
-	// Devices is called after the first device list and whenever the list
-	// changes (devices, names, capability definitions): all is the list in
-	// the cloud's order, added and removed are the devices that came and went.
-	Devices(all, added, removed []capability.Device)
-	// State is called with the values that changed (all of them on the
-	// first read) and whenever online changes, also when nothing else did.
-	// online false means the values are historical.
-	State(dev capability.Device, online bool, changed map[string]any)
-	// Unreachable is called once after FailuresBeforeUnreachable reads in a
-	// row failed; the next good read calls State.
-	Unreachable(dev capability.Device, err error)
-	// Scenes is called after a scene fetch that changed the device's light
-	// scenes or DIY scenes (and after the first one): both lists, nil for a
-	// kind the device does not have. The lists are the poller's own, not
-	// copies (a large account has thousands of scenes): the poller never
-	// modifies them, only replaces them, and the consumer must not modify
-	// them either, nor the options' values.
-	Scenes(dev capability.Device, light, diy []capability.Option)
+// Store is what the poller needs of internal/registry: it writes every
+// outcome there. Its methods are called from the poller's goroutine with the
+// poller locked, so whatever the store calls in turn must never call the
+// poller.
+type Store interface {
+	SetDevices(list []capability.Device) registry.ListChange
+	Seq() uint64
+	ApplyState(k capability.Key, st cloud.DeviceState, sentSeq uint64)
+	MarkUnreachable(k capability.Key, err error)
+	SetScenes(k capability.Key, light []capability.Option, lightOK bool, diy []capability.Option, diyOK bool)
 }
 
 // MinInterval is the shortest poll interval: the cloud allows 30 state
@@ -166,18 +152,12 @@ var (
 
 // Stats is a snapshot of the poller for metrics and the health endpoint.
 type Stats struct {
-	Devices     int           // devices in the list
-	Offline     int           // devices whose last read said offline
-	Unreachable int           // devices whose last FailuresBeforeUnreachable reads failed
-	Interval    time.Duration // current poll interval of online devices
-	Reads       uint64        // state reads completed since start, ok or not
-	ReadErrors  uint64        // of which failed
-	Plan        Plan          // the arithmetic behind Interval
+	Devices    int           // devices in the list
+	Interval   time.Duration // current poll interval of online devices
+	Reads      uint64        // state reads completed since start, ok or not
+	ReadErrors uint64        // of which failed
+	Plan       Plan          // the arithmetic behind Interval
 }
-
-type key struct{ sku, device string }
-
-func keyOf(d capability.Device) key { return key{d.SKU, d.Device} }
 
 // device is everything the poller knows and plans about one device.
 // Guarded by Poller.mu.
@@ -190,27 +170,22 @@ type device struct {
 	order int       // index in Poller.list: same-instant reads go out in list order
 	slot  int       // index in Poller.agenda, -1 when not in it
 	dueAt time.Time // when it next needs the loop: its key in Poller.agenda
+	// failedReads counts failed reads in a row: enough of them make the
+	// device unreachable. backoffReads counts offline or failed reads in a
+	// row, but not those the API key failed (the account's fault, not the
+	// device's): each doubles the device's interval.
+	failedReads     int
+	backoffReads    int
+	nextPoll        time.Time
+	lastSent        time.Time
+	sentSeq         uint64 // the store's Seq when the read in flight was sent
+	inFlight        bool
+	readNow         bool
+	confirmFirst    time.Time     // first Confirm of the pending burst
+	confirmDue      time.Time     // zero: no confirm pending
+	nextReadWaiters []func(error) // ReadNow callers of the read not yet sent
+	inFlightWaiters []func(error) // ReadNow callers of the read in flight
 
-	values      map[string]any
-	optimistic  map[string]uint64 // instance → seq of the SetOptimistic that set it
-	online      bool
-	known       bool // a read succeeded
-	unreachable bool
-	failures    int // failed reads in a row
-	streak      int // offline or failed reads in a row: the back-off
-
-	nextPoll     time.Time
-	lastSent     time.Time
-	sentSeq      uint64 // seq when the read in flight was sent
-	inFlight     bool
-	readNow      bool
-	confirmFirst time.Time     // first Confirm of the pending burst
-	confirmDue   time.Time     // zero: no confirm pending
-	readWaiters  []func(error) // ReadNow callers of the read not yet sent
-	flightWaiter []func(error) // ReadNow callers of the read in flight
-
-	light, diy    []capability.Option
-	scenesKnown   bool
 	scenesWanted  bool // RefreshScenes asked for a round
 	nextScenes    time.Time
 	round         *sceneRound // the round in flight, nil when none
@@ -239,14 +214,14 @@ func (d *device) setDev(dev capability.Device) {
 	_, d.withDIY = dev.Capability(capability.InstanceDIYScene)
 }
 
-// Poller reads devices on a schedule through a Scheduler and reports changes
-// to a Consumer. Create it with New and start it with Run; its methods are
-// safe for concurrent use.
+// Poller reads devices on a schedule through a Scheduler and writes what it
+// reads into a Store. Create it with New and start it with Run; its methods
+// are safe for concurrent use.
 type Poller struct {
-	s   Scheduler
-	c   Consumer
-	cfg Config
-	log zerolog.Logger
+	s     Scheduler
+	store Store
+	cfg   Config
+	log   zerolog.Logger
 
 	kick chan struct{}
 
@@ -255,19 +230,16 @@ type Poller struct {
 	drained []func(now time.Time) // the last queue applied, reused; only the loop touches it
 	qclosed bool
 
-	mu       sync.Mutex
-	running  bool
-	stopped  bool
-	seq      uint64
-	interval time.Duration
-	plan     Plan
-	devices  map[key]*device
-	list     []capability.Device // the last list, cloud order, without duplicates
-	listed   bool                // a list has arrived
-	agenda   agenda              // the devices by when they next need the loop
-	batch    []*device           // the devices due in this step, reused
-
+	mu            sync.Mutex
+	running       bool
+	stopped       bool
+	interval      time.Duration
+	plan          Plan
+	devices       map[capability.Key]*device
+	agenda        agenda    // the devices by when they next need the loop
+	batch         []*device // the devices due in this step, reused
 	nextList      time.Time
+	listedOnce    bool // a list has arrived
 	listInFlight  bool
 	listFailures  int
 	listWanted    bool
@@ -277,25 +249,22 @@ type Poller struct {
 	progress   time.Time
 	reads      uint64
 	readErrors uint64
-
-	effects []func() // consumer calls and callbacks, run by the loop after unlocking
+	effects    []func() // callbacks, run by the loop after unlocking
 }
 
-// New returns a poller that asks s for every request and tells c what
-// changed. Nothing happens before Run.
-func New(s Scheduler, c Consumer, cfg Config, log zerolog.Logger) *Poller {
+// New returns a poller that asks s for every request and writes what it
+// reads into store. Nothing happens before Run.
+func New(s Scheduler, store Store, cfg Config, log zerolog.Logger) *Poller {
 	if cfg.Interval > 0 && cfg.Interval < MinInterval {
 		log.Warn().Stringer("configured", cfg.Interval).Stringer("used", MinInterval).
 			Msg("poller: POLL_INTERVAL is below the cloud's limit of one state read per device every 2 s; using 2 s")
 	}
 	cfg = cfg.withDefaults()
 	interval, plan := PlanInterval(0, cfg)
-	return &Poller{
-		s: s, c: c, cfg: cfg, log: log,
+	return &Poller{s: s, store: store, cfg: cfg, log: log,
 		kick:     make(chan struct{}, 1),
 		interval: interval,
-		plan:     plan,
-		devices:  make(map[key]*device),
+		plan:     plan, devices: make(map[capability.Key]*device),
 	}
 }
 
@@ -330,8 +299,8 @@ func (p *Poller) Run(ctx context.Context) error {
 	}
 }
 
-// cycle applies the scheduler's reports, sends what is due and calls the
-// consumer; it returns when it next has something to do. clock is
+// cycle applies the scheduler's reports, sends what is due and runs the
+// callbacks; it returns when it next has something to do. clock is
 // time.Now but for benchmarks.
 func (p *Poller) cycle(clock func() time.Time) time.Time {
 	p.qmu.Lock()
@@ -371,10 +340,10 @@ func (p *Poller) stop() {
 	waiters = append(waiters, p.listInFlightW...)
 	p.listWaiters, p.listInFlightW = nil, nil
 	for _, d := range p.devices {
-		waiters = append(waiters, d.readWaiters...)
-		waiters = append(waiters, d.flightWaiter...)
+		waiters = append(waiters, d.nextReadWaiters...)
+		waiters = append(waiters, d.inFlightWaiters...)
 		waiters = append(waiters, d.sceneWaiters...)
-		d.readWaiters, d.flightWaiter, d.sceneWaiters = nil, nil, nil
+		d.nextReadWaiters, d.inFlightWaiters, d.sceneWaiters = nil, nil, nil
 		if d.round != nil {
 			waiters = append(waiters, d.round.waiters...)
 			d.round.waiters = nil
@@ -403,7 +372,7 @@ func (p *Poller) wake() {
 	}
 }
 
-// emit queues a consumer call or callback for after the lock is released.
+// emit queues a callback for after the lock is released.
 func (p *Poller) emit(f func()) { p.effects = append(p.effects, f) }
 
 func (p *Poller) emitDone(waiters []func(error), err error) {
@@ -427,19 +396,12 @@ func (p *Poller) step(now time.Time) time.Time {
 	clear(batch) // keeps no removed device alive
 	wake := now.Add(day)
 	if !p.listInFlight {
-		wake = earliest(wake, p.nextList)
+		wake = scheduler.Earliest(wake, p.nextList)
 	}
 	if len(p.agenda) > 0 {
-		wake = earliest(wake, p.agenda[0].dueAt)
+		wake = scheduler.Earliest(wake, p.agenda[0].dueAt)
 	}
 	return wake
-}
-
-func earliest(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }
 
 // stepRead sends the device's state read if one is due. The caller
@@ -454,10 +416,9 @@ func (p *Poller) stepRead(now time.Time, d *device) {
 		prio = scheduler.PriorityConfirm
 		d.confirmDue, d.confirmFirst = time.Time{}, time.Time{}
 	}
-	waiters := d.readWaiters
-	d.readNow, d.readWaiters = false, nil
-	p.seq++
-	sentSeq := p.seq
+	waiters := d.nextReadWaiters
+	d.readNow, d.nextReadWaiters = false, nil
+	sentSeq := p.store.Seq()
 	err := p.s.State(d.dev.SKU, d.dev.Device, prio, func(st cloud.DeviceState, err error) {
 		p.post(func(now time.Time) { p.onState(now, d, st, err) })
 	})
@@ -472,7 +433,7 @@ func (p *Poller) stepRead(now time.Time, d *device) {
 	d.inFlight = true
 	d.lastSent = now
 	d.sentSeq = sentSeq
-	d.flightWaiter = waiters
+	d.inFlightWaiters = waiters
 }
 
 func latest(a, b time.Time) time.Time {
@@ -487,32 +448,34 @@ func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err err
 	p.progress = now
 	p.reads++
 	d.inFlight = false
-	waiters := d.flightWaiter
-	d.flightWaiter = nil
-	if p.devices[keyOf(d.dev)] != d {
+	waiters := d.inFlightWaiters
+	d.inFlightWaiters = nil
+	if p.devices[d.dev.Key()] != d {
 		p.emitDone(waiters, fmt.Errorf("poller: read %s: %w", d.dev, ErrRemoved))
 		return
 	}
 	if err != nil {
 		p.readErrors++
-		d.failures++
+		d.failedReads++
 		// A refused API key is the account's problem, not the device's: the
 		// scheduler already holds every request back for a while, and
 		// backing the device off on top would delay its recovery by up to
 		// the back-off after the key is accepted again.
 		if !cloud.IsAuth(err) {
-			d.streak++
+			d.backoffReads++
 		}
-		p.log.Debug().Err(err).Stringer("device", d.dev).Int("failures", d.failures).Msg("poller: state read failed")
-		if d.failures >= p.cfg.FailuresBeforeUnreachable && !d.unreachable {
-			d.unreachable = true
-			p.log.Warn().Err(err).Stringer("device", d.dev).Int("failures", d.failures).
-				Msg("poller: device unreachable; reading it less often until a read succeeds")
-			dev := d.dev
-			p.emit(func() { p.c.Unreachable(dev, err) })
+		p.log.Debug().Err(err).Stringer("device", d.dev).Int("failures", d.failedReads).Msg("poller: state read failed")
+		if d.failedReads >= p.cfg.FailuresBeforeUnreachable {
+			p.store.MarkUnreachable(d.dev.Key(), err)
 		}
 	} else {
-		p.applyState(d, st)
+		d.failedReads = 0
+		if online, known := st.Online(); online || !known {
+			d.backoffReads = 0
+		} else {
+			d.backoffReads++ // offline: read it less often
+		}
+		p.store.ApplyState(d.dev.Key(), st, d.sentSeq)
 	}
 	// Every read, whatever its reason, puts the next periodic read one
 	// interval later, on the grid: a confirming read takes the periodic
@@ -529,69 +492,11 @@ func wrapRead(dev capability.Device, err error) error {
 	return fmt.Errorf("poller: read %s: %w", dev, err)
 }
 
-// applyState stores a good read and tells the consumer what changed.
-func (p *Poller) applyState(d *device, st cloud.DeviceState) {
-	online, ok := st.Online()
-	if !ok {
-		online = true // no online capability: the values are all we know
-	}
-	first := !d.known
-	var changed map[string]any // made on the first change: most reads change nothing
-	for inst, v := range st.Values() {
-		if seq, ok := d.optimistic[inst]; ok {
-			if d.sentSeq < seq {
-				// Sent before the command whose optimistic value is stored:
-				// it cannot know of it. The confirming read decides.
-				continue
-			}
-			delete(d.optimistic, inst)
-		}
-		old, had := d.values[inst]
-		if first || !had || !capability.Equal(old, v) {
-			if changed == nil {
-				changed = make(map[string]any)
-			}
-			changed[inst] = v
-			d.values[inst] = v
-		}
-	}
-	onlineChanged := first || d.unreachable || online != d.online
-	if d.unreachable {
-		p.log.Info().Stringer("device", d.dev).Msg("poller: device reachable again")
-	}
-	if online != d.online && d.known {
-		p.log.Info().Stringer("device", d.dev).Bool("online", online).Msg("poller: device online state changed")
-	}
-	d.known, d.online = true, online
-	d.failures, d.unreachable = 0, false
-	if online {
-		d.streak = 0
-	} else {
-		d.streak++
-	}
-	if len(changed) > 0 || onlineChanged {
-		if changed == nil {
-			changed = map[string]any{}
-		}
-		dev := d.dev
-		p.emit(func() { p.c.State(dev, online, changed) })
-	}
-}
-
 // deviceInterval is the device's current interval: the poll interval, or
 // for a device offline or failing n reads in a row, the interval doubled
 // n-1 times, up to OfflineMaxInterval (never below the poll interval).
 func (p *Poller) deviceInterval(d *device) time.Duration {
-	return backoff(p.interval, max(p.cfg.OfflineMaxInterval, p.interval), d.streak)
-}
-
-// backoff is base after n ≤ 1 failures, doubled for each further one, capped at limit.
-func backoff(base, limit time.Duration, n int) time.Duration {
-	d := base
-	for i := 1; i < n && d < limit; i++ {
-		d *= 2
-	}
-	return min(d, limit)
+	return scheduler.Backoff(p.interval, max(p.cfg.OfflineMaxInterval, p.interval), d.backoffReads)
 }
 
 // sendList asks for the device list.
@@ -619,13 +524,13 @@ func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 	p.listInFlightW = nil
 	if err != nil {
 		p.listFailures++
-		retry := backoff(listRetry, p.cfg.ListInterval, p.listFailures)
+		retry := scheduler.Backoff(listRetry, p.cfg.ListInterval, p.listFailures)
 		if cloud.IsAuth(err) {
 			retry = max(retry, listAuthRetry)
 		}
 		p.nextList = now.Add(retry)
 		ev := p.log.Warn()
-		if p.listed {
+		if p.listedOnce {
 			ev = p.log.Info() // we have a list; it is only getting older
 		}
 		ev.Err(err).Int("failures", p.listFailures).Stringer("retry_in", retry).
@@ -635,83 +540,45 @@ func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 	}
 	p.listFailures = 0
 	p.nextList = now.Add(p.cfg.ListInterval)
+	p.listedOnce = true
 
-	var (
-		all     []capability.Device
-		added   []capability.Device
-		removed []capability.Device
-		changed bool
-		seen    = make(map[key]bool, len(list))
-	)
-	for _, dev := range list {
-		k := keyOf(dev)
-		if dev.SKU == "" || dev.Device == "" {
-			p.log.Warn().Str("sku", dev.SKU).Str("device", dev.Device).Msg("poller: ignoring a listed device without sku or id")
-			continue
+	ch := p.store.SetDevices(list)
+	for _, dev := range ch.Changed {
+		d := p.devices[dev.Key()]
+		hadScenes := d.hasLight() || d.hasDIY()
+		d.setDev(dev)
+		if !hadScenes && (d.hasLight() || d.hasDIY()) {
+			d.nextScenes = onGrid(now)
 		}
-		if seen[k] {
-			p.log.Warn().Stringer("device", dev).Msg("poller: device listed twice; keeping the first")
-			continue
-		}
-		seen[k] = true
-		all = append(all, dev)
-		d := p.devices[k]
-		if d == nil {
-			added = append(added, dev)
-			continue
-		}
-		if !reflect.DeepEqual(d.dev, dev) {
-			changed = true
-			hadScenes := d.hasLight() || d.hasDIY()
-			d.setDev(dev)
-			if !hadScenes && (d.hasLight() || d.hasDIY()) {
-				d.nextScenes = onGrid(now)
-			}
-			p.schedule(d) // it may have gained or lost its scenes
-		}
+		p.schedule(d) // it may have gained or lost its scenes
 	}
-	for _, old := range p.list {
-		k := keyOf(old)
-		if seen[k] {
-			continue
-		}
-		d := p.devices[k]
-		removed = append(removed, d.dev)
-		delete(p.devices, k)
+	for _, dev := range ch.Removed {
+		d := p.devices[dev.Key()]
+		delete(p.devices, dev.Key())
 		p.unschedule(d)
-		p.emitDone(slices.Concat(d.readWaiters, d.sceneWaiters), fmt.Errorf("poller: %s: %w", d.dev, ErrRemoved))
-		d.readWaiters, d.sceneWaiters = nil, nil
+		p.emitDone(slices.Concat(d.nextReadWaiters, d.sceneWaiters), fmt.Errorf("poller: %s: %w", d.dev, ErrRemoved))
+		d.nextReadWaiters, d.sceneWaiters = nil, nil
 	}
-	first := !p.listed
-	p.listed = true
-	p.list = all
-	if len(added) > 0 || len(removed) > 0 || first {
-		p.replan(len(all))
+	if len(ch.Added) > 0 || len(ch.Removed) > 0 || ch.First {
+		p.replan(len(ch.All))
 	}
 	// Spread the new devices' first reads evenly over the grid instants of
 	// one interval, in list order: so a start is no burst, and the batches
 	// differ by at most one device.
 	base, slots := onGrid(now), max(int64(p.interval/readGrid), 1)
-	for i, dev := range added {
-		at := base.Add(time.Duration(int64(i)*slots/int64(len(added))) * readGrid)
-		d := &device{
-			values:     make(map[string]any),
-			optimistic: make(map[string]uint64),
-			nextPoll:   at,
-			nextScenes: at,
-			slot:       -1,
-		}
+	for i, dev := range ch.Added {
+		at := base.Add(time.Duration(int64(i)*slots/int64(len(ch.Added))) * readGrid)
+		d := &device{nextPoll: at, nextScenes: at, slot: -1}
 		d.setDev(dev)
-		p.devices[keyOf(dev)] = d
+		p.devices[dev.Key()] = d
 		p.schedule(d)
 	}
-	for i, dev := range all {
-		p.devices[keyOf(dev)].order = i
+	for i, dev := range ch.All {
+		p.devices[dev.Key()].order = i
 	}
-	if first || changed || len(added) > 0 || len(removed) > 0 {
-		p.log.Info().Int("devices", len(all)).Int("added", len(added)).Int("removed", len(removed)).
+	if ch.Any() {
+		p.log.Info().Int("devices", len(ch.All)).Int("added", len(ch.Added)).Int("removed", len(ch.Removed)).
 			Msg("poller: device list changed")
-		p.emit(func() { p.c.Devices(all, added, removed) })
 	}
 	p.emitDone(waiters, nil)
 }
@@ -783,13 +650,13 @@ func (p *Poller) onScenes(now time.Time, d *device, diyKind bool, sc cloud.Scene
 		return
 	}
 	d.round = nil
-	if p.devices[keyOf(d.dev)] != d {
+	if p.devices[d.dev.Key()] != d {
 		p.emitDone(r.waiters, fmt.Errorf("poller: scenes of %s: %w", d.dev, ErrRemoved))
 		return
 	}
 	if r.err != nil {
 		d.sceneFailures++
-		retry := backoff(sceneRetry, p.cfg.SceneInterval, d.sceneFailures)
+		retry := scheduler.Backoff(sceneRetry, p.cfg.SceneInterval, d.sceneFailures)
 		d.nextScenes = onGrid(now.Add(retry))
 		p.log.Info().Err(r.err).Stringer("device", d.dev).Stringer("retry_in", retry).Msg("poller: scene fetch failed")
 	} else {
@@ -797,22 +664,7 @@ func (p *Poller) onScenes(now time.Time, d *device, diyKind bool, sc cloud.Scene
 		d.nextScenes = onGrid(now.Add(p.cfg.SceneInterval))
 	}
 	p.schedule(d)
-	changed := false
-	if r.lightOK && (!d.scenesKnown || !optionsEqual(d.light, r.light)) {
-		d.light, changed = r.light, true
-	}
-	if r.diyOK && (!d.scenesKnown || !optionsEqual(d.diy, r.diy)) {
-		d.diy, changed = r.diy, true
-	}
-	if r.lightOK || r.diyOK {
-		d.scenesKnown = true
-	}
-	if changed {
-		// The stored lists are never modified, only replaced: the
-		// consumer shares them (see Consumer.Scenes).
-		dev, light, diy := d.dev, d.light, d.diy
-		p.emit(func() { p.c.Scenes(dev, light, diy) })
-	}
+	p.store.SetScenes(d.dev.Key(), r.light, r.lightOK, r.diy, r.diyOK)
 	var roundErr error
 	if r.err != nil {
 		roundErr = fmt.Errorf("poller: scenes of %s: %w", d.dev, r.err)
@@ -820,19 +672,12 @@ func (p *Poller) onScenes(now time.Time, d *device, diyKind bool, sc cloud.Scene
 	p.emitDone(r.waiters, roundErr)
 }
 
-func optionsEqual(a, b []capability.Option) bool {
-	if len(a) == 0 && len(b) == 0 {
-		return true
-	}
-	return reflect.DeepEqual(a, b)
-}
-
 // lookup returns the device or an error naming it. Called with p.mu held.
 func (p *Poller) lookup(sku, id string) (*device, error) {
 	if p.stopped {
 		return nil, ErrStopped
 	}
-	d := p.devices[key{sku, id}]
+	d := p.devices[capability.Key{SKU: sku, Device: id}]
 	if d == nil {
 		return nil, fmt.Errorf("%w %s/%s: not in the cloud's device list (refresh the device list if it was just added)", ErrUnknownDevice, sku, id)
 	}
@@ -854,7 +699,7 @@ func (p *Poller) Confirm(sku, device string) {
 	if d.confirmDue.IsZero() {
 		d.confirmFirst = now
 	}
-	d.confirmDue = earliest(now.Add(p.cfg.ConfirmDelay), d.confirmFirst.Add(confirmWindow*p.cfg.ConfirmDelay))
+	d.confirmDue = scheduler.Earliest(now.Add(p.cfg.ConfirmDelay), d.confirmFirst.Add(confirmWindow*p.cfg.ConfirmDelay))
 	p.schedule(d)
 	p.wake()
 }
@@ -873,7 +718,7 @@ func (p *Poller) ReadNow(sku, device string, done func(error)) error {
 	}
 	d.readNow = true
 	if done != nil {
-		d.readWaiters = append(d.readWaiters, done)
+		d.nextReadWaiters = append(d.nextReadWaiters, done)
 	}
 	p.schedule(d)
 	p.wake()
@@ -917,61 +762,6 @@ func (p *Poller) RefreshScenes(sku, device string, done func(error)) error {
 	return nil
 }
 
-// SetOptimistic records values the bridge published after a successful
-// command, as if read. A later read that agrees changes nothing; one that
-// disagrees reports the correction. A read already in flight when the
-// values were set is ignored for them. Empty strings and unknown devices
-// are ignored.
-func (p *Poller) SetOptimistic(sku, device string, values map[string]any) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	d, err := p.lookup(sku, device)
-	if err != nil {
-		return
-	}
-	p.seq++
-	for inst, v := range values {
-		if s, ok := v.(string); ok && s == "" {
-			continue
-		}
-		d.values[inst] = capability.NormalizeValue(v)
-		d.optimistic[inst] = p.seq
-	}
-}
-
-// Snapshot returns the device's last known values (a copy of the map; do
-// not modify the values), whether it was online at the last read, and
-// whether any read of it has succeeded.
-func (p *Poller) Snapshot(sku, device string) (values map[string]any, online, known bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	d := p.devices[key{sku, device}]
-	if d == nil {
-		return nil, false, false
-	}
-	return maps.Clone(d.values), d.online, d.known
-}
-
-// Devices returns the current device list in the cloud's order.
-func (p *Poller) Devices() []capability.Device {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.list)
-}
-
-// Scenes returns the device's last fetched light and DIY scenes: copies of
-// the lists, which the caller may modify (not the options' values, which
-// are shared).
-func (p *Poller) Scenes(sku, device string) (light, diy []capability.Option) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	d := p.devices[key{sku, device}]
-	if d == nil {
-		return nil, nil
-	}
-	return slices.Clone(d.light), slices.Clone(d.diy)
-}
-
 // Progress returns when the poller last made progress: a state read, list
 // or scene fetch completed, ok or not (or Run started). A watchdog that
 // sees it stand still for several intervals knows the loop is stuck.
@@ -985,14 +775,5 @@ func (p *Poller) Progress() time.Time {
 func (p *Poller) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	st := Stats{Devices: len(p.devices), Interval: p.interval, Reads: p.reads, ReadErrors: p.readErrors, Plan: p.plan}
-	for _, d := range p.devices {
-		if d.known && !d.online {
-			st.Offline++
-		}
-		if d.unreachable {
-			st.Unreachable++
-		}
-	}
-	return st
+	return Stats{Devices: len(p.devices), Interval: p.interval, Reads: p.reads, ReadErrors: p.readErrors, Plan: p.plan}
 }

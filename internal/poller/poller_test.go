@@ -303,7 +303,7 @@ func TestOfflineBackoffAndRecovery(t *testing.T) {
 		})
 		h := start(t, f, Config{Interval: time.Minute, OfflineMaxInterval: 10 * time.Minute})
 		time.Sleep(2000 * time.Second)
-		if st := h.p.Stats(); st.Offline != 1 {
+		if st := h.reg.Stats(); st.Offline != 1 {
 			t.Errorf("stats while offline: %+v, want 1 offline", st)
 		}
 		time.Sleep(2900*time.Second - 2000*time.Second)
@@ -335,7 +335,7 @@ func TestUnreachableAfterFailuresAndRecovery(t *testing.T) {
 		})
 		h := start(t, f, Config{Interval: time.Minute})
 		time.Sleep(500 * time.Second)
-		if st := h.p.Stats(); st.Unreachable != 1 || st.ReadErrors != 4 {
+		if st, reg := h.p.Stats(), h.reg.Stats(); reg.Unreachable != 1 || st.ReadErrors != 4 {
 			t.Errorf("stats %+v, want 1 unreachable after 4 errors", st)
 		}
 		time.Sleep(1000*time.Second - 500*time.Second)
@@ -377,7 +377,7 @@ func TestDeviceListChanges(t *testing.T) {
 		if _, once, err := refresh.get(); err != nil || !once {
 			t.Errorf("RefreshDevices reported %v (once: %v)", err, once)
 		}
-		if got := h.p.Devices(); len(got) != 2 || got[0].Name != "hall" {
+		if got := h.reg.Devices(); len(got) != 2 || got[0].Name != "hall" {
 			t.Errorf("Devices() = %v", got)
 		}
 		h.stop()
@@ -406,7 +406,7 @@ func TestDeviceListChanges(t *testing.T) {
 		if got := f.reads("C"); len(got) == 0 || got[0].at.Sub(h.t0) != 10*time.Minute {
 			t.Errorf("new device's reads %v, want the first when it appeared at 10m", offsets(h.t0, got))
 		}
-		if _, _, known := h.p.Snapshot("H6072", "A"); known {
+		if _, _, known := h.snapshot("H6072", "A"); known {
 			t.Error("removed device still has a snapshot")
 		}
 	})
@@ -472,7 +472,7 @@ func TestOnlyChangedValuesReachConsumer(t *testing.T) {
 			t.Errorf("second event %v, want only brightness 80", ev[1].changed)
 		}
 		// The 4th read's "" (not queryable) neither reported nor erased.
-		vals, online, known := h.p.Snapshot("H6072", "D00")
+		vals, online, known := h.snapshot("H6072", "D00")
 		if !known || !online || !capability.Equal(vals[capability.InstanceBrightness], int64(80)) {
 			t.Errorf("snapshot %v online %v known %v, want brightness 80 kept", vals, online, known)
 		}
@@ -487,7 +487,7 @@ func TestEmptyStringNeverReported(t *testing.T) {
 		})
 		h := start(t, f, Config{})
 		synctest.Wait()
-		h.p.SetOptimistic("H6072", "D00", map[string]any{capability.InstanceWorkMode: ""})
+		h.setOptimistic("H6072", "D00", map[string]any{capability.InstanceWorkMode: ""})
 		h.stop()
 		ev := h.c.of("state", "D00")
 		if len(ev) != 1 {
@@ -496,7 +496,7 @@ func TestEmptyStringNeverReported(t *testing.T) {
 		if _, ok := ev[0].changed[capability.InstanceColorRGB]; ok {
 			t.Errorf("an empty-string value was reported: %v", ev[0].changed)
 		}
-		vals, _, _ := h.p.Snapshot("H6072", "D00")
+		vals, _, _ := h.snapshot("H6072", "D00")
 		if _, ok := vals[capability.InstanceColorRGB]; ok {
 			t.Errorf("an empty-string value was stored: %v", vals)
 		}
@@ -517,25 +517,26 @@ func TestOptimisticValues(t *testing.T) {
 		time.Sleep(10 * time.Second)
 
 		// A command the device obeyed: the confirming read agrees.
-		h.p.SetOptimistic("H6072", "D00", map[string]any{capability.InstancePower: 1})
+		h.setOptimistic("H6072", "D00", map[string]any{capability.InstancePower: 1})
 		power = 1
 		h.p.Confirm("H6072", "D00")
 		time.Sleep(10 * time.Second)
-		if ev := h.c.of("state", "D00"); len(ev) != 1 {
-			t.Errorf("a confirming read that agrees produced events %+v", ev[1:])
+		// Events: the first read, the optimistic value; the read adds none.
+		if ev := h.c.of("state", "D00"); len(ev) != 2 {
+			t.Errorf("a confirming read that agrees produced events %+v", ev[2:])
 		}
-		if vals, _, _ := h.p.Snapshot("H6072", "D00"); !capability.Equal(vals[capability.InstancePower], int64(1)) {
+		if vals, _, _ := h.snapshot("H6072", "D00"); !capability.Equal(vals[capability.InstancePower], int64(1)) {
 			t.Errorf("snapshot %v, want the optimistic power 1", vals)
 		}
 
 		// A command the device did not apply: the correction is reported.
-		h.p.SetOptimistic("H6072", "D00", map[string]any{capability.InstanceBrightness: 30})
+		h.setOptimistic("H6072", "D00", map[string]any{capability.InstanceBrightness: 30})
 		h.p.Confirm("H6072", "D00")
 		time.Sleep(10 * time.Second)
 		h.stop()
 		ev := h.c.of("state", "D00")
-		if len(ev) != 2 || len(ev[1].changed) != 1 || !capability.Equal(ev[1].changed[capability.InstanceBrightness], int64(50)) {
-			t.Errorf("state events %+v, want the correction brightness 50 only", ev)
+		if len(ev) != 4 || len(ev[3].changed) != 1 || !capability.Equal(ev[3].changed[capability.InstanceBrightness], int64(50)) {
+			t.Errorf("state events %+v, want the optimistic brightness 30, then the correction brightness 50 only", ev)
 		}
 	})
 }
@@ -550,7 +551,7 @@ func TestReadInFlightDoesNotUndoOptimisticValue(t *testing.T) {
 		})
 		h := start(t, f, Config{Interval: time.Minute})
 		time.Sleep(61*time.Second + 500*time.Millisecond) // list at 1s, reads at 1s and 61s: that one is in flight, answering power 0
-		h.p.SetOptimistic("H6072", "D00", map[string]any{capability.InstancePower: 1})
+		h.setOptimistic("H6072", "D00", map[string]any{capability.InstancePower: 1})
 		power = 1
 		h.p.Confirm("H6072", "D00")
 		time.Sleep(10 * time.Second)
@@ -558,8 +559,10 @@ func TestReadInFlightDoesNotUndoOptimisticValue(t *testing.T) {
 		if n := len(f.reads("D00")); n != 3 {
 			t.Errorf("%d reads, want 3 (start, periodic, confirm)", n)
 		}
-		if ev := h.c.of("state", "D00"); len(ev) != 1 {
-			t.Errorf("a read sent before the command flipped the value back: %+v", ev[1:])
+		// Events: the first read, the optimistic value, and nothing from
+		// the read in flight.
+		if ev := h.c.of("state", "D00"); len(ev) != 2 {
+			t.Errorf("a read sent before the command flipped the value back: %+v", ev[2:])
 		}
 	})
 }
@@ -628,7 +631,7 @@ func TestSubmissionRefusedIsNotAFailure(t *testing.T) {
 		if _, once, err := refused.get(); err == nil || !once {
 			t.Errorf("ReadNow refused by the scheduler reported %v (once: %v), want the refusal", err, once)
 		}
-		if st := h.p.Stats(); st.Unreachable != 0 || st.ReadErrors != 0 {
+		if st, reg := h.p.Stats(), h.reg.Stats(); reg.Unreachable != 0 || st.ReadErrors != 0 {
 			t.Errorf("stats %+v: a refused submission counted as a device failure", st)
 		}
 		h.stop()
@@ -678,7 +681,7 @@ func TestScenes(t *testing.T) {
 		if len(ev) != 2 || ev[0].light != 3 || ev[0].diy != 2 || ev[1].light != 4 || ev[1].at.Sub(h.t0) != 7*time.Hour {
 			t.Errorf("scene events %+v, want (3,2) at start and (4,2) after the refresh, nothing for the unchanged fetch", ev)
 		}
-		if light, diy := h.p.Scenes("H6072", "S"); len(light) != 4 || len(diy) != 2 {
+		if light, diy := h.scenes("H6072", "S"); len(light) != 4 || len(diy) != 2 {
 			t.Errorf("Scenes() = %d, %d", len(light), len(diy))
 		}
 	})
@@ -750,24 +753,5 @@ func TestSceneRequestsAtShutdown(t *testing.T) {
 		if _, once, _ := inFlight.get(); !once {
 			t.Error("a late answer called RefreshScenes's done again")
 		}
-	})
-}
-
-// TestScenesReturnsCopies: a caller of Scenes may change the lists it gets.
-func TestScenesReturnsCopies(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := newFake(dev("S", true))
-		f.scenes["S"] = []capability.Option{{Name: "sunrise", Value: int64(1)}}
-		h := start(t, f, Config{})
-		synctest.Wait()
-		light, _ := h.p.Scenes("H6072", "S")
-		if len(light) != 1 {
-			t.Fatalf("Scenes() = %v, want the fetched scene", light)
-		}
-		light[0].Name = "changed by the caller"
-		if light, _ := h.p.Scenes("H6072", "S"); light[0].Name != "sunrise" {
-			t.Errorf("a caller's change reached the poller's scenes: %v", light)
-		}
-		h.stop()
 	})
 }

@@ -106,8 +106,8 @@ func (s *Scheduler) shutdown(cancelReq context.CancelFunc) error {
 	return nil
 }
 
-// wakeAt keeps the earliest non-zero instant.
-func earliest(cur, t time.Time) time.Time {
+// Earliest is the earlier of two instants, the zero time meaning none.
+func Earliest(cur, t time.Time) time.Time {
 	if t.IsZero() || (!cur.IsZero() && !t.Before(cur)) {
 		return cur
 	}
@@ -151,13 +151,13 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 			}
 			c := d.cmds[0]
 			if c.notBefore.After(now) {
-				wake = earliest(wake, c.notBefore)
+				wake = Earliest(wake, c.notBefore)
 				kept = append(kept, d)
 				continue
 			}
 			b := s.bucketLocked(d, epControl)
 			if at := b.readyAt(now); !at.Equal(now) {
-				wake = earliest(wake, at)
+				wake = Earliest(wake, at)
 				kept = append(kept, d)
 				continue
 			}
@@ -178,7 +178,7 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 		}
 		s.ring = append(kept, served...)
 		if s.queuedC > 0 && !s.control.ready(now) {
-			wake = earliest(wake, s.control.readyAt(now))
+			wake = Earliest(wake, s.control.readyAt(now))
 		}
 	}
 
@@ -196,11 +196,11 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 			switch {
 			case d.busy[r.ep]:
 			case r.notBefore.After(now):
-				wake = earliest(wake, r.notBefore)
+				wake = Earliest(wake, r.notBefore)
 			default:
 				b := s.bucketLocked(d, r.ep)
 				if at := b.readyAt(now); !at.Equal(now) {
-					wake = earliest(wake, at)
+					wake = Earliest(wake, at)
 					break
 				}
 				l.Remove(e)
@@ -463,11 +463,17 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 // backoff is the wait before the nth retry: RetryBase doubled per retry,
 // capped at RetryMax, with jitter (between half and all of it).
 func (s *Scheduler) backoff(n int) time.Duration {
-	d := s.cfg.RetryBase
-	for i := 1; i < n && d < s.cfg.RetryMax; i++ {
-		d *= 2
-	}
-	d = min(d, s.cfg.RetryMax)
+	d := Backoff(s.cfg.RetryBase, s.cfg.RetryMax, n)
 	half := d / 2
 	return half + rand.N(d-half+1)
+}
+
+// Backoff is the exponential back-off used for every retry of the bridge:
+// base after n ≤ 1 failures, doubled for each further one, capped at limit.
+func Backoff(base, limit time.Duration, n int) time.Duration {
+	d := base
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
 }

@@ -1,0 +1,316 @@
+package bridge
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/discovery"
+	"cloud2mqtt/internal/registry"
+	"cloud2mqtt/internal/topic"
+)
+
+// Mirror keeps the broker's retained topics in step with the registry: it is
+// the registry's Sink. It publishes the device list, Home Assistant
+// discovery, each device's state, light state and availability, and the
+// bridge's stats, and republishes them all on every (re)connection. It
+// keeps what it published (hashes of configs, the last payloads) to publish
+// only what changed, and names each device's topics (its id).
+type Mirror struct {
+	opt Options
+	log zerolog.Logger
+
+	mu            sync.Mutex
+	pub           Publisher                 // the connection, set by Connected; nil until then
+	devices       map[string]*entry         // by topic id
+	byKey         map[capability.Key]string // → topic id
+	order         []string                  // topic ids in list order
+	bridgeConfigs configHashes
+	lastStats     []byte
+	listed        bool      // the first device list has arrived
+	listDirty     bool      // scenes changed the device list; sent with a later stats
+	listSent      time.Time // when the device list was last published
+	resend        bool      // a publish failed: republish everything with the next stats
+}
+
+// entry is what the mirror has published of one device.
+type entry struct {
+	id  string
+	key capability.Key
+	dev capability.Device // the definition published (scenes merged in)
+
+	configs   configHashes // discovery configs published
+	stateJSON []byte       // last published <id>/state
+	lightJSON []byte       // last published <id>/light
+	avail     string       // last published availability
+}
+
+// NewMirror returns a mirror that publishes nothing until Connected.
+func NewMirror(opt Options) *Mirror {
+	if opt.HAStatusTopic == "" {
+		opt.HAStatusTopic = "homeassistant/status"
+	}
+	return &Mirror{opt: opt, log: opt.Log, devices: map[string]*entry{}, byKey: map[capability.Key]string{}}
+}
+
+// message is one publication, collected and sent under the lock.
+type message struct {
+	topic    string
+	payload  []byte
+	retained bool
+}
+
+func (m *Mirror) send(msgs []message) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sendLocked(msgs)
+}
+
+// sendLocked publishes msgs while the caller holds m.mu, so messages leave
+// in the order they were computed: two updates of one retained topic made
+// on different goroutines can never reach the broker swapped (the older one
+// would stay retained while the bridge believes the newer one was sent).
+// Publish only queues; it never waits for the network.
+func (m *Mirror) sendLocked(msgs []message) {
+	if m.pub == nil {
+		return
+	}
+	for _, msg := range msgs {
+		if err := m.pub.Publish(msg.topic, msg.payload, msg.retained, 1); err != nil {
+			m.log.Warn().Err(err).Str("topic", msg.topic).Msg("publish failed; everything is republished shortly")
+			m.resend = true
+		}
+	}
+}
+
+// Devices implements registry.Sink: the account's device list changed.
+func (m *Mirror) Devices(all, added, removed []capability.Device) {
+	m.mu.Lock()
+	m.listed = true
+	var msgs []message
+	for _, d := range removed {
+		msgs = append(msgs, m.removeLocked(d.Key())...)
+	}
+	m.order = m.order[:0]
+	for _, d := range all {
+		k := d.Key()
+		id, known := m.byKey[k]
+		if !known {
+			id = topic.DeviceID(d.SKU, d.Device)
+			if _, taken := m.devices[id]; taken {
+				// Two devices whose ids collide after cleaning: keep both apart.
+				id = uniqueID(m.devices, id)
+			}
+			m.devices[id] = &entry{id: id, key: k}
+			m.byKey[k] = id
+		}
+		e := m.devices[id]
+		e.dev = d
+		m.order = append(m.order, id)
+		msgs = append(msgs, m.discoveryLocked(e, false)...)
+	}
+	msgs = append(msgs, m.deviceListLocked())
+	m.sendLocked(msgs)
+	m.mu.Unlock()
+	for _, d := range added {
+		m.log.Info().Str("device", d.String()).Str("name", d.Name).Str("type", d.Type).
+			Str("id", topic.DeviceID(d.SKU, d.Device)).Msg("device added")
+	}
+	for _, d := range removed {
+		m.log.Info().Str("device", d.String()).Str("name", d.Name).Msg("device removed")
+	}
+}
+
+// Listed reports whether the first device list has arrived (it may be empty).
+func (m *Mirror) Listed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.listed
+}
+
+func uniqueID(taken map[string]*entry, id string) string {
+	for i := 2; ; i++ {
+		c := id + "-" + strconv.Itoa(i)
+		if _, ok := taken[c]; !ok {
+			return c
+		}
+	}
+}
+
+// removeLocked forgets a device and clears everything it had retained:
+// discovery configs, state, light state and availability.
+func (m *Mirror) removeLocked(k capability.Key) []message {
+	id, ok := m.byKey[k]
+	if !ok {
+		return nil
+	}
+	e := m.devices[id]
+	delete(m.byKey, k)
+	delete(m.devices, id)
+	var msgs []message
+	for t := range e.configs {
+		msgs = append(msgs, message{t, nil, true})
+	}
+	l := m.opt.Layout
+	for _, t := range []string{l.State(id), l.Light(id), l.Availability(id)} {
+		msgs = append(msgs, message{t, nil, true})
+	}
+	return msgs
+}
+
+// keyOf finds a device by topic id or "sku/device".
+func (m *Mirror) keyOf(ref string) (capability.Key, string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.devices[ref]; ok {
+		return e.key, e.id, true
+	}
+	if sku, dev, ok := strings.Cut(ref, "/"); ok {
+		if id, ok := m.byKey[capability.Key{SKU: sku, Device: dev}]; ok {
+			return m.devices[id].key, id, true
+		}
+	}
+	return capability.Key{}, "", false
+}
+
+// deviceJSON is one element of <base>/bridge/devices.
+type deviceJSON struct {
+	ID           string                  `json:"id"`
+	SKU          string                  `json:"sku"`
+	Device       string                  `json:"device"`
+	Name         string                  `json:"name"`
+	Type         string                  `json:"type"`
+	Capabilities []capability.Capability `json:"capabilities"`
+}
+
+// deviceListEvery spaces the republishes of the device list that only scene
+// lists changed: at start every light's scenes arrive over the first poll
+// interval, and on a large account each republish is over a megabyte.
+const deviceListEvery = 30 * time.Second
+
+// deviceListLocked is the retained device list, to be sent now.
+func (m *Mirror) deviceListLocked() message {
+	m.listDirty = false
+	m.listSent = time.Now()
+	return message{m.opt.Layout.BridgeDevices(), m.deviceListJSONLocked(), true}
+}
+
+// deviceListJSONLocked is the device list as JSON.
+func (m *Mirror) deviceListJSONLocked() []byte {
+	// Marshalled one device at a time into a buffer of our own: json.Marshal
+	// of the whole list (over a megabyte on a large account) would leave a
+	// buffer that size in encoding/json's pool, alive for as long as
+	// anything keeps marshalling.
+	buf := make([]byte, 0, 1024*len(m.order)+2)
+	buf = append(buf, '[')
+	for _, id := range m.order {
+		e := m.devices[id]
+		caps := e.dev.Capabilities
+		if caps == nil {
+			caps = []capability.Capability{}
+		}
+		p, err := json.Marshal(deviceJSON{ID: id, SKU: e.dev.SKU, Device: e.dev.Device,
+			Name: displayName(e.dev), Type: e.dev.Type, Capabilities: caps})
+		if err != nil {
+			// Only a value json cannot represent (NaN) gets here; the list
+			// goes out without that device rather than not at all.
+			m.log.Error().Err(err).Str("device", id).Msg("bug: device cannot be listed on bridge/devices")
+			continue
+		}
+		if len(buf) > 1 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, p...)
+	}
+	buf = append(buf, ']')
+	return buf
+}
+
+func displayName(d capability.Device) string {
+	if strings.TrimSpace(d.Name) != "" {
+		return d.Name
+	}
+	return d.SKU
+}
+
+// discoveryLocked publishes what changed in a device's discovery configs
+// (all of them when force is set).
+func (m *Mirror) discoveryLocked(e *entry, force bool) []message {
+	if !m.opt.DiscoveryEnabled {
+		return nil
+	}
+	var msgs []message
+	msgs, e.configs = e.configs.update(discovery.Configs(m.opt.Discovery, e.dev), force)
+	return msgs
+}
+
+// configHashes remembers the discovery configs published, by topic, as
+// hashes of their payloads: enough to tell what changed without keeping
+// thousands of payloads in memory on a large account.
+type configHashes map[string]uint64
+
+func hashOf(p []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(p)
+	return h.Sum64()
+}
+
+// update returns the messages that bring the published configs to next
+// (every one of them when force is set; an empty retained payload for each
+// that disappeared), sorted by topic, and the hashes of next.
+func (old configHashes) update(next map[string][]byte, force bool) ([]message, configHashes) {
+	now := make(configHashes, len(next))
+	var msgs []message
+	for t, p := range next {
+		h := hashOf(p)
+		now[t] = h
+		if prev, ok := old[t]; force || !ok || prev != h {
+			msgs = append(msgs, message{t, p, true})
+		}
+	}
+	for t := range old {
+		if _, ok := next[t]; !ok {
+			msgs = append(msgs, message{t, nil, true})
+		}
+	}
+	slices.SortFunc(msgs, func(a, b message) int { return strings.Compare(a.topic, b.topic) })
+	return msgs, now
+}
+
+// Scenes implements registry.Sink: a device's scene lists changed.
+func (m *Mirror) Scenes(v registry.View) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entryLocked(v.Device.Key())
+	if e == nil {
+		return
+	}
+	e.dev = v.Device
+	// The device list (large on a large account) goes out with a later
+	// stats, at most every deviceListEvery, once for every scene list that
+	// arrived meanwhile.
+	m.listDirty = true
+	m.sendLocked(m.discoveryLocked(e, false))
+}
+
+func (m *Mirror) entryLocked(k capability.Key) *entry {
+	id, ok := m.byKey[k]
+	if !ok {
+		return nil
+	}
+	return m.devices[id]
+}
+
+// deviceCount is how many devices the list has.
+func (m *Mirror) deviceCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.order)
+}

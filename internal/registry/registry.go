@@ -1,0 +1,451 @@
+// Package registry owns the account's devices and everything known of them:
+// the device list, each device's last known values and when they were read,
+// values set optimistically by commands until a read confirms them, scene
+// lists and availability. It is the only store of device state.
+//
+// The poller decides when to read and writes what it reads here; the
+// bridge's command path writes optimistic values here. Every change flows
+// out, in order, through one Sink (the MQTT side). The registry knows
+// nothing of MQTT, topics or timing.
+package registry
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloud"
+)
+
+// Sink receives every change. Its methods are called one at a time, in the
+// order the changes happened, while the registry is locked: they must not
+// block and must not call the registry or anything that waits for it. A
+// View is valid only during the call.
+type Sink interface {
+	// Devices is called after the first device list and whenever the list
+	// changes (devices, names, capability definitions): all is the list in
+	// the cloud's order, with scene lists merged in; added and removed are
+	// the devices that came and went.
+	Devices(all, added, removed []capability.Device)
+	// State is called with the values that changed (all of them on the
+	// first read, and an empty map when only online or reachability
+	// changed).
+	State(v View, changed map[string]any)
+	// Unreachable is called once when reads of the device keep failing;
+	// the next good read calls State.
+	Unreachable(v View, err error)
+	// Scenes is called when a device's scene lists changed: v.Device has
+	// them merged into its scene capabilities.
+	Scenes(v View)
+}
+
+// View is one device as the registry knows it, handed to the Sink. Values
+// is the registry's own map: read it during the call, never keep or modify
+// it.
+type View struct {
+	// Device is the device as listed, with the scene endpoints' lists
+	// merged into its lightScene and diyScene options.
+	Device    capability.Device
+	Values    map[string]any
+	Online    bool      // the cloud said online at the last read
+	Reachable bool      // the last reads worked
+	Read      bool      // at least one read succeeded
+	LastRead  time.Time // of the last good read; when listed until then
+}
+
+// Available reports whether Home Assistant should show the device as
+// available, and known false while nothing has been read yet.
+func (v View) Available() (available, known bool) {
+	return v.Online && v.Reachable, v.Read
+}
+
+// device is everything the registry knows of one device.
+type device struct {
+	listed     capability.Device // as the device list gave it
+	merged     capability.Device // listed, scene lists merged in
+	values     map[string]any
+	optimistic map[string]uint64 // instance → seq of the SetOptimistic that set it
+	online     bool
+	reachable  bool
+	read       bool
+	lastRead   time.Time
+
+	light, diy  []capability.Option
+	scenesKnown bool
+}
+
+func (d *device) view() View {
+	return View{Device: d.merged, Values: d.values, Online: d.online, Reachable: d.reachable, Read: d.read, LastRead: d.lastRead}
+}
+
+// Registry is the store of devices. Its methods are safe for concurrent use.
+type Registry struct {
+	sink Sink
+	log  zerolog.Logger
+
+	mu      sync.Mutex
+	devices map[capability.Key]*device
+	list    []capability.Key // cloud order
+	listed  bool
+	seq     uint64
+	now     func() time.Time
+}
+
+// New returns an empty registry that reports changes to sink.
+func New(sink Sink, log zerolog.Logger) *Registry {
+	return &Registry{sink: sink, log: log, devices: make(map[capability.Key]*device), now: time.Now}
+}
+
+// ListChange is what a new device list changed.
+type ListChange struct {
+	// All is the new list, in the cloud's order.
+	All            []capability.Device
+	Added, Removed []capability.Device
+	// Changed are devices whose definition changed (names, capabilities).
+	Changed []capability.Device
+	// First is true for the first list.
+	First bool
+}
+
+// Any reports whether anything changed.
+func (c ListChange) Any() bool {
+	return c.First || len(c.Added)+len(c.Removed)+len(c.Changed) > 0
+}
+
+// SetDevices replaces the device list (the cloud client has left out
+// unnamed and repeated devices) and tells the sink when it changed.
+func (r *Registry) SetDevices(list []capability.Device) ListChange {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := ListChange{All: list, First: !r.listed}
+	keys := make([]capability.Key, 0, len(list))
+	seen := make(map[capability.Key]bool, len(list))
+	now := r.now()
+	for _, dev := range list {
+		k := dev.Key()
+		seen[k] = true
+		keys = append(keys, k)
+		d := r.devices[k]
+		if d == nil {
+			d = &device{values: make(map[string]any), optimistic: make(map[string]uint64), reachable: true, lastRead: now}
+			d.listed, d.merged = dev, dev
+			r.devices[k] = d
+			ch.Added = append(ch.Added, dev)
+			continue
+		}
+		if !reflect.DeepEqual(d.listed, dev) {
+			d.listed = dev
+			d.merged = mergeScenes(dev, d.light, d.diy)
+			ch.Changed = append(ch.Changed, dev)
+		}
+	}
+	for _, k := range r.list {
+		if !seen[k] {
+			ch.Removed = append(ch.Removed, r.devices[k].listed)
+			delete(r.devices, k)
+		}
+	}
+	r.list, r.listed = keys, true
+	if ch.Any() {
+		all := make([]capability.Device, len(keys))
+		for i, k := range keys {
+			all[i] = r.devices[k].merged
+		}
+		r.sink.Devices(all, ch.Added, ch.Removed)
+	}
+	return ch
+}
+
+// Seq is the registry's current sequence number: a read sent now records
+// it, so that ApplyState can tell which optimistic values it cannot know of.
+func (r *Registry) Seq() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seq
+}
+
+// ApplyState stores a good read of the device, sent when Seq was sentSeq,
+// and tells the sink what changed. Values set optimistically after the read
+// was sent are kept: the read cannot know of them.
+func (r *Registry) ApplyState(k capability.Key, st cloud.DeviceState, sentSeq uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.devices[k]
+	if d == nil {
+		return
+	}
+	online, ok := st.Online()
+	if !ok {
+		online = true // no online capability: the values are all we know
+	}
+	first := !d.read
+	var changed map[string]any // made on the first change: most reads change nothing
+	for inst, v := range st.Values() {
+		if seq, ok := d.optimistic[inst]; ok {
+			if sentSeq < seq {
+				continue // sent before the command: the confirming read decides
+			}
+			delete(d.optimistic, inst)
+		}
+		old, had := d.values[inst]
+		if first || !had || !capability.Equal(old, v) {
+			if changed == nil {
+				changed = make(map[string]any)
+			}
+			changed[inst] = v
+			d.values[inst] = v
+		}
+	}
+	if !d.reachable {
+		r.log.Info().Stringer("device", d.listed).Msg("device reachable again")
+	}
+	if online != d.online && d.read {
+		r.log.Info().Stringer("device", d.listed).Bool("online", online).Msg("device online state changed")
+	}
+	availabilityChanged := first || !d.reachable || online != d.online
+	d.read, d.online, d.reachable = true, online, true
+	d.lastRead = r.now()
+	if len(changed) > 0 || availabilityChanged {
+		if changed == nil {
+			changed = map[string]any{}
+		}
+		r.sink.State(d.view(), changed)
+	}
+}
+
+// MarkUnreachable records that reads of the device keep failing; the sink
+// hears of it once, until a read works again.
+func (r *Registry) MarkUnreachable(k capability.Key, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.devices[k]
+	if d == nil || !d.reachable {
+		return
+	}
+	d.reachable = false
+	r.log.Warn().Err(err).Stringer("device", d.listed).Msg("device unreachable: shown unavailable until a read works; reading it less often")
+	r.sink.Unreachable(d.view(), err)
+}
+
+// SetOptimistic records a value the cloud accepted for a command, as if
+// read, and tells the sink. A later read that agrees changes nothing; one
+// that disagrees reports the correction; a read already in flight cannot
+// overwrite it. Showing a colour or a white ends a scene, and a scene ends
+// the others, so those values are dropped as the device would drop them.
+func (r *Registry) SetOptimistic(k capability.Key, instance string, value any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.devices[k]
+	if d == nil {
+		return
+	}
+	if s, ok := value.(string); ok && s == "" {
+		return
+	}
+	value = capability.NormalizeValue(value)
+	r.seq++
+	d.values[instance] = value
+	d.optimistic[instance] = r.seq
+	changed := map[string]any{instance: value}
+	switch instance {
+	case capability.InstanceColorRGB, capability.InstanceColorTemperatureK:
+		// The cloud reports 0 for the temperature while a colour shows.
+		for _, scene := range sceneInstances {
+			delete(d.values, scene)
+		}
+		if _, hasCT := d.listed.Capability(capability.InstanceColorTemperatureK); hasCT && instance == capability.InstanceColorRGB {
+			d.values[capability.InstanceColorTemperatureK] = int64(0)
+			changed[capability.InstanceColorTemperatureK] = int64(0)
+		}
+	case capability.InstanceLightScene, capability.InstanceDIYScene, capability.InstanceSnapshot:
+		for _, other := range sceneInstances {
+			if other != instance {
+				delete(d.values, other)
+			}
+		}
+	}
+	if d.read {
+		r.sink.State(d.view(), changed)
+	}
+}
+
+var sceneInstances = []string{capability.InstanceLightScene, capability.InstanceDIYScene, capability.InstanceSnapshot}
+
+// SetScenes stores a scene round's lists (ok false: that fetch failed or
+// the device has no such capability, and the stored list stays) and tells
+// the sink when they changed. The lists are kept, never modified, and
+// shared with the sink: a large account has thousands of scenes.
+func (r *Registry) SetScenes(k capability.Key, light []capability.Option, lightOK bool, diy []capability.Option, diyOK bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.devices[k]
+	if d == nil {
+		return
+	}
+	changed := false
+	if lightOK && (!d.scenesKnown || !optionsEqual(d.light, light)) {
+		d.light, changed = light, true
+	}
+	if diyOK && (!d.scenesKnown || !optionsEqual(d.diy, diy)) {
+		d.diy, changed = diy, true
+	}
+	if lightOK || diyOK {
+		d.scenesKnown = true
+	}
+	if changed {
+		d.merged = mergeScenes(d.listed, d.light, d.diy)
+		r.sink.Scenes(d.view())
+	}
+}
+
+func optionsEqual(a, b []capability.Option) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// Device returns the device, with its scene lists merged in.
+func (r *Registry) Device(k capability.Key) (capability.Device, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.devices[k]
+	if d == nil {
+		return capability.Device{}, false
+	}
+	return d.merged, true
+}
+
+// Value returns the device's last known value of an instance.
+func (r *Registry) Value(k capability.Key, instance string) (any, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.devices[k]
+	if d == nil {
+		return nil, false
+	}
+	v, ok := d.values[instance]
+	return v, ok
+}
+
+// Snapshot returns a copy of what the registry knows of the device: a copy
+// of its values (the values themselves are shared: do not modify them).
+func (r *Registry) Snapshot(k capability.Key) (View, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.devices[k]
+	if d == nil {
+		return View{}, false
+	}
+	v := d.view()
+	v.Values = maps.Clone(d.values)
+	return v, true
+}
+
+// Devices returns the device list in the cloud's order, scenes merged in.
+func (r *Registry) Devices() []capability.Device {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]capability.Device, len(r.list))
+	for i, k := range r.list {
+		out[i] = r.devices[k].merged
+	}
+	return out
+}
+
+// Listed reports whether the first device list has arrived (it may be empty).
+func (r *Registry) Listed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.listed
+}
+
+// Stats counts the devices for metrics and the health endpoint.
+type Stats struct {
+	Devices     int // in the list
+	Online      int // read, online and reachable
+	Offline     int // whose last read said offline
+	Unreachable int // whose reads keep failing
+	// OldestState is how long ago the device read longest ago was last
+	// read successfully (a device never read counts from when it was
+	// listed); 0 with no devices.
+	OldestState time.Duration
+}
+
+// Stats returns the counts.
+func (r *Registry) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := Stats{Devices: len(r.devices)}
+	now := r.now()
+	for _, d := range r.devices {
+		if !d.reachable {
+			st.Unreachable++
+		}
+		if d.read && !d.online {
+			st.Offline++
+		}
+		if d.read && d.online && d.reachable {
+			st.Online++
+		}
+		st.OldestState = max(st.OldestState, now.Sub(d.lastRead))
+	}
+	return st
+}
+
+// mergeScenes returns the device with the scene endpoints' options as the
+// options of its lightScene and diyScene capabilities. The scene endpoint is
+// the authority where it answered: the device list often has none.
+func mergeScenes(d capability.Device, light, diy []capability.Option) capability.Device {
+	if len(light) == 0 && len(diy) == 0 {
+		return d
+	}
+	out := d
+	out.Capabilities = make([]capability.Capability, len(d.Capabilities))
+	for i, c := range d.Capabilities {
+		var opts []capability.Option
+		switch {
+		case c.Instance == capability.InstanceLightScene && len(light) > 0:
+			opts = mergeOptions(c, light)
+		case c.Instance == capability.InstanceDIYScene && len(diy) > 0:
+			opts = mergeOptions(c, diy)
+		default:
+			out.Capabilities[i] = c
+			continue
+		}
+		p := capability.Parameters{DataType: capability.DataEnum}
+		if c.Parameters != nil {
+			p = *c.Parameters
+		}
+		p.Options = opts
+		c.Parameters = &p
+		out.Capabilities[i] = c
+	}
+	return out
+}
+
+// mergeOptions keeps the listed options and adds the endpoint's, skipping
+// names already present.
+func mergeOptions(c capability.Capability, extra []capability.Option) []capability.Option {
+	if c.Parameters == nil || len(c.Parameters.Options) == 0 {
+		return extra // nothing to merge; scene lists are shared read-only
+	}
+	out := slices.Clone(c.Parameters.Options)
+	seen := make(map[string]bool, len(out)+len(extra))
+	for _, o := range out {
+		seen[strings.ToLower(o.Name)] = true
+	}
+	for _, o := range extra {
+		if !seen[strings.ToLower(o.Name)] {
+			out = append(out, o)
+			seen[strings.ToLower(o.Name)] = true
+		}
+	}
+	return out
+}

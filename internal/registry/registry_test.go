@@ -1,0 +1,319 @@
+package registry
+
+import (
+	"errors"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloud"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// call is one call the sink received, with what it saw then.
+type call struct {
+	kind      string // "devices", "state", "unreachable", "scenes"
+	device    string
+	values    map[string]any // a copy of View.Values
+	changed   map[string]any
+	online    bool
+	reachable bool
+	all, add  []string
+	rem       []string
+	scenes    []string // names of the merged lightScene options
+}
+
+type sink struct {
+	mu    sync.Mutex
+	calls []call
+}
+
+func names(devs []capability.Device) []string {
+	out := []string{}
+	for _, d := range devs {
+		out = append(out, d.Device)
+	}
+	return out
+}
+
+func (s *sink) add(c call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, c)
+}
+
+func (s *sink) Devices(all, added, removed []capability.Device) {
+	s.add(call{kind: "devices", all: names(all), add: names(added), rem: names(removed)})
+}
+
+func (s *sink) State(v View, changed map[string]any) {
+	s.add(call{kind: "state", device: v.Device.Device, values: maps.Clone(v.Values), changed: maps.Clone(changed), online: v.Online, reachable: v.Reachable})
+}
+
+func (s *sink) Unreachable(v View, _ error) {
+	s.add(call{kind: "unreachable", device: v.Device.Device, online: v.Online, reachable: v.Reachable})
+}
+
+func (s *sink) Scenes(v View) {
+	var ns []string
+	if c, ok := v.Device.Capability(capability.InstanceLightScene); ok && c.Parameters != nil {
+		for _, o := range c.Parameters.Options {
+			ns = append(ns, o.Name)
+		}
+	}
+	s.add(call{kind: "scenes", device: v.Device.Device, scenes: ns})
+}
+
+func (s *sink) take() []call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.calls
+	s.calls = nil
+	return out
+}
+
+func light(id string) capability.Device {
+	return capability.Device{SKU: "H6072", Device: id, Name: "lamp " + id, Capabilities: []capability.Capability{
+		{Type: capability.TypeOnOff, Instance: capability.InstancePower},
+		{Type: capability.TypeRange, Instance: capability.InstanceBrightness},
+		{Type: capability.TypeColorSetting, Instance: capability.InstanceColorRGB},
+		{Type: capability.TypeColorSetting, Instance: capability.InstanceColorTemperatureK},
+		{Type: capability.TypeDynamicScene, Instance: capability.InstanceLightScene,
+			Parameters: &capability.Parameters{DataType: capability.DataEnum, Options: []capability.Option{{Name: "Listed", Value: int64(1)}}}},
+	}}
+}
+
+func state(online bool, values map[string]any) cloud.DeviceState {
+	st := cloud.DeviceState{Capabilities: []cloud.CapabilityState{
+		{Type: capability.TypeOnline, Instance: capability.InstanceOnline, State: cloud.StateValue{Value: online}}}}
+	for k, v := range values {
+		st.Capabilities = append(st.Capabilities, cloud.CapabilityState{Instance: k, State: cloud.StateValue{Value: capability.NormalizeValue(v)}})
+	}
+	return st
+}
+
+func newRegistry() (*Registry, *sink) {
+	s := &sink{}
+	return New(s, zerolog.Nop()), s
+}
+
+func TestDeviceListChanges(t *testing.T) {
+	r, s := newRegistry()
+	a, b, c := light("A"), light("B"), light("C")
+	ch := r.SetDevices([]capability.Device{a, b})
+	if !ch.First || len(ch.Added) != 2 || len(ch.All) != 2 {
+		t.Fatalf("first list: %+v", ch)
+	}
+	if got := s.take(); len(got) != 1 || got[0].kind != "devices" || len(got[0].add) != 2 {
+		t.Fatalf("sink after the first list: %+v", got)
+	}
+	// The same list again: nothing to tell.
+	if ch := r.SetDevices([]capability.Device{a, b}); ch.Any() {
+		t.Errorf("an unchanged list reported %+v", ch)
+	}
+	if got := s.take(); len(got) != 0 {
+		t.Errorf("an unchanged list reached the sink: %+v", got)
+	}
+	renamed := b
+	renamed.Name = "hall"
+	ch = r.SetDevices([]capability.Device{c, renamed})
+	if len(ch.Added) != 1 || ch.Added[0].Device != "C" || len(ch.Removed) != 1 || ch.Removed[0].Device != "A" ||
+		len(ch.Changed) != 1 || ch.Changed[0].Name != "hall" {
+		t.Errorf("change: %+v", ch)
+	}
+	got := s.take()
+	if len(got) != 1 || got[0].all[0] != "C" || got[0].all[1] != "B" || got[0].rem[0] != "A" {
+		t.Errorf("sink: %+v, want the list in the cloud's order with A removed", got)
+	}
+	if d := r.Devices(); len(d) != 2 || d[1].Name != "hall" {
+		t.Errorf("Devices() = %+v", d)
+	}
+	if _, ok := r.Device(a.Key()); ok {
+		t.Error("a removed device is still known")
+	}
+}
+
+func TestStateTellsOnlyWhatChanged(t *testing.T) {
+	r, s := newRegistry()
+	a := light("A")
+	r.SetDevices([]capability.Device{a})
+	s.take()
+	r.ApplyState(a.Key(), state(true, map[string]any{"powerSwitch": 1, "brightness": 40}), r.Seq())
+	got := s.take()
+	if len(got) != 1 || len(got[0].changed) != 2 || !got[0].online || !got[0].reachable {
+		t.Fatalf("first read: %+v, want every value", got)
+	}
+	r.ApplyState(a.Key(), state(true, map[string]any{"powerSwitch": 1, "brightness": 40}), r.Seq())
+	if got := s.take(); len(got) != 0 {
+		t.Errorf("an unchanged read reached the sink: %+v", got)
+	}
+	r.ApplyState(a.Key(), state(true, map[string]any{"powerSwitch": 1, "brightness": 41}), r.Seq())
+	got = s.take()
+	if len(got) != 1 || len(got[0].changed) != 1 || !capability.Equal(got[0].changed["brightness"], int64(41)) ||
+		!capability.Equal(got[0].values["powerSwitch"], int64(1)) {
+		t.Errorf("one change: %+v, want brightness alone changed and every value in the view", got)
+	}
+	// Offline: told with no value changed, and kept as historical values.
+	r.ApplyState(a.Key(), state(false, nil), r.Seq())
+	got = s.take()
+	if len(got) != 1 || got[0].online || len(got[0].changed) != 0 || len(got[0].values) != 2 {
+		t.Errorf("offline: %+v", got)
+	}
+	if st := r.Stats(); st.Offline != 1 || st.Online != 0 || st.Devices != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestUnreachableOnceUntilAReadWorks(t *testing.T) {
+	r, s := newRegistry()
+	a := light("A")
+	r.SetDevices([]capability.Device{a})
+	r.ApplyState(a.Key(), state(true, map[string]any{"powerSwitch": 1}), r.Seq())
+	s.take()
+	r.MarkUnreachable(a.Key(), errors.New("timeout"))
+	r.MarkUnreachable(a.Key(), errors.New("timeout"))
+	if got := s.take(); len(got) != 1 || got[0].kind != "unreachable" || got[0].reachable {
+		t.Fatalf("unreachable twice: %+v, want one call", got)
+	}
+	if st := r.Stats(); st.Unreachable != 1 || st.Online != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	r.ApplyState(a.Key(), state(true, map[string]any{"powerSwitch": 1}), r.Seq())
+	if got := s.take(); len(got) != 1 || !got[0].reachable || len(got[0].changed) != 0 {
+		t.Errorf("reachable again: %+v, want a state call with nothing changed", got)
+	}
+}
+
+// TestOptimisticValues: a command's value shows at once, a read sent
+// before it cannot undo it, and a later read decides.
+func TestOptimisticValues(t *testing.T) {
+	r, s := newRegistry()
+	a := light("A")
+	r.SetDevices([]capability.Device{a})
+	r.ApplyState(a.Key(), state(true, map[string]any{"powerSwitch": 0, "brightness": 40}), r.Seq())
+	s.take()
+
+	before := r.Seq() // a read sent before the command
+	r.SetOptimistic(a.Key(), "powerSwitch", 1)
+	if got := s.take(); len(got) != 1 || !capability.Equal(got[0].changed["powerSwitch"], int64(1)) {
+		t.Fatalf("optimistic value: %+v", got)
+	}
+	r.ApplyState(a.Key(), state(true, map[string]any{"powerSwitch": 0, "brightness": 40}), before)
+	if got := s.take(); len(got) != 0 {
+		t.Errorf("a read sent before the command undid it: %+v", got)
+	}
+	// The confirming read, sent after: the device did not obey.
+	r.ApplyState(a.Key(), state(true, map[string]any{"powerSwitch": 0, "brightness": 40}), r.Seq())
+	got := s.take()
+	if len(got) != 1 || len(got[0].changed) != 1 || !capability.Equal(got[0].changed["powerSwitch"], int64(0)) {
+		t.Errorf("correction: %+v, want powerSwitch 0", got)
+	}
+	if v, _ := r.Value(a.Key(), "powerSwitch"); !capability.Equal(v, int64(0)) {
+		t.Errorf("value %v after the correction", v)
+	}
+}
+
+// TestColourEndsScenes: the device drops its scene when a colour shows,
+// and reports a colour temperature of 0; the registry does the same.
+func TestColourEndsScenes(t *testing.T) {
+	r, s := newRegistry()
+	a := light("A")
+	r.SetDevices([]capability.Device{a})
+	r.ApplyState(a.Key(), state(true, map[string]any{"lightScene": 1, capability.InstanceColorTemperatureK: 4000}), r.Seq())
+	s.take()
+	r.SetOptimistic(a.Key(), capability.InstanceColorRGB, 0xff0000)
+	got := s.take()
+	if len(got) != 1 {
+		t.Fatalf("sink: %+v", got)
+	}
+	v := got[0].values
+	if _, ok := v["lightScene"]; ok || !capability.Equal(v[capability.InstanceColorTemperatureK], int64(0)) || !capability.Equal(v["colorRgb"], int64(0xff0000)) {
+		t.Errorf("values after a colour: %v", v)
+	}
+	r.SetOptimistic(a.Key(), capability.InstanceLightScene, 1)
+	if v := s.take()[0].values; !capability.Equal(v["lightScene"], int64(1)) {
+		t.Errorf("values after a scene: %v", v)
+	}
+}
+
+func TestOptimisticBeforeAnyReadIsKeptQuietly(t *testing.T) {
+	r, s := newRegistry()
+	a := light("A")
+	r.SetDevices([]capability.Device{a})
+	s.take()
+	r.SetOptimistic(a.Key(), "powerSwitch", 1)
+	r.SetOptimistic(a.Key(), "brightness", "")
+	if got := s.take(); len(got) != 0 {
+		t.Errorf("nothing read yet, but the sink heard %+v", got)
+	}
+	if v, ok := r.Value(a.Key(), "powerSwitch"); !ok || !capability.Equal(v, int64(1)) {
+		t.Errorf("value %v, %v", v, ok)
+	}
+	if _, ok := r.Value(a.Key(), "brightness"); ok {
+		t.Error("an empty string was stored")
+	}
+}
+
+func TestScenesMergedAndToldWhenChanged(t *testing.T) {
+	r, s := newRegistry()
+	a := light("A")
+	r.SetDevices([]capability.Device{a})
+	s.take()
+	scenes := []capability.Option{{Name: "Sunrise", Value: int64(10)}, {Name: "listed", Value: int64(2)}}
+	r.SetScenes(a.Key(), scenes, true, nil, false)
+	got := s.take()
+	if len(got) != 1 || len(got[0].scenes) != 2 || got[0].scenes[0] != "Listed" || got[0].scenes[1] != "Sunrise" {
+		t.Fatalf("scenes: %+v, want the listed option then the endpoint's new one", got)
+	}
+	r.SetScenes(a.Key(), scenes, true, nil, false)
+	if got := s.take(); len(got) != 0 {
+		t.Errorf("unchanged scenes reached the sink: %+v", got)
+	}
+	// A failed fetch keeps the lists.
+	r.SetScenes(a.Key(), nil, false, nil, false)
+	if d, _ := r.Device(a.Key()); len(d.Capabilities[4].Parameters.Options) != 2 {
+		t.Errorf("a failed fetch dropped the scenes: %+v", d.Capabilities[4])
+	}
+	// A new list keeps its merged scenes.
+	renamed := a
+	renamed.Name = "hall"
+	r.SetDevices([]capability.Device{renamed})
+	if d, _ := r.Device(a.Key()); d.Name != "hall" || len(d.Capabilities[4].Parameters.Options) != 2 {
+		t.Errorf("after a new list: %+v", d)
+	}
+}
+
+func TestOldestState(t *testing.T) {
+	r, _ := newRegistry()
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	r.now = func() time.Time { return now }
+	a, b := light("A"), light("B")
+	r.SetDevices([]capability.Device{a, b})
+	now = now.Add(time.Minute)
+	r.ApplyState(a.Key(), state(true, nil), r.Seq())
+	now = now.Add(30 * time.Second)
+	if got := r.Stats().OldestState; got != 90*time.Second {
+		t.Errorf("oldest state %s, want 1m30s (B, never read, counts from its listing)", got)
+	}
+}
+
+func TestUnknownDevicesAreIgnored(t *testing.T) {
+	r, s := newRegistry()
+	k := capability.Key{SKU: "H1", Device: "nope"}
+	r.ApplyState(k, state(true, map[string]any{"powerSwitch": 1}), 0)
+	r.MarkUnreachable(k, errors.New("x"))
+	r.SetOptimistic(k, "powerSwitch", 1)
+	r.SetScenes(k, nil, true, nil, true)
+	if got := s.take(); len(got) != 0 {
+		t.Errorf("sink heard of an unknown device: %+v", got)
+	}
+	if _, ok := r.Snapshot(k); ok {
+		t.Error("Snapshot of an unknown device")
+	}
+}
