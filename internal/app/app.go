@@ -162,7 +162,8 @@ func (m *Main) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); env.events(ctx, mirror) }()
 	}
 
-	wg.Add(2)
+	wg.Add(3)
+	go func() { defer wg.Done(); br.Run(ctx) }()
 	go func() { defer wg.Done(); m.background(ctx, ready, mirror, reg, sched, poll, conn) }()
 	sd := Systemd{Log: log}
 	go func() {

@@ -12,6 +12,8 @@
 package bridge
 
 import (
+	"sync"
+
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/capability"
@@ -43,6 +45,8 @@ type Reader interface {
 // is for, the value a partial command completes, and what the cloud
 // accepted.
 type Registry interface {
+	Listed() bool
+	FirstList() <-chan struct{}
 	Device(k capability.Key) (capability.Device, bool)
 	Value(k capability.Key, instance string) (any, bool)
 	SetOptimistic(k capability.Key, instance string, value any)
@@ -74,13 +78,18 @@ type Bridge struct {
 	reg    Registry
 	read   Reader
 	cmd    Commander
+
+	heldMu   sync.Mutex
+	held     []heldMessage // device messages waiting for the first device list
+	released bool          // the first list is in and nothing is held any more
+	heldKick chan struct{}
 }
 
 // New returns a bridge that answers through mirror, looks devices up in
 // and records commands in reg, asks read for reads and refreshes and
 // commands through cmd.
 func New(mirror *Mirror, reg Registry, read Reader, cmd Commander) *Bridge {
-	return &Bridge{opt: mirror.opt, log: mirror.log, mirror: mirror, reg: reg, read: read, cmd: cmd}
+	return &Bridge{opt: mirror.opt, log: mirror.log, mirror: mirror, reg: reg, read: read, cmd: cmd, heldKick: make(chan struct{}, 1)}
 }
 
 // Subscriptions lists the topic filters whose messages must reach Handle.

@@ -347,9 +347,9 @@ func TestRejectedCommandsNeverReachTheScheduler(t *testing.T) {
 	if len(cmd.reqs) != 0 {
 		t.Errorf("rejected commands reached the scheduler: %+v", cmd.reqs)
 	}
-	// An unknown device is logged, not answered, and sends nothing.
+	// An unknown device is answered with 404 and sends nothing.
 	b.Handle("c2m/nobody/set/brightness", []byte("5"))
-	if msgs := pub.take(); len(msgs) != 0 || len(cmd.reqs) != 0 {
+	if msgs := pub.take(); len(msgs) != 1 || msgs[0].topic != "c2m/nobody/error" || len(cmd.reqs) != 0 {
 		t.Errorf("unknown device: %+v", msgs)
 	}
 }

@@ -41,13 +41,22 @@ func (b *Bridge) Handle(t string, payload []byte) {
 		}
 		return
 	}
-	k, id, ok := b.mirror.keyOf(id)
+	if !b.hold(t, payload) {
+		b.handleDevice(t, payload)
+	}
+}
+
+// handleDevice takes a message for a device: <id>/set, set/<instance>, get,
+// light/set, segment/<n>/set.
+func (b *Bridge) handleDevice(t string, payload []byte) {
+	ref, rest, _ := b.opt.Layout.Parse(t)
+	k, id, ok := b.mirror.keyOf(ref)
 	var dev capability.Device
 	if ok {
 		dev, ok = b.reg.Device(k)
 	}
 	if !ok {
-		b.log.Warn().Str("topic", t).Msg("command for an unknown device: check the id in " + b.opt.Layout.BridgeDevices())
+		b.reject(ref, capability.Device{SKU: "?", Device: ref}, "", string(payload), unknownDevice(ref, b.opt.Layout.BridgeDevices()))
 		return
 	}
 	switch {
@@ -237,6 +246,10 @@ func (b *Bridge) reject(id string, dev capability.Device, instance string, value
 
 // errorCode maps an error onto the HTTP-like code of the error topic.
 func errorCode(err error) int {
+	var coded codedError
+	if errors.As(err, &coded) {
+		return coded.code
+	}
 	var ve *capability.ValueError
 	if errors.As(err, &ve) {
 		return ve.Code()
@@ -280,4 +293,17 @@ func controllable(d capability.Device) []string {
 		}
 	}
 	return out
+}
+
+// codedError is an error of the bridge's own with the code of the error
+// topic.
+type codedError struct {
+	msg  string
+	code int
+}
+
+func (e codedError) Error() string { return e.msg }
+
+func unknownDevice(id, list string) error {
+	return codedError{"bridge: unknown device " + strconv.Quote(id) + ": it is not in the cloud's device list; check the id in " + list, 404}
 }

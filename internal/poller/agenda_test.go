@@ -34,6 +34,12 @@ func every(first, step, end float64) []time.Duration {
 	return secs(out...)
 }
 
+// atOnceThen is a new device's reads: the first at once (t = 0), the next
+// at its place in the spread one interval later, then every interval.
+func atOnceThen(first, step, end float64) []time.Duration {
+	return slices.Concat(secs(0), every(first+step, step, end))
+}
+
 // checkCalls compares the instants of a device's calls of one kind.
 func checkCalls(t *testing.T, h *harness, kind, device string, want []time.Duration) {
 	t.Helper()
@@ -76,18 +82,18 @@ func TestRequestsOnOneDeviceAmongMany(t *testing.T) {
 			first := float64(i)
 			switch d.Device {
 			case "D030": // confirmed 2 s after the command; the next read a full interval later, on the grid
-				checkCalls(t, h, "state", d.Device, slices.Concat(secs(30, 52.5), every(253, n, end)))
+				checkCalls(t, h, "state", d.Device, slices.Concat(secs(0, 52.5), every(253, n, end)))
 			case "D011": // read on request at once; the next read a full interval later, on the grid
-				checkCalls(t, h, "state", d.Device, slices.Concat(secs(11, 70.5), every(271, n, end)))
+				checkCalls(t, h, "state", d.Device, slices.Concat(secs(0, 70.5), every(271, n, end)))
 			default:
-				checkCalls(t, h, "state", d.Device, every(first, n, end))
+				checkCalls(t, h, "state", d.Device, atOnceThen(first, n, end))
 			}
 			var wantScenes []time.Duration
 			switch {
 			case d.Device == "D020":
-				wantScenes = secs(first, 80.5)
+				wantScenes = secs(0, 80.5)
 			case i%10 == 0:
-				wantScenes = secs(first)
+				wantScenes = secs(0)
 			}
 			checkCalls(t, h, "scenes", d.Device, wantScenes)
 			checkCalls(t, h, "diy", d.Device, wantScenes)
@@ -139,24 +145,18 @@ func TestDevicesRemovedAndAddedAgain(t *testing.T) {
 			var reads, scenes []time.Duration
 			switch {
 			case !gone(i):
-				reads = every(float64(i), n, end)
+				reads = atOnceThen(float64(i), n, end)
 				if i%10 == 0 {
-					scenes = secs(float64(i))
+					scenes = secs(0)
 				}
 			default:
-				// Read before the list at 60 s removed it (D060's read goes
-				// out with that list), then as a new device: the 50 spread
-				// over one interval from 120 s, 4 s apart.
-				if i <= 60 {
-					reads = secs(float64(i))
-				}
+				// Read at the start, removed by the list at 60 s, then read
+				// at once as a new device at 120 s and next in the spread
+				// over the interval after, 4 s apart.
 				again := 120 + 4*float64(i-50)
-				reads = append(reads, every(again, n, end)...)
+				reads = slices.Concat(secs(0, 120), every(again+n, n, end))
 				if i%10 == 0 {
-					if i <= 60 {
-						scenes = secs(float64(i))
-					}
-					scenes = append(scenes, secs(again)...)
+					scenes = secs(0, 120)
 				}
 			}
 			checkCalls(t, h, "state", d.Device, reads)
@@ -247,15 +247,15 @@ func TestRefusedRequestsAreRetried(t *testing.T) {
 		sleepUntil(h, 299*time.Second)
 		h.stop()
 
-		// Reads at 0, 20, 40 s a minute apart; the ones refused (A at 120 s,
-		// S at 100 s) are tried again an interval later; B's at 140 s
-		// comes after the refusals ended.
+		// Every device read at once, then at 60, 80, 100 s a minute
+		// apart; the ones refused (A at 120 s, S at 100 s) are tried again
+		// an interval later; B's at 140 s comes after the refusals ended.
 		checkCalls(t, h, "state", "A", secs(0, 60, 180, 240))
-		checkCalls(t, h, "state", "B", secs(20, 80, 140, 200, 260))
-		checkCalls(t, h, "state", "S", secs(40, 160, 220, 280))
+		checkCalls(t, h, "state", "B", secs(0, 80, 140, 200, 260))
+		checkCalls(t, h, "state", "S", secs(0, 160, 220, 280))
 		// The refused scene round is retried after a minute.
-		checkCalls(t, h, "scenes", "S", secs(40, 170))
-		checkCalls(t, h, "diy", "S", secs(40, 170))
+		checkCalls(t, h, "scenes", "S", secs(0, 170))
+		checkCalls(t, h, "diy", "S", secs(0, 170))
 		if at, once, err := scenes.get(); err == nil || !once || at.Sub(h.t0) != 110*time.Second {
 			t.Errorf("RefreshScenes refused by the scheduler reported %v at %v (once: %v), want the refusal at 110s", err, at.Sub(h.t0), once)
 		}
@@ -290,6 +290,6 @@ func TestSceneRoundsBetweenReads(t *testing.T) {
 		// P: from the list that listed its scene capabilities.
 		checkCalls(t, h, "scenes", "P", mins(10, 20, 30))
 		checkCalls(t, h, "state", "S", mins(0))
-		checkCalls(t, h, "state", "P", mins(30))
+		checkCalls(t, h, "state", "P", mins(0)) // next at 90 min, in the spread
 	})
 }

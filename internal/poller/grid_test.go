@@ -101,8 +101,9 @@ func checkGridBatches(t *testing.T, list []capability.Device, reads []call, inte
 	}
 }
 
-// TestThousandDevicesBatchedOnGrid: at 1000 devices and 60 s, the reads go
-// out once a second, 16 or 17 at a time, each device exactly 60 s apart.
+// TestThousandDevicesBatchedOnGrid: at 1000 devices and 60 s, every device
+// is read at once, then the reads go out once a second, 16 or 17 at a
+// time, each device exactly 60 s apart.
 func TestThousandDevicesBatchedOnGrid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 1000
@@ -110,14 +111,16 @@ func TestThousandDevicesBatchedOnGrid(t *testing.T) {
 		f := newFake(list...)
 		f.latency = 300 * time.Millisecond
 		h := start(t, f, Config{Interval: time.Minute, ListInterval: time.Hour})
-		// The list arrives at 0.3 s: the reads fill the grid from 1 s.
+		// The list arrives at 0.3 s: every device is read at 1 s, then the
+		// reads fill the grid from 61 s.
 		first := h.t0.Add(time.Second)
-		end := first.Add(3 * time.Minute)
+		end := first.Add(4 * time.Minute)
 		time.Sleep(time.Until(end) - 500*time.Millisecond) // the last batch is answered
 		h.stop()
 
-		reads := f.reads("")
-		checkGridBatches(t, list, reads, time.Minute, first, end, func(c call) time.Time { return c.at })
+		at := func(c call) time.Time { return c.at }
+		reads := firstReadsAtOnce(t, list, f.reads(""), first, at)
+		checkGridBatches(t, list, reads, time.Minute, first.Add(time.Minute), end, at)
 
 		// The scene rounds of the devices with scenes went out with their
 		// first reads, in the same batch.
@@ -125,7 +128,7 @@ func TestThousandDevicesBatchedOnGrid(t *testing.T) {
 			if i%10 != 0 {
 				continue
 			}
-			want := first.Add(time.Duration(i*60/n) * time.Second)
+			want := first
 			for _, kind := range []string{"scenes", "diy"} {
 				sc := h.f.filter(func(c call) bool { return c.kind == kind && c.device == d.Device })
 				if len(sc) != 1 || !sc[0].at.Equal(want) {
@@ -134,6 +137,28 @@ func TestThousandDevicesBatchedOnGrid(t *testing.T) {
 			}
 		}
 	})
+}
+
+// firstReadsAtOnce checks that every device's first read went out at start,
+// and returns the reads after those.
+func firstReadsAtOnce(t *testing.T, list []capability.Device, reads []call, start time.Time, at func(call) time.Time) []call {
+	t.Helper()
+	seen := map[string]bool{}
+	var rest []call
+	for _, r := range reads {
+		if seen[r.device] {
+			rest = append(rest, r)
+			continue
+		}
+		seen[r.device] = true
+		if g := at(r); !g.Equal(start) {
+			t.Fatalf("%s: first read at %v, want at once (%v)", r.device, g, start)
+		}
+	}
+	if len(seen) != len(list) {
+		t.Fatalf("%d devices read, want all %d", len(seen), len(list))
+	}
+	return rest
 }
 
 // recordingScheduler answers every request at once, like instantScheduler,
@@ -168,22 +193,28 @@ func TestLateWakesKeepTheGrid(t *testing.T) {
 	p.nextList = now.Add(365 * day)
 	p.mu.Unlock()
 
-	end := first.Add(3 * DefaultInterval)
+	end := first.Add(4 * DefaultInterval)
 	clock := func() time.Time { return now }
 	now = first.Add(late)
 	for now.Before(end) {
 		next := p.cycle(clock)
-		// The answers arrive and are applied before the next batch is due.
+		// The answers arrive and are applied before the next batch is due
+		// (after the first batch, which reads every device, only they tell
+		// the loop when to wake next).
 		now = now.Add(200 * time.Millisecond)
-		p.cycle(clock)
+		if wake := p.cycle(clock); wake.Before(next) {
+			next = wake
+		}
 		now = next.Add(late)
 	}
-	checkGridBatches(t, list, s.reads, DefaultInterval, first, end, func(c call) time.Time {
+	at := func(c call) time.Time {
 		if c.at.Sub(c.at.Truncate(readGrid)) != late {
 			t.Fatalf("%s: read at %v, want %v after a grid instant", c.device, c.at, late)
 		}
 		return c.at.Truncate(readGrid)
-	})
+	}
+	reads := firstReadsAtOnce(t, list, s.reads, first, at)
+	checkGridBatches(t, list, reads, DefaultInterval, first.Add(DefaultInterval), end, at)
 }
 
 // TestConfirmOffGrid: a confirming read is not put on the grid, and the
@@ -194,7 +225,8 @@ func TestConfirmOffGrid(t *testing.T) {
 		f := newFake(devs(4)...)
 		f.latency = 200 * time.Millisecond
 		h := start(t, f, Config{Interval: time.Minute, ConfirmDelay: 2 * time.Second, ListInterval: time.Hour})
-		// The list arrives at 0.2 s: periodic reads at 1, 16, 31 and 46 s.
+		// The list arrives at 0.2 s: every device read at 1 s, then
+		// periodic reads at 61, 76, 91 and 106 s.
 		sleepUntil(h, 20300*time.Millisecond)
 		h.p.Confirm("H6072", "D01") // off the grid: confirmed at 22.3 s
 		sleepUntil(h, 100*time.Second)
@@ -209,9 +241,9 @@ func TestConfirmOffGrid(t *testing.T) {
 		}{
 			{"D00", 0, secs(1, 61, 121, 181, 241)},
 			// 22.3 + 60 = 82.3 s, rounded up to 83 s.
-			{"D01", 22300 * time.Millisecond, secs(16, 22.3, 83, 143, 203)},
-			{"D02", 102 * time.Second, secs(31, 91, 102, 162, 222)},
-			{"D03", 0, secs(46, 106, 166, 226)},
+			{"D01", 22300 * time.Millisecond, secs(1, 22.3, 83, 143, 203)},
+			{"D02", 102 * time.Second, secs(1, 91, 102, 162, 222)},
+			{"D03", 0, secs(1, 106, 166, 226)},
 		} {
 			reads := f.reads(tc.device)
 			checkCalls(t, h, "state", tc.device, tc.want)
@@ -226,7 +258,8 @@ func TestConfirmOffGrid(t *testing.T) {
 				if !r.at.Equal(r.at.Truncate(readGrid)) {
 					t.Errorf("%s: periodic read at %v, off the grid", tc.device, at)
 				}
-				if i > 0 {
+				if i > 1 { // the second read is the device's place in the spread
+
 					if g := r.at.Sub(reads[i-1].at); g < time.Minute || g >= time.Minute+readGrid {
 						t.Errorf("%s: periodic read at %v, %v after the read before, want [1m, 1m1s)", tc.device, at, g)
 					}
@@ -278,7 +311,7 @@ func TestIntervalNotWholeSeconds(t *testing.T) {
 				if r.prio == scheduler.PriorityPoll && g < interval {
 					t.Fatalf("%s: periodic read at %v only %v after the read before, within the interval %v", d, at, g, interval)
 				}
-				if d == "D01" && g != 3*time.Second {
+				if d == "D01" && i > 1 && g != 3*time.Second { // the second read is its place in the spread
 					t.Fatalf("%s: reads %v apart at %v, want every 3s", d, g, at)
 				}
 			}

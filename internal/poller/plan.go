@@ -22,6 +22,10 @@ type Plan struct {
 	// SceneRequests are the scene and DIY-scene fetches, one pair per device
 	// per SceneInterval: every device is assumed to have both, an upper bound.
 	SceneRequests int
+	// FirstRequests are the reads of every device at once when the bridge
+	// starts (and when a device appears): one per device, the plan
+	// allowing one start a day.
+	FirstRequests int
 	// CommandRequests is the allowance for commands: each costs the control
 	// request and its confirming read (CommandsPerDay × 2). Reads on request
 	// (the get topic) come out of the same allowance.
@@ -34,7 +38,7 @@ type Plan struct {
 	Interval   time.Duration // max(Configured, Needed) rounded up to whole seconds: the interval used
 
 	StateRequests int  // periodic state reads at Interval (online devices; offline ones read less)
-	Total         int  // StateRequests + ListRequests + SceneRequests + CommandRequests
+	Total         int  // StateRequests + FirstRequests + ListRequests + SceneRequests + CommandRequests
 	OverBudget    bool // the fixed costs leave less than one read per device a day: Interval is 24 h and Total exceeds Budget
 }
 
@@ -59,8 +63,9 @@ func PlanInterval(devices int, cfg Config) (time.Duration, Plan) {
 		p.Budget = p.Limit - p.Limit/10 // 10 % headroom, rounded in the limit's favour
 		p.ListRequests = perDay(cfg.ListInterval)
 		p.SceneRequests = 2 * p.Devices * perDay(cfg.SceneInterval)
+		p.FirstRequests = p.Devices
 		p.CommandRequests = 2 * cfg.commandsPerDay()
-		p.StateBudget = p.Budget - p.ListRequests - p.SceneRequests - p.CommandRequests
+		p.StateBudget = p.Budget - p.ListRequests - p.SceneRequests - p.FirstRequests - p.CommandRequests
 		perDevice := p.StateBudget / p.Devices
 		if p.StateBudget <= 0 || perDevice < 1 {
 			p.OverBudget = true
@@ -75,7 +80,7 @@ func PlanInterval(devices int, cfg Config) (time.Duration, Plan) {
 	}
 	p.Interval = gridUp(p.Interval)
 	p.StateRequests = p.Devices * perDay(p.Interval)
-	p.Total = p.StateRequests + p.ListRequests + p.SceneRequests + p.CommandRequests
+	p.Total = p.StateRequests + p.FirstRequests + p.ListRequests + p.SceneRequests + p.CommandRequests
 	return p.Interval, p
 }
 
@@ -96,6 +101,7 @@ func (p Plan) MarshalZerologObject(e *zerolog.Event) {
 		Int("state_reads", p.StateRequests).
 		Int("list_refreshes", p.ListRequests).
 		Int("scene_fetches", p.SceneRequests).
+		Int("first_reads", p.FirstRequests).
 		Int("command_allowance", p.CommandRequests).
 		Int("total", p.Total).
 		Stringer("configured", p.Configured).

@@ -25,47 +25,47 @@ func TestPlanInterval(t *testing.T) {
 			want: Plan{Devices: 1, Configured: 2 * time.Second, Interval: 2 * time.Second, StateRequests: 43200, Total: 43200},
 		},
 		{
-			// 9000 − 144 lists − 2×2×4 scenes − 2×500 commands = 7840, 3920 a device.
+			// 9000 − 144 lists − 2×2×4 scenes − 2 first reads − 2×500 commands = 7838, 3919 a device.
 			name: "roomy limit keeps the configured interval", devices: 2, cfg: Config{Interval: time.Minute, DailyLimit: 10000},
 			want: Plan{
-				Devices: 2, Limit: 10000, Budget: 9000, ListRequests: 144, SceneRequests: 16, CommandRequests: 1000,
-				StateBudget: 7840, Configured: time.Minute, Needed: 23 * time.Second, Interval: time.Minute,
-				StateRequests: 2880, Total: 4040,
+				Devices: 2, Limit: 10000, Budget: 9000, ListRequests: 144, SceneRequests: 16, FirstRequests: 2, CommandRequests: 1000,
+				StateBudget: 7838, Configured: time.Minute, Needed: 23 * time.Second, Interval: time.Minute,
+				StateRequests: 2880, Total: 4042,
 			},
 		},
 		{
-			// 9000 − 144 − 80 − 1000 = 7776, 777 a device: 86400/777 = 111.2 → 112 s.
+			// 9000 − 144 − 80 − 10 − 1000 = 7766, 776 a device: 86400/776 = 111.3 → 112 s.
 			name: "tight limit lengthens the interval", devices: 10, cfg: Config{Interval: 30 * time.Second, DailyLimit: 10000},
 			want: Plan{
-				Devices: 10, Limit: 10000, Budget: 9000, ListRequests: 144, SceneRequests: 80, CommandRequests: 1000,
-				StateBudget: 7776, Configured: 30 * time.Second, Needed: 112 * time.Second, Interval: 112 * time.Second,
-				StateRequests: 7720, Total: 8944,
+				Devices: 10, Limit: 10000, Budget: 9000, ListRequests: 144, SceneRequests: 80, FirstRequests: 10, CommandRequests: 1000,
+				StateBudget: 7766, Configured: 30 * time.Second, Needed: 112 * time.Second, Interval: 112 * time.Second,
+				StateRequests: 7720, Total: 8954,
 			},
 		},
 		{
 			name: "command allowance configured", devices: 10, cfg: Config{Interval: 30 * time.Second, DailyLimit: 10000, CommandsPerDay: 100},
 			want: Plan{
-				Devices: 10, Limit: 10000, Budget: 9000, ListRequests: 144, SceneRequests: 80, CommandRequests: 200,
-				StateBudget: 8576, Configured: 30 * time.Second, Needed: 101 * time.Second, Interval: 101 * time.Second,
-				StateRequests: 8560, Total: 8984,
+				Devices: 10, Limit: 10000, Budget: 9000, ListRequests: 144, SceneRequests: 80, FirstRequests: 10, CommandRequests: 200,
+				StateBudget: 8566, Configured: 30 * time.Second, Needed: 101 * time.Second, Interval: 101 * time.Second,
+				StateRequests: 8560, Total: 8994,
 			},
 		},
 		{
 			name: "longer list and scene intervals leave more for reads", devices: 10,
 			cfg: Config{Interval: 30 * time.Second, DailyLimit: 10000, ListInterval: time.Hour, SceneInterval: day},
 			want: Plan{
-				Devices: 10, Limit: 10000, Budget: 9000, ListRequests: 24, SceneRequests: 20, CommandRequests: 1000,
-				StateBudget: 7956, Configured: 30 * time.Second, Needed: 109 * time.Second, Interval: 109 * time.Second,
-				StateRequests: 7930, Total: 8974,
+				Devices: 10, Limit: 10000, Budget: 9000, ListRequests: 24, SceneRequests: 20, FirstRequests: 10, CommandRequests: 1000,
+				StateBudget: 7946, Configured: 30 * time.Second, Needed: 109 * time.Second, Interval: 109 * time.Second,
+				StateRequests: 7930, Total: 8984,
 			},
 		},
 		{
-			// 900 − 144 − 800 − 100 < 0.
+			// 900 − 144 − 800 − 100 − 100 < 0.
 			name: "over budget", devices: 100, cfg: Config{DailyLimit: 1000},
 			want: Plan{
-				Devices: 100, Limit: 1000, Budget: 900, ListRequests: 144, SceneRequests: 800, CommandRequests: 100,
-				StateBudget: -144, Configured: time.Minute, Needed: day, Interval: day,
-				StateRequests: 100, Total: 1144, OverBudget: true,
+				Devices: 100, Limit: 1000, Budget: 900, ListRequests: 144, SceneRequests: 800, FirstRequests: 100, CommandRequests: 100,
+				StateBudget: -244, Configured: time.Minute, Needed: day, Interval: day,
+				StateRequests: 100, Total: 1244, OverBudget: true,
 			},
 		},
 		{
@@ -74,13 +74,13 @@ func TestPlanInterval(t *testing.T) {
 			want: Plan{Devices: 3, Configured: 2500 * time.Millisecond, Interval: 3 * time.Second, StateRequests: 86400, Total: 86400},
 		},
 		{
-			// 27000 − 144 − 80 − 3000 = 23776, 2377 a device: 37 s needed;
+			// 27000 − 144 − 80 − 10 − 3000 = 23766, 2376 a device: 37 s needed;
 			// the configured 37.5 s rules, rounded up to 38 s: 10 × 2274 reads.
 			name: "configured interval not whole seconds under a limit", devices: 10, cfg: Config{Interval: 37500 * time.Millisecond, DailyLimit: 30000},
 			want: Plan{
-				Devices: 10, Limit: 30000, Budget: 27000, ListRequests: 144, SceneRequests: 80, CommandRequests: 3000,
-				StateBudget: 23776, Configured: 37500 * time.Millisecond, Needed: 37 * time.Second, Interval: 38 * time.Second,
-				StateRequests: 22740, Total: 25964,
+				Devices: 10, Limit: 30000, Budget: 27000, ListRequests: 144, SceneRequests: 80, FirstRequests: 10, CommandRequests: 3000,
+				StateBudget: 23766, Configured: 37500 * time.Millisecond, Needed: 37 * time.Second, Interval: 38 * time.Second,
+				StateRequests: 22740, Total: 25974,
 			},
 		},
 		{

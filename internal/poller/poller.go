@@ -177,6 +177,7 @@ type device struct {
 	failedReads     int
 	backoffReads    int
 	nextPoll        time.Time
+	secondRead      time.Time // a new device's place in the spread of periodic reads, until its first read
 	lastSent        time.Time
 	sentSeq         uint64 // the store's Seq when the read in flight was sent
 	inFlight        bool
@@ -479,8 +480,13 @@ func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err err
 	}
 	// Every read, whatever its reason, puts the next periodic read one
 	// interval later, on the grid: a confirming read takes the periodic
-	// read's place.
-	d.nextPoll = onGrid(latest(d.periodBase(d.lastSent).Add(p.deviceInterval(d)), now.Add(MinInterval)))
+	// read's place. A new device's second read takes its place in the
+	// spread instead.
+	next := d.periodBase(d.lastSent).Add(p.deviceInterval(d))
+	if !d.secondRead.IsZero() {
+		next, d.secondRead = d.secondRead, time.Time{}
+	}
+	d.nextPoll = onGrid(latest(next, now.Add(MinInterval)))
 	p.schedule(d)
 	p.emitDone(waiters, wrapRead(d.dev, err))
 }
@@ -562,13 +568,17 @@ func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 	if len(ch.Added) > 0 || len(ch.Removed) > 0 || ch.First {
 		p.replan(len(ch.All))
 	}
-	// Spread the new devices' first reads evenly over the grid instants of
-	// one interval, in list order: so a start is no burst, and the batches
-	// differ by at most one device.
+	// New devices are read at once, as fast as the scheduler's budgets allow
+	// (the state limit is per device, so a start is no 429), and their
+	// scene lists fetched right after: Home Assistant shows every state
+	// within seconds of a start whatever the interval. Their second reads
+	// are spread evenly over the grid instants of the interval after the
+	// next, in list order (so no device is read again sooner than one
+	// interval), and the periodic reads keep that spread.
 	base, slots := onGrid(now), max(int64(p.interval/readGrid), 1)
 	for i, dev := range ch.Added {
-		at := base.Add(time.Duration(int64(i)*slots/int64(len(ch.Added))) * readGrid)
-		d := &device{nextPoll: at, nextScenes: at, slot: -1}
+		spread := base.Add(p.interval + time.Duration(int64(i)*slots/int64(len(ch.Added)))*readGrid)
+		d := &device{nextPoll: base, secondRead: spread, nextScenes: base, slot: -1}
 		d.setDev(dev)
 		p.devices[dev.Key()] = d
 		p.schedule(d)

@@ -93,13 +93,14 @@ type Registry struct {
 	devices map[capability.Key]*device
 	list    []capability.Key // cloud order
 	listed  bool
+	listedC chan struct{} // closed with the first list
 	seq     uint64
 	now     func() time.Time
 }
 
 // New returns an empty registry that reports changes to sink.
 func New(sink Sink, log zerolog.Logger) *Registry {
-	return &Registry{sink: sink, log: log, devices: make(map[capability.Key]*device), now: time.Now}
+	return &Registry{sink: sink, log: log, devices: make(map[capability.Key]*device), listedC: make(chan struct{}), now: time.Now}
 }
 
 // ListChange is what a new device list changed.
@@ -150,6 +151,9 @@ func (r *Registry) SetDevices(list []capability.Device) ListChange {
 			ch.Removed = append(ch.Removed, r.devices[k].listed)
 			delete(r.devices, k)
 		}
+	}
+	if !r.listed {
+		close(r.listedC)
 	}
 	r.list, r.listed = keys, true
 	if ch.Any() {
@@ -365,6 +369,9 @@ func (r *Registry) Listed() bool {
 	defer r.mu.Unlock()
 	return r.listed
 }
+
+// FirstList is closed once the first device list is in.
+func (r *Registry) FirstList() <-chan struct{} { return r.listedC }
 
 // Stats counts the devices for metrics and the health endpoint.
 type Stats struct {

@@ -1,0 +1,113 @@
+package bridge
+
+import (
+	"context"
+	"time"
+
+	"cloud2mqtt/internal/capability"
+)
+
+// HoldFor is how long a command that arrived before the first device list
+// waits for it: a broker delivers the commands queued for the bridge's
+// session as soon as it connects, before the cloud has answered.
+const HoldFor = 2 * time.Minute
+
+// heldMessage is a device message that arrived before the first device list.
+type heldMessage struct {
+	topic   string
+	payload []byte
+	at      time.Time
+}
+
+// hold keeps a device message for later while the first device list is
+// not in (or while held ones are being replayed, so that order is kept),
+// and reports whether it did.
+func (b *Bridge) hold(t string, payload []byte) bool {
+	b.heldMu.Lock()
+	defer b.heldMu.Unlock()
+	if b.released {
+		return false
+	}
+	if len(b.held) == 0 && b.reg.Listed() {
+		b.released = true // listed before any message had to wait
+		return false
+	}
+	b.held = append(b.held, heldMessage{t, payload, time.Now()})
+	if len(b.held) == 1 {
+		b.log.Info().Str("topic", t).Msg("command held until the device list is read")
+	}
+	select {
+	case b.heldKick <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// Run releases the held messages once the first device list is in, in the
+// order they arrived, and answers on <id>/error those that waited HoldFor
+// in vain. It returns when ctx ends, answering what is still held.
+func (b *Bridge) Run(ctx context.Context) error {
+	listed := b.reg.FirstList()
+	timer := time.NewTimer(HoldFor)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			b.expire(time.Time{}, "the bridge is shutting down")
+			return nil
+		case <-listed:
+			b.release()
+			listed = nil
+		case <-b.heldKick:
+		case <-timer.C:
+			b.expire(time.Now().Add(-HoldFor), "the device list has not been read in "+HoldFor.String()+"; is the cloud reachable? Send the command again")
+		}
+		b.heldMu.Lock()
+		next := HoldFor
+		if len(b.held) > 0 {
+			next = max(time.Until(b.held[0].at.Add(HoldFor)), time.Millisecond)
+		}
+		b.heldMu.Unlock()
+		timer.Reset(next)
+	}
+}
+
+// release replays the held messages in order; messages arriving meanwhile
+// are held behind them until none is left.
+func (b *Bridge) release() {
+	for {
+		b.heldMu.Lock()
+		q := b.held
+		b.held = nil
+		if len(q) == 0 {
+			b.released = true
+			b.heldMu.Unlock()
+			return
+		}
+		b.heldMu.Unlock()
+		for _, m := range q {
+			b.handleDevice(m.topic, m.payload)
+		}
+	}
+}
+
+// expire answers the held messages that arrived before cutoff (all of them
+// for the zero time) on <id>/error with code 503.
+func (b *Bridge) expire(cutoff time.Time, why string) {
+	b.heldMu.Lock()
+	var gone []heldMessage
+	keep := b.held[:0]
+	for _, m := range b.held {
+		if cutoff.IsZero() || m.at.Before(cutoff) {
+			gone = append(gone, m)
+		} else {
+			keep = append(keep, m)
+		}
+	}
+	b.held = keep
+	b.heldMu.Unlock()
+	for _, m := range gone {
+		id, _, _ := b.opt.Layout.Parse(m.topic)
+		b.reject(id, capability.Device{SKU: "?", Device: id}, "", string(m.payload), codedError{"bridge: command not applied: " + why, 503})
+	}
+}
