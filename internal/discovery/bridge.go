@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/topic"
 )
 
 // BridgeStats is the JSON the bridge publishes, retained, on
@@ -23,11 +24,65 @@ type BridgeStats struct {
 	// DevicesOnline and DevicesTotal count the account's devices.
 	DevicesOnline int `json:"devices_online"`
 	DevicesTotal  int `json:"devices_total"`
+	// RateLimited is true while the bridge is held back: a 429 in the
+	// last minute, or the daily quota spent. It is the "Rate limited"
+	// problem sensor.
+	RateLimited bool `json:"rate_limited"`
+	// QuotaLeft is what is left of the daily quota today; null without a
+	// daily limit.
+	QuotaLeft *int `json:"quota_left"`
 }
 
+// BridgeInfo is the JSON the bridge publishes, retained, on
+// <base>/bridge/info: the settings in use. The controls of the bridge's
+// device (log level, poll interval) and each device's poll interval read
+// it; they change the settings through <base>/bridge/request/options and
+// <base>/bridge/request/device/options.
+type BridgeInfo struct {
+	Version  string   `json:"version"`
+	LogLevel string   `json:"log_level"` // one of LogLevels
+	Poll     PollInfo `json:"poll"`
+	// Devices lists the devices with settings of their own, by topic id.
+	Devices map[string]DeviceInfo `json:"devices"`
+}
+
+// PollInfo is the poller's part of BridgeInfo.
+type PollInfo struct {
+	// IntervalSeconds is the poll interval in use for devices without
+	// their own.
+	IntervalSeconds int `json:"interval_seconds"`
+	// DailyLimit is CLOUD_DAILY_LIMIT, 0 for none.
+	DailyLimit    int  `json:"daily_limit"`
+	RequestsToday int  `json:"requests_today"`
+	QuotaLeft     *int `json:"quota_left"` // null without a daily limit
+}
+
+// DeviceInfo is one device's settings in BridgeInfo.
+type DeviceInfo struct {
+	// PollIntervalSeconds is the device's own poll interval; 0 (omitted)
+	// means the bridge's.
+	PollIntervalSeconds int    `json:"poll_interval_seconds,omitempty"`
+	Disabled            bool   `json:"disabled"`
+	Name                string `json:"name,omitempty"` // display name chosen by the user
+}
+
+// LogLevels are the log levels the bridge's log-level select offers, as
+// LOG_LEVEL spells them.
+var LogLevels = []string{"trace", "debug", "info", "warn", "error"}
+
+// Poll interval bounds of the poll-interval numbers, in seconds: the
+// poller's floor (POLL_INTERVAL is at least 2 s) and a day.
+const (
+	MinPollSeconds = 2
+	MaxPollSeconds = 86400
+)
+
 // BridgeConfigs returns the discovery messages of the bridge itself: a
-// device (BridgeID) with diagnostic sensors over BridgeStats, available
-// while the bridge is (<base>/bridge/state).
+// device (BridgeID) with diagnostic sensors over BridgeStats, controls of
+// its settings over BridgeInfo, and buttons for its requests, all available
+// while the bridge is (<base>/bridge/state). Without a daily limit
+// (cfg.DailyLimit 0) the "Quota left today" sensor's topic maps to an empty
+// payload, which removes a sensor retained by an earlier run with a limit.
 func BridgeConfigs(cfg Config) map[string][]byte {
 	cfg = cfg.withDefaults()
 	l := cfg.Layout
@@ -40,39 +95,107 @@ func BridgeConfigs(cfg Config) map[string][]byte {
 	if cfg.Version != "" {
 		dev["sw_version"] = cfg.Version
 	}
-	sensor := func(key, name string, extra map[string]any) (string, []byte) {
+	out := map[string][]byte{}
+	// add publishes one entity of the bridge's device; the object id is key.
+	add := func(component, key, name string, p map[string]any) {
 		uid := cfg.BridgeID + "_" + key
+		p["name"] = name
+		p["unique_id"] = uid
+		p["object_id"] = strings.ToLower(uid)
+		p["default_entity_id"] = component + "." + strings.ToLower(uid)
+		p["device"] = dev
+		p["origin"] = origin(cfg)
+		p["availability"] = []any{map[string]any{"topic": l.BridgeState()}}
+		out[cfg.ConfigTopic(component, cfg.BridgeID, key)] = marshal(p)
+	}
+	sensor := func(key, name string, extra map[string]any) {
 		p := map[string]any{
-			"name":              name,
-			"unique_id":         uid,
-			"object_id":         strings.ToLower(uid),
-			"default_entity_id": "sensor." + strings.ToLower(uid),
-			"state_topic":       l.BridgeStats(),
-			"value_template":    "{{ value_json.get(" + jstr(key) + ") }}",
-			"entity_category":   "diagnostic",
-			"device":            dev,
-			"origin":            origin(cfg),
-			"availability":      []any{map[string]any{"topic": l.BridgeState()}},
+			"state_topic":     l.BridgeStats(),
+			"value_template":  "{{ value_json.get(" + jstr(key) + ") }}",
+			"entity_category": "diagnostic",
 		}
 		for k, v := range extra {
 			p[k] = v
 		}
-		return cfg.ConfigTopic("sensor", cfg.BridgeID, key), marshal(p)
+		add("sensor", key, name, p)
 	}
-	out := map[string][]byte{}
-	add := func(t string, p []byte) { out[t] = p }
-	add(sensor("version", "Version", map[string]any{"icon": "mdi:tag"}))
-	add(sensor("requests_today", "Cloud requests today", map[string]any{
-		"state_class": "total_increasing", "icon": "mdi:cloud-upload"}))
-	add(sensor("last_429", "Last rate limit", map[string]any{
+	sensor("version", "Version", map[string]any{"icon": "mdi:tag"})
+	sensor("requests_today", "Cloud requests today", map[string]any{
+		"state_class": "total_increasing", "icon": "mdi:cloud-upload"})
+	sensor("last_429", "Last rate limit", map[string]any{
 		"device_class": "timestamp",
 		// null (never) must read as unknown, not as an invalid timestamp
-		"value_template": "{{ value_json.get(\"last_429\") or \"None\" }}"}))
-	add(sensor("queue_depth", "Queue depth", map[string]any{
-		"state_class": "measurement", "icon": "mdi:tray-full"}))
-	add(sensor("devices_online", "Devices online", map[string]any{
-		"state_class": "measurement", "icon": "mdi:lan-connect"}))
+		"value_template": "{{ value_json.get(\"last_429\") or \"None\" }}"})
+	sensor("queue_depth", "Queue depth", map[string]any{
+		"state_class": "measurement", "icon": "mdi:tray-full"})
+	sensor("devices_online", "Devices online", map[string]any{
+		"state_class": "measurement", "icon": "mdi:lan-connect"})
+	if cfg.DailyLimit > 0 {
+		sensor("quota_left", "Quota left today", map[string]any{
+			"state_class": "measurement", "icon": "mdi:gauge"})
+	} else {
+		out[cfg.ConfigTopic("sensor", cfg.BridgeID, "quota_left")] = []byte{}
+	}
+
+	add("binary_sensor", "rate_limited", "Rate limited", map[string]any{
+		"state_topic":     l.BridgeStats(),
+		"device_class":    "problem",
+		"entity_category": "diagnostic",
+		"value_template": "{% set v = value_json.get(\"rate_limited\") %}" +
+			"{{ \"None\" if v is none else (\"ON\" if v else \"OFF\") }}",
+		"payload_on":  "ON",
+		"payload_off": "OFF",
+	})
+
+	levels := make([]any, len(LogLevels))
+	for i, v := range LogLevels {
+		levels[i] = v
+	}
+	add("select", "log_level", "Log level", map[string]any{
+		"options":          levels,
+		"state_topic":      l.BridgeInfo(),
+		"value_template":   "{% set v = value_json.get(\"log_level\") %}{{ v if v in " + jval(levels) + " else \"None\" }}",
+		"command_topic":    l.BridgeOptions(),
+		"command_template": "{{ {\"options\": {\"log_level\": value}} | tojson }}",
+		"entity_category":  "config",
+		"icon":             "mdi:format-list-bulleted",
+	})
+	add("number", "poll_interval", "Poll interval", pollNumber(map[string]any{
+		"state_topic": l.BridgeInfo(),
+		"value_template": "{% set p = value_json.get(\"poll\") %}" +
+			"{{ p.get(\"interval_seconds\") if p is mapping else none }}",
+		"command_topic":    l.BridgeOptions(),
+		"command_template": "{{ {\"options\": {\"poll_interval\": " + pollValue + "}} | tojson }}",
+	}))
+
+	button := func(key, name, action, category, icon string) {
+		add("button", key, name, map[string]any{
+			"command_topic":   l.BridgeRequest(action),
+			"payload_press":   "{}",
+			"entity_category": category,
+			"icon":            icon,
+		})
+	}
+	button("refresh", "Refresh device list", topic.ActionRefresh, "config", "mdi:refresh")
+	button("read_all", "Read all devices now", topic.ActionReadAll, "diagnostic", "mdi:download-multiple")
+	button("republish", "Republish discovery", topic.ActionRepublish, "config", "mdi:home-import-outline")
 	return out
+}
+
+// pollValue is the Jinja expression of a poll-interval number's command
+// value: whole seconds as a duration string ("90s").
+const pollValue = "((value | round(0) | int) ~ \"s\")"
+
+// pollNumber adds the members every poll-interval number shares.
+func pollNumber(p map[string]any) map[string]any {
+	p["min"] = MinPollSeconds
+	p["max"] = MaxPollSeconds
+	p["step"] = 1
+	p["mode"] = "box"
+	p["unit_of_measurement"] = "s"
+	p["device_class"] = "duration"
+	p["entity_category"] = "config"
+	return p
 }
 
 // EventPayload is the message the bridge publishes on <base>/<id>/event for

@@ -13,9 +13,15 @@
 // by instance, values in cloud form) with value templates, and command
 // through <base>/<id>/set/<instance> with plain values, reshaped by command
 // templates where Home Assistant's payload is not the cloud's (climate modes,
-// fan percentages, work modes). Only lights use their own state and command
-// topics (<base>/<id>/light, <base>/<id>/light/set), because Home
+// fan percentages, work modes), or through <base>/<id>/set with a partial
+// struct (music auto colour and colour). Only lights use their own state and
+// command topics (<base>/<id>/light, <base>/<id>/light/set), because Home
 // Assistant's JSON light schema wants one object with all of a light's state.
+//
+// The bridge is operated from Home Assistant too: its own device and every
+// device carry controls that read <base>/bridge/info (BridgeInfo) or
+// <base>/bridge/stats (BridgeStats) and send requests on
+// <base>/bridge/request/<action>.
 package discovery
 
 import (
@@ -53,6 +59,10 @@ type Config struct {
 	Manufacturer string
 	// SupportURL is the origin's support_url; omitted when empty.
 	SupportURL string
+	// DailyLimit is the account's daily request quota (CLOUD_DAILY_LIMIT);
+	// 0 means none. The bridge's "Quota left today" sensor exists only with
+	// a limit.
+	DailyLimit int
 }
 
 func (c Config) withDefaults() Config {
@@ -83,6 +93,12 @@ func (c Config) ConfigTopic(component, node, object string) string {
 // device's scene capabilities (lightScene, diyScene) must already hold the
 // options of the scene endpoints. The result depends only on cfg and dev, so
 // comparing it with the previous result (Diff) tells what to publish.
+//
+// Home Assistant's device is named dev.Name (the SKU when it is empty). To
+// show a name the user chose instead of the cloud's, pass a copy of the
+// device with Name set to it: ids, unique_ids, entity ids and topics derive
+// from the SKU and device id only, so a rename changes nothing else and Home
+// Assistant keeps the entities, their history and the user's customisations.
 func Configs(cfg Config, dev capability.Device) map[string][]byte {
 	cfg = cfg.withDefaults()
 	id := topic.DeviceID(dev.SKU, dev.Device)

@@ -339,6 +339,13 @@ func TestEveryEntity(t *testing.T) {
 	l := cfg.Layout
 	uids := map[string]string{}
 	for tp, p := range allConfigs(t) {
+		if len(p) == 0 {
+			// a removal: only the quota sensor of a bridge without a limit
+			if tp != cfg.ConfigTopic("sensor", cfg.withDefaults().BridgeID, "quota_left") {
+				t.Errorf("%s has an empty payload", tp)
+			}
+			continue
+		}
 		c := decodeMap(t, p)
 		parts := strings.Split(tp, "/")
 		if len(parts) != 5 || parts[0] != "homeassistant" || parts[4] != "config" {
@@ -362,9 +369,11 @@ func TestEveryEntity(t *testing.T) {
 		}
 		want := []string{l.BridgeState(), l.Availability(parts[2])}
 		switch {
-		case parts[2] == cfg.withDefaults().BridgeID, parts[3] == roleOnline:
-			// the bridge's own entities and the connectivity sensor must
-			// stay available while the device is offline
+		case parts[2] == cfg.withDefaults().BridgeID, parts[3] == roleOnline,
+			parts[3] == "poll_interval", parts[3] == "read_now":
+			// the bridge's own entities, the connectivity sensor and the
+			// device's controls of the bridge must stay available while
+			// the device is offline
 			want = want[:1]
 		}
 		if strings.Join(topics, " ") != strings.Join(want, " ") {
@@ -414,7 +423,7 @@ func TestDeviceMapping(t *testing.T) {
 	}{
 		{"h7111_aabbccddeeff0011", "fan", "fan", true},                   // fan type
 		{"h7111_aabbccddeeff0011", "switch", "oscillationToggle", false}, // owned by the fan
-		{"h7111_aabbccddeeff0011", "switch", "powerSwitch", false},
+		{"h7111_aabbccddeeff0011", "switch", "powerSwitch", true},        // the fan's power as a switch too
 		{"h7141_aabbccddeeff0001", "humidifier", "humidifier", true},
 		{"h7141_aabbccddeeff0001", "event", "lackWaterEvent", true},
 		{"h7131_aabbccddeeff0002", "climate", "targetTemperature", true},

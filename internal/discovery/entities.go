@@ -24,6 +24,13 @@ func entities(cfg Config, dev capability.Device, id string) []*entity {
 	}
 	for _, c := range dev.Capabilities {
 		if p.owned[c.Instance] {
+			// An appliance's power folded into its climate, humidifier or
+			// fan entity is also a switch of its own: automations and
+			// dashboards toggle appliances as switches. (A light's power is
+			// the light's on/off and stays there.)
+			if c.Instance == capability.InstancePower && p.powerOwner != "" && p.powerOwner != roleLight {
+				b.powerSwitch(c)
+			}
 			continue
 		}
 		switch c.Type {
@@ -52,6 +59,7 @@ func entities(cfg Config, dev capability.Device, id string) []*entity {
 			b.generic(c)
 		}
 	}
+	b.operate()
 	b.connectivity()
 	return b.out
 }
@@ -362,6 +370,102 @@ func (b *builder) music(c capability.Capability) {
 		}
 		b.add(&entity{component: "number", role: c.Instance + "_sensitivity", payload: p})
 	}
+	b.musicColour(c)
+}
+
+// musicColour: where the music mode has an on/off autoColor member, the
+// automatic colour as a switch, and (with an rgb member) the colour used
+// when it is off as a light. Both send a partial music mode on <id>/set
+// ({"musicMode":{"autoColor":1}}), which the bridge completes with the last
+// known value like the select's. Both are config entities: a service call
+// on an area or a device leaves them out, so "turn off the living room"
+// does not switch a lamp into music mode.
+//
+// The colour is a template-schema light because its command templates can
+// write exactly that partial struct to <id>/set, and its state templates
+// read the rgb member from <id>/state; a JSON-schema light would need a
+// state and command topic of its own served by the bridge. The light is on
+// while the chosen colour is in use (autoColor off): turning it on with a
+// colour sends {"autoColor":0,"rgb":...}, turning it off returns to
+// automatic colours.
+func (b *builder) musicColour(c capability.Capability) {
+	af, ok := c.Parameters.Field("autoColor")
+	if !ok {
+		return
+	}
+	on, off, ok := onOffValues(af.Options)
+	if !ok {
+		return
+	}
+	onKey, _ := scalarKey(on)
+	offKey, _ := scalarKey(off)
+	partial := func(members string) string {
+		return "{{ {" + jstr(c.Instance) + ": {" + members + "}} | tojson }}"
+	}
+	member := "{% set v = " + stateGet(c.Instance) + " %}" +
+		"{% set a = v.get(\"autoColor\") if v is mapping else none %}"
+	b.add(&entity{component: "switch", role: c.Instance + "_autoColor", payload: map[string]any{
+		"name":            "Music auto colour",
+		"command_topic":   b.cfg.Layout.Set(b.id),
+		"state_topic":     b.state,
+		"value_template":  member + "{{ \"None\" if a is none else a }}",
+		"payload_on":      string(marshal(map[string]any{c.Instance: map[string]any{"autoColor": on}})),
+		"payload_off":     string(marshal(map[string]any{c.Instance: map[string]any{"autoColor": off}})),
+		"state_on":        onKey,
+		"state_off":       offKey,
+		"entity_category": "config",
+		"icon":            "mdi:palette",
+	}})
+	rf, ok := c.Parameters.Field("rgb")
+	if !ok || rf.DataType != capability.DataInteger {
+		return
+	}
+	rgb := "{% set v = " + stateGet(c.Instance) + " %}" +
+		"{% set c = v.get(\"rgb\") if v is mapping else none %}"
+	channel := func(shift int) string {
+		expr := "(c % 256)"
+		if shift > 0 {
+			expr = "((c // " + strconv.Itoa(1<<shift) + ") % 256)"
+		}
+		return rgb + "{{ " + expr + " if c is number else \"None\" }}"
+	}
+	b.add(&entity{component: "light", role: c.Instance + "_rgb", payload: map[string]any{
+		"name":          "Music colour",
+		"schema":        "template",
+		"command_topic": b.cfg.Layout.Set(b.id),
+		"state_topic":   b.state,
+		"command_on_template": "{% if red is defined and green is defined and blue is defined %}" +
+			partial("\"autoColor\": "+jval(off)+", \"rgb\": (red | int) * 65536 + (green | int) * 256 + (blue | int)") +
+			"{% else %}" + partial("\"autoColor\": "+jval(off)) + "{% endif %}",
+		"command_off_template": partial("\"autoColor\": " + jval(on)),
+		"state_template":       member + "{{ \"None\" if a is none else (\"off\" if a == " + jval(on) + " else \"on\") }}",
+		"red_template":         channel(16),
+		"green_template":       channel(8),
+		"blue_template":        channel(0),
+		"entity_category":      "config",
+		"icon":                 "mdi:palette",
+	}})
+}
+
+// onOffValues returns the values of an ENUM's "on" and "off" options
+// (autoColor: on=1, off=0); ok is false unless there are exactly those two.
+func onOffValues(opts []capability.Option) (on, off any, ok bool) {
+	if len(opts) != 2 {
+		return nil, nil, false
+	}
+	var hasOn, hasOff bool
+	for _, o := range opts {
+		if _, scalar := scalarKey(o.Value); !scalar {
+			return nil, nil, false
+		}
+		switch strings.ToLower(strings.TrimSpace(o.Name)) {
+		case "on":
+			on, hasOn = o.Value, true
+		case "off":
+			off, hasOff = o.Value, true
+		}
+	}
+	return on, off, hasOn && hasOff
 }
 
 // segments: one optimistic light per segment, disabled until the user
@@ -514,5 +618,38 @@ func (b *builder) connectivity() {
 			"{{ \"None\" if v is none else (\"ON\" if v else \"OFF\") }}",
 		"payload_on":  "ON",
 		"payload_off": "OFF",
+	}})
+}
+
+// operate: the device's controls of the bridge, disabled by default (most
+// users never need them, and every enabled entity costs Home Assistant a
+// little): its own poll interval, read from <base>/bridge/info (the
+// bridge's interval while it has none of its own) and set through
+// <base>/bridge/request/device/options; and "Read now" on <base>/<id>/get.
+// Both concern the bridge, not the device, so they stay available while the
+// device is offline (a read is how to find out it is back).
+func (b *builder) operate() {
+	l := b.cfg.Layout
+	id := jstr(b.id)
+	b.add(&entity{component: "number", role: "poll_interval", bridgeOnly: true, payload: pollNumber(map[string]any{
+		"name":               "Poll interval",
+		"enabled_by_default": false,
+		"state_topic":        l.BridgeInfo(),
+		"value_template": "{% set ds = value_json.get(\"devices\") %}" +
+			"{% set d = ds.get(" + id + ") if ds is mapping else none %}" +
+			"{% set own = d.get(\"poll_interval_seconds\") if d is mapping else none %}" +
+			"{% set p = value_json.get(\"poll\") %}" +
+			"{% set common = p.get(\"interval_seconds\") if p is mapping else none %}" +
+			"{{ own if own else common }}",
+		"command_topic":    l.BridgeDeviceOptions(),
+		"command_template": "{{ {\"device\": " + id + ", \"options\": {\"poll_interval\": " + pollValue + "}} | tojson }}",
+	})})
+	b.add(&entity{component: "button", role: "read_now", bridgeOnly: true, payload: map[string]any{
+		"name":               "Read now",
+		"enabled_by_default": false,
+		"command_topic":      l.Get(b.id),
+		"payload_press":      "{}",
+		"entity_category":    "diagnostic",
+		"icon":               "mdi:download",
 	}})
 }

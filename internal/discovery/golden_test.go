@@ -121,9 +121,11 @@ func pretty(t *testing.T, configs map[string][]byte) []byte {
 	var b bytes.Buffer
 	b.WriteString("{\n")
 	for i, k := range sortedKeys(configs) {
-		var v any
-		if err := json.Unmarshal(configs[k], &v); err != nil {
-			t.Fatalf("payload of %s is not JSON: %v\n%s", k, err, configs[k])
+		var v any // an empty payload (a removal) is shown as null
+		if len(configs[k]) > 0 {
+			if err := json.Unmarshal(configs[k], &v); err != nil {
+				t.Fatalf("payload of %s is not JSON: %v\n%s", k, err, configs[k])
+			}
 		}
 		pv, err := json.MarshalIndent(v, "  ", "  ")
 		if err != nil {
@@ -176,5 +178,10 @@ func TestGolden(t *testing.T) {
 	}
 	t.Run("bridge", func(t *testing.T) {
 		checkGolden(t, "bridge", pretty(t, BridgeConfigs(cfg)))
+	})
+	t.Run("bridge_daily_limit", func(t *testing.T) {
+		cfg := cfg
+		cfg.DailyLimit = 10000
+		checkGolden(t, "bridge_daily_limit", pretty(t, BridgeConfigs(cfg)))
 	})
 }

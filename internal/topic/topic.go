@@ -6,7 +6,10 @@
 //	<base>/bridge/state                 online|offline, retained (the will)
 //	<base>/bridge/devices               JSON array of devices, retained
 //	<base>/bridge/stats                 JSON of the bridge's counters, retained
-//	<base>/bridge/request/<action>      requests: refresh, scenes, health
+//	<base>/bridge/info                  JSON of the bridge's settings, retained
+//	<base>/bridge/logging               the bridge's log lines, not retained
+//	<base>/bridge/request/<action>      requests: refresh, scenes, health, devices,
+//	                                    read_all, republish, options, device/options
 //	<base>/bridge/response/<action>     {status, data, error, transaction}
 //	<base>/<id>/state                   JSON object of the device's values, retained
 //	<base>/<id>/availability            online|offline, retained
@@ -53,8 +56,42 @@ func (l Layout) BridgeDevices() string { return l.Base + "/bridge/devices" }
 // BridgeStats is the retained topic of the bridge's counters.
 func (l Layout) BridgeStats() string { return l.Base + "/bridge/stats" }
 
-// BridgeRequest is the topic a request for action arrives on; "+" subscribes to all.
+// BridgeInfo is the retained topic of the bridge's settings in use (log
+// level, poll interval, per-device overrides): what Home Assistant's
+// controls of those settings show as their state.
+func (l Layout) BridgeInfo() string { return l.Base + "/bridge/info" }
+
+// BridgeLogging is the topic the bridge's log lines go to, not retained.
+func (l Layout) BridgeLogging() string { return l.Base + "/bridge/logging" }
+
+// Bridge request actions (<base>/bridge/request/<action>). An action may
+// have more than one level (ActionDeviceOptions), so subscribe with
+// BridgeRequestFilter rather than BridgeRequest("+").
+const (
+	ActionRefresh       = "refresh"        // read the device list now
+	ActionScenes        = "scenes"         // re-read one device's scene lists
+	ActionHealth        = "health"         // the /healthz report
+	ActionDevices       = "devices"        // the device list as data
+	ActionReadAll       = "read_all"       // read every device now, within budget
+	ActionRepublish     = "republish"      // publish discovery again
+	ActionOptions       = "options"        // change the bridge's settings
+	ActionDeviceOptions = "device/options" // change one device's settings
+)
+
+// BridgeRequest is the topic a request for action arrives on; "+" subscribes
+// to the one-level actions only.
 func (l Layout) BridgeRequest(action string) string { return l.Base + "/bridge/request/" + action }
+
+// BridgeRequestFilter subscribes to every request, device/options included.
+func (l Layout) BridgeRequestFilter() string { return l.BridgeRequest("#") }
+
+// BridgeOptions is the request topic that changes the bridge's settings:
+// {"options":{"poll_interval":"90s","log_level":"debug"}}.
+func (l Layout) BridgeOptions() string { return l.BridgeRequest(ActionOptions) }
+
+// BridgeDeviceOptions is the request topic that changes one device's
+// settings: {"device":"<id>","options":{"poll_interval":"120s"}}.
+func (l Layout) BridgeDeviceOptions() string { return l.BridgeRequest(ActionDeviceOptions) }
 
 // BridgeResponse is the topic the answer to action goes to.
 func (l Layout) BridgeResponse(action string) string { return l.Base + "/bridge/response/" + action }

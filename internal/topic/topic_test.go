@@ -2,6 +2,7 @@ package topic
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +45,60 @@ func TestLayout(t *testing.T) {
 	}
 	if got := l.SegmentSet("d1", 3); got != "home/bridge/d1/segment/3/set" {
 		t.Errorf("SegmentSet = %q", got)
+	}
+}
+
+func TestBridgeTopics(t *testing.T) {
+	l := New("c2m")
+	cases := []struct{ name, got, want string }{
+		{"state", l.BridgeState(), "c2m/bridge/state"},
+		{"devices", l.BridgeDevices(), "c2m/bridge/devices"},
+		{"stats", l.BridgeStats(), "c2m/bridge/stats"},
+		{"info", l.BridgeInfo(), "c2m/bridge/info"},
+		{"logging", l.BridgeLogging(), "c2m/bridge/logging"},
+		{"options", l.BridgeOptions(), "c2m/bridge/request/options"},
+		{"device options", l.BridgeDeviceOptions(), "c2m/bridge/request/device/options"},
+		{"refresh", l.BridgeRequest(ActionRefresh), "c2m/bridge/request/refresh"},
+		{"read all", l.BridgeRequest(ActionReadAll), "c2m/bridge/request/read_all"},
+		{"republish", l.BridgeRequest(ActionRepublish), "c2m/bridge/request/republish"},
+		{"response of device options", l.BridgeResponse(ActionDeviceOptions), "c2m/bridge/response/device/options"},
+		{"request filter", l.BridgeRequestFilter(), "c2m/bridge/request/#"},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, c.got, c.want)
+		}
+	}
+	// The bridge finds the action after "request/" whatever its depth.
+	id, rest, ok := l.Parse(l.BridgeDeviceOptions())
+	if !ok || id != "bridge" || rest != "request/"+ActionDeviceOptions {
+		t.Errorf("Parse(device options) = %q %q %v", id, rest, ok)
+	}
+}
+
+// TestRequestFilterMatchesEveryAction: a subscription to BridgeRequest("+")
+// would miss the two-level device/options; BridgeRequestFilter does not.
+func TestRequestFilterMatchesEveryAction(t *testing.T) {
+	l := New("")
+	matches := func(filter, topic string) bool {
+		f, tp := strings.Split(filter, "/"), strings.Split(topic, "/")
+		for i, p := range f {
+			if p == "#" {
+				return true
+			}
+			if i >= len(tp) || (p != "+" && p != tp[i]) {
+				return false
+			}
+		}
+		return len(f) == len(tp)
+	}
+	for _, a := range []string{ActionRefresh, ActionScenes, ActionHealth, ActionDevices, ActionReadAll,
+		ActionRepublish, ActionOptions, ActionDeviceOptions} {
+		if !matches(l.BridgeRequestFilter(), l.BridgeRequest(a)) {
+			t.Errorf("%s does not match %s", l.BridgeRequestFilter(), l.BridgeRequest(a))
+		}
+	}
+	if matches(l.BridgeRequest("+"), l.BridgeDeviceOptions()) {
+		t.Errorf("the test's matcher is wrong: + matched two levels")
 	}
 }

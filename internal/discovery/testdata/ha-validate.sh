@@ -4,6 +4,7 @@
 # needs its Home Assistant set up first; run as root).
 #   internal/discovery/testdata/ha-validate.sh [golden files...]
 # Prints one OK/FAIL line per entity and the keys HA dropped; exits 1 on a FAIL.
+# A null in a golden file is an empty payload (a removal).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 validate=${HA_VALIDATE:-$here/../../../../shared/tools/ha-check/validate.sh}
@@ -15,7 +16,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 args=(); i=0
 for f in "${files[@]}"; do
   while IFS= read -r t; do
-    jq -c --arg t "$t" '.[$t]' "$f" > "$tmp/$i.json"
+    jq -c --arg t "$t" '.[$t] // empty' "$f" > "$tmp/$i.json"
     args+=("$t" "$tmp/$i.json"); i=$((i+1))
   done < <(jq -r 'keys[]' "$f")
 done
