@@ -23,6 +23,7 @@ import (
 	"cloud2mqtt/internal/poller"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
+	"cloud2mqtt/internal/statedir"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -93,6 +94,8 @@ func (m *Main) Run(ctx context.Context) error {
 		Log:              log.With().Str("component", "bridge").Logger(),
 	})
 	reg := registry.New(mirror, log.With().Str("component", "registry").Logger())
+	dir := statedir.Dir(stateDirOf(cfg))
+	restoreState(dir, reg, log)
 	poll := poller.New(sched, reg, poller.Config{
 		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
 		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval,
@@ -162,8 +165,9 @@ func (m *Main) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); env.events(ctx, mirror) }()
 	}
 
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); br.Run(ctx) }()
+	go func() { defer wg.Done(); persist(ctx, dir, reg, log) }()
 	go func() { defer wg.Done(); m.background(ctx, ready, mirror, reg, sched, poll, conn) }()
 	sd := Systemd{Log: log}
 	go func() {
@@ -176,6 +180,7 @@ func (m *Main) Run(ctx context.Context) error {
 	log.Info().Msg("shutting down: finishing commands in flight")
 	stopPoll()
 	<-pollDone
+	saveState(dir, reg, log)
 	stopSched()
 	select {
 	case <-schedDone:

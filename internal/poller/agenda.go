@@ -43,7 +43,7 @@ func (a *agenda) Pop() any {
 // request, never sooner than MinInterval after the last read. ok is false
 // while a read is in flight: its report reschedules the device.
 func (d *device) readDue() (due time.Time, ok bool) {
-	if d.inFlight {
+	if d.inFlight || d.disabled {
 		return time.Time{}, false
 	}
 	due = d.nextPoll
@@ -65,7 +65,7 @@ func (d *device) readDue() (due time.Time, ok bool) {
 // at once). ok is false while a round is in flight and for a device
 // without scene capabilities.
 func (d *device) scenesDue() (due time.Time, ok bool) {
-	if d.round != nil || (!d.hasLight() && !d.hasDIY()) {
+	if d.round != nil || d.disabled || (!d.hasLight() && !d.hasDIY()) {
 		return time.Time{}, false
 	}
 	if d.scenesWanted {

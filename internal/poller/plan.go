@@ -12,7 +12,7 @@ const day = 24 * time.Hour
 // limit: every figure is requests per day unless it is a duration. It is
 // logged when the interval is (re)planned and printed by the README's table.
 type Plan struct {
-	Devices int // devices the plan is for
+	Devices int // devices the plan is for (read at Interval)
 	Limit   int // CLOUD_DAILY_LIMIT; 0 means none and the rest is zero but Configured/Interval/StateRequests
 
 	// Budget is Limit less 10 % headroom: the most the plan lets the bridge send.
@@ -30,6 +30,8 @@ type Plan struct {
 	// request and its confirming read (CommandsPerDay × 2). Reads on request
 	// (the get topic) come out of the same allowance.
 	CommandRequests int
+	// OwnRequests are the reads of devices with an interval of their own.
+	OwnRequests int
 	// StateBudget is what is left for periodic state reads.
 	StateBudget int
 
@@ -59,13 +61,17 @@ type Plan struct {
 func PlanInterval(devices int, cfg Config) (time.Duration, Plan) {
 	cfg = cfg.withDefaults()
 	p := Plan{Devices: max(devices, 0), Limit: max(cfg.DailyLimit, 0), Configured: cfg.Interval, Interval: cfg.Interval}
+	for _, own := range cfg.OwnIntervals {
+		p.OwnRequests += perDay(gridUp(max(own, MinInterval)))
+	}
+	all := p.Devices + len(cfg.OwnIntervals)
 	if p.Limit > 0 && p.Devices > 0 {
 		p.Budget = p.Limit - p.Limit/10 // 10 % headroom, rounded in the limit's favour
 		p.ListRequests = perDay(cfg.ListInterval)
-		p.SceneRequests = 2 * p.Devices * perDay(cfg.SceneInterval)
-		p.FirstRequests = p.Devices
+		p.SceneRequests = 2 * all * perDay(cfg.SceneInterval)
+		p.FirstRequests = all
 		p.CommandRequests = 2 * cfg.commandsPerDay()
-		p.StateBudget = p.Budget - p.ListRequests - p.SceneRequests - p.FirstRequests - p.CommandRequests
+		p.StateBudget = p.Budget - p.ListRequests - p.SceneRequests - p.FirstRequests - p.CommandRequests - p.OwnRequests
 		perDevice := p.StateBudget / p.Devices
 		if p.StateBudget <= 0 || perDevice < 1 {
 			p.OverBudget = true
@@ -80,7 +86,7 @@ func PlanInterval(devices int, cfg Config) (time.Duration, Plan) {
 	}
 	p.Interval = gridUp(p.Interval)
 	p.StateRequests = p.Devices * perDay(p.Interval)
-	p.Total = p.StateRequests + p.FirstRequests + p.ListRequests + p.SceneRequests + p.CommandRequests
+	p.Total = p.StateRequests + p.OwnRequests + p.FirstRequests + p.ListRequests + p.SceneRequests + p.CommandRequests
 	return p.Interval, p
 }
 
@@ -102,6 +108,7 @@ func (p Plan) MarshalZerologObject(e *zerolog.Event) {
 		Int("list_refreshes", p.ListRequests).
 		Int("scene_fetches", p.SceneRequests).
 		Int("first_reads", p.FirstRequests).
+		Int("own_interval_reads", p.OwnRequests).
 		Int("command_allowance", p.CommandRequests).
 		Int("total", p.Total).
 		Stringer("configured", p.Configured).

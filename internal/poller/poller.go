@@ -19,8 +19,6 @@ package poller
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -109,6 +107,10 @@ type Config struct {
 	// FailuresBeforeUnreachable is how many reads in a row must fail before
 	// the device is reported unreachable.
 	FailuresBeforeUnreachable int
+	// OwnIntervals are the intervals of the devices with one of their own
+	// (SetDeviceOptions): the plan counts their reads as a fixed cost and
+	// spreads the rest over the other devices. Set by the poller.
+	OwnIntervals []time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -148,6 +150,7 @@ var (
 	ErrUnknownDevice = errors.New("poller: unknown device")
 	ErrNoScenes      = errors.New("poller: device has no scene capabilities")
 	ErrRemoved       = errors.New("poller: device was removed from the device list")
+	ErrDisabled      = errors.New("poller: device is disabled; enable it with bridge/request/device/options")
 )
 
 // Stats is a snapshot of the poller for metrics and the health endpoint.
@@ -170,6 +173,11 @@ type device struct {
 	order int       // index in Poller.list: same-instant reads go out in list order
 	slot  int       // index in Poller.agenda, -1 when not in it
 	dueAt time.Time // when it next needs the loop: its key in Poller.agenda
+	// own is the device's own poll interval (0: the poller's), disabled a
+	// device the user asked not to read; both set with SetDeviceOptions.
+	own      time.Duration
+	disabled bool
+
 	// failedReads counts failed reads in a row: enough of them make the
 	// device unreachable. backoffReads counts offline or failed reads in a
 	// row, but not those the API key failed (the account's fault, not the
@@ -237,8 +245,9 @@ type Poller struct {
 	interval      time.Duration
 	plan          Plan
 	devices       map[capability.Key]*device
-	agenda        agenda    // the devices by when they next need the loop
-	batch         []*device // the devices due in this step, reused
+	options       map[capability.Key]DeviceOptions // by SetDeviceOptions, also for devices not listed yet
+	agenda        agenda                           // the devices by when they next need the loop
+	batch         []*device                        // the devices due in this step, reused
 	nextList      time.Time
 	listedOnce    bool // a list has arrived
 	listInFlight  bool
@@ -266,6 +275,7 @@ func New(s Scheduler, store Store, cfg Config, log zerolog.Logger) *Poller {
 		kick:     make(chan struct{}, 1),
 		interval: interval,
 		plan:     plan, devices: make(map[capability.Key]*device),
+		options: make(map[capability.Key]DeviceOptions),
 	}
 }
 
@@ -403,387 +413,4 @@ func (p *Poller) step(now time.Time) time.Time {
 		wake = scheduler.Earliest(wake, p.agenda[0].dueAt)
 	}
 	return wake
-}
-
-// stepRead sends the device's state read if one is due. The caller
-// reschedules the device.
-func (p *Poller) stepRead(now time.Time, d *device) {
-	if due, ok := d.readDue(); !ok || due.After(now) {
-		return
-	}
-
-	prio := scheduler.PriorityPoll
-	if d.readNow || (!d.confirmDue.IsZero() && !d.confirmDue.After(now)) {
-		prio = scheduler.PriorityConfirm
-		d.confirmDue, d.confirmFirst = time.Time{}, time.Time{}
-	}
-	waiters := d.nextReadWaiters
-	d.readNow, d.nextReadWaiters = false, nil
-	sentSeq := p.store.Seq()
-	err := p.s.State(d.dev.SKU, d.dev.Device, prio, func(st cloud.DeviceState, err error) {
-		p.post(func(now time.Time) { p.onState(now, d, st, err) })
-	})
-	if err != nil {
-		// Not accepted (overload, shutdown): the device is not at fault, so
-		// no failure is counted; try again one interval later.
-		p.log.Debug().Err(err).Stringer("device", d.dev).Msg("poller: state read not accepted")
-		d.nextPoll = onGrid(d.periodBase(now).Add(p.interval))
-		p.emitDone(waiters, fmt.Errorf("poller: read %s: %w", d.dev, err))
-		return
-	}
-	d.inFlight = true
-	d.lastSent = now
-	d.sentSeq = sentSeq
-	d.inFlightWaiters = waiters
-}
-
-func latest(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
-// onState applies a state read's outcome.
-func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err error) {
-	p.progress = now
-	p.reads++
-	d.inFlight = false
-	waiters := d.inFlightWaiters
-	d.inFlightWaiters = nil
-	if p.devices[d.dev.Key()] != d {
-		p.emitDone(waiters, fmt.Errorf("poller: read %s: %w", d.dev, ErrRemoved))
-		return
-	}
-	if err != nil {
-		p.readErrors++
-		d.failedReads++
-		// A refused API key is the account's problem, not the device's: the
-		// scheduler already holds every request back for a while, and
-		// backing the device off on top would delay its recovery by up to
-		// the back-off after the key is accepted again.
-		if !cloud.IsAuth(err) {
-			d.backoffReads++
-		}
-		p.log.Debug().Err(err).Stringer("device", d.dev).Int("failures", d.failedReads).Msg("poller: state read failed")
-		if d.failedReads >= p.cfg.FailuresBeforeUnreachable {
-			p.store.MarkUnreachable(d.dev.Key(), err)
-		}
-	} else {
-		d.failedReads = 0
-		if online, known := st.Online(); online || !known {
-			d.backoffReads = 0
-		} else {
-			d.backoffReads++ // offline: read it less often
-		}
-		p.store.ApplyState(d.dev.Key(), st, d.sentSeq)
-	}
-	// Every read, whatever its reason, puts the next periodic read one
-	// interval later, on the grid: a confirming read takes the periodic
-	// read's place. A new device's second read takes its place in the
-	// spread instead.
-	next := d.periodBase(d.lastSent).Add(p.deviceInterval(d))
-	if !d.secondRead.IsZero() {
-		next, d.secondRead = d.secondRead, time.Time{}
-	}
-	d.nextPoll = onGrid(latest(next, now.Add(MinInterval)))
-	p.schedule(d)
-	p.emitDone(waiters, wrapRead(d.dev, err))
-}
-
-func wrapRead(dev capability.Device, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("poller: read %s: %w", dev, err)
-}
-
-// deviceInterval is the device's current interval: the poll interval, or
-// for a device offline or failing n reads in a row, the interval doubled
-// n-1 times, up to OfflineMaxInterval (never below the poll interval).
-func (p *Poller) deviceInterval(d *device) time.Duration {
-	return scheduler.Backoff(p.interval, max(p.cfg.OfflineMaxInterval, p.interval), d.backoffReads)
-}
-
-// sendList asks for the device list.
-func (p *Poller) sendList(now time.Time) {
-	waiters := p.listWaiters
-	p.listWaiters, p.listWanted = nil, false
-	err := p.s.ListDevices(func(list []capability.Device, err error) {
-		p.post(func(now time.Time) { p.onList(now, list, err) })
-	})
-	if err != nil {
-		p.listInFlightW = waiters
-		p.onList(now, nil, fmt.Errorf("poller: device list not accepted: %w", err))
-		return
-	}
-	p.listInFlight = true
-	p.listInFlightW = waiters
-}
-
-// onList applies a device list: new devices are scheduled, removed ones
-// dropped, and the consumer told when anything changed.
-func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
-	p.progress = now
-	p.listInFlight = false
-	waiters := p.listInFlightW
-	p.listInFlightW = nil
-	if err != nil {
-		p.listFailures++
-		retry := scheduler.Backoff(listRetry, p.cfg.ListInterval, p.listFailures)
-		if cloud.IsAuth(err) {
-			retry = max(retry, listAuthRetry)
-		}
-		p.nextList = now.Add(retry)
-		ev := p.log.Warn()
-		if p.listedOnce {
-			ev = p.log.Info() // we have a list; it is only getting older
-		}
-		ev.Err(err).Int("failures", p.listFailures).Stringer("retry_in", retry).
-			Msg("poller: reading the device list failed; check CLOUD_API_KEY if this says unauthorized")
-		p.emitDone(waiters, fmt.Errorf("poller: refresh device list: %w", err))
-		return
-	}
-	p.listFailures = 0
-	p.nextList = now.Add(p.cfg.ListInterval)
-	p.listedOnce = true
-
-	ch := p.store.SetDevices(list)
-	for _, dev := range ch.Changed {
-		d := p.devices[dev.Key()]
-		hadScenes := d.hasLight() || d.hasDIY()
-		d.setDev(dev)
-		if !hadScenes && (d.hasLight() || d.hasDIY()) {
-			d.nextScenes = onGrid(now)
-		}
-		p.schedule(d) // it may have gained or lost its scenes
-	}
-	for _, dev := range ch.Removed {
-		d := p.devices[dev.Key()]
-		delete(p.devices, dev.Key())
-		p.unschedule(d)
-		p.emitDone(slices.Concat(d.nextReadWaiters, d.sceneWaiters), fmt.Errorf("poller: %s: %w", d.dev, ErrRemoved))
-		d.nextReadWaiters, d.sceneWaiters = nil, nil
-	}
-	if len(ch.Added) > 0 || len(ch.Removed) > 0 || ch.First {
-		p.replan(len(ch.All))
-	}
-	// New devices are read at once, as fast as the scheduler's budgets allow
-	// (the state limit is per device, so a start is no 429), and their
-	// scene lists fetched right after: Home Assistant shows every state
-	// within seconds of a start whatever the interval. Their second reads
-	// are spread evenly over the grid instants of the interval after the
-	// next, in list order (so no device is read again sooner than one
-	// interval), and the periodic reads keep that spread.
-	base, slots := onGrid(now), max(int64(p.interval/readGrid), 1)
-	for i, dev := range ch.Added {
-		spread := base.Add(p.interval + time.Duration(int64(i)*slots/int64(len(ch.Added)))*readGrid)
-		d := &device{nextPoll: base, secondRead: spread, nextScenes: base, slot: -1}
-		d.setDev(dev)
-		p.devices[dev.Key()] = d
-		p.schedule(d)
-	}
-	for i, dev := range ch.All {
-		p.devices[dev.Key()].order = i
-	}
-	if ch.Any() {
-		p.log.Info().Int("devices", len(ch.All)).Int("added", len(ch.Added)).Int("removed", len(ch.Removed)).
-			Msg("poller: device list changed")
-	}
-	p.emitDone(waiters, nil)
-}
-
-// replan sets the interval for n devices.
-func (p *Poller) replan(n int) {
-	interval, plan := PlanInterval(n, p.cfg)
-	p.interval, p.plan = interval, plan
-	switch {
-	case plan.OverBudget:
-		p.log.Error().EmbedObject(plan).
-			Msg("poller: CLOUD_DAILY_LIMIT is too low for this many devices even at one read a day; raise it, lengthen the list and scene intervals or lower the command allowance")
-	case plan.Limit > 0:
-		p.log.Info().EmbedObject(plan).Msg("poller: poll interval planned for the daily limit")
-	default:
-		p.log.Info().Int("devices", n).Stringer("interval", interval).Msg("poller: poll interval")
-	}
-}
-
-// stepScenes starts the device's scene round if one is due. The caller
-// reschedules the device.
-func (p *Poller) stepScenes(now time.Time, d *device) {
-	if due, ok := d.scenesDue(); !ok || due.After(now) {
-		return
-	}
-	light, diy := d.hasLight(), d.hasDIY()
-	d.scenesWanted = false
-	r := &sceneRound{waiters: d.sceneWaiters}
-	d.sceneWaiters = nil
-	// Both fetches count before either is sent, so that one refused at
-	// once cannot finish the round before the other is sent.
-	if light {
-		r.pending++
-	}
-	if diy {
-		r.pending++
-	}
-	d.round = r
-	fetch := func(diyKind bool, call func(sku, device string, report func(cloud.Scenes, error)) error) {
-		err := call(d.dev.SKU, d.dev.Device, func(sc cloud.Scenes, err error) {
-			p.post(func(now time.Time) { p.onScenes(now, d, diyKind, sc, err) })
-		})
-		if err != nil {
-			p.onScenes(now, d, diyKind, cloud.Scenes{}, fmt.Errorf("poller: scene fetch not accepted: %w", err))
-		}
-	}
-	if light {
-		fetch(false, p.s.Scenes)
-	}
-	if diy {
-		fetch(true, p.s.DIYScenes)
-	}
-}
-
-// onScenes records one fetch of a round and finishes the round after its last.
-func (p *Poller) onScenes(now time.Time, d *device, diyKind bool, sc cloud.Scenes, err error) {
-	p.progress = now
-	r := d.round
-	r.pending--
-	switch {
-	case err != nil:
-		r.err = errors.Join(r.err, err)
-	case diyKind:
-		r.diy, r.diyOK = sc.Options(), true
-	default:
-		r.light, r.lightOK = sc.Options(), true
-	}
-	if r.pending > 0 {
-		return
-	}
-	d.round = nil
-	if p.devices[d.dev.Key()] != d {
-		p.emitDone(r.waiters, fmt.Errorf("poller: scenes of %s: %w", d.dev, ErrRemoved))
-		return
-	}
-	if r.err != nil {
-		d.sceneFailures++
-		retry := scheduler.Backoff(sceneRetry, p.cfg.SceneInterval, d.sceneFailures)
-		d.nextScenes = onGrid(now.Add(retry))
-		p.log.Info().Err(r.err).Stringer("device", d.dev).Stringer("retry_in", retry).Msg("poller: scene fetch failed")
-	} else {
-		d.sceneFailures = 0
-		d.nextScenes = onGrid(now.Add(p.cfg.SceneInterval))
-	}
-	p.schedule(d)
-	p.store.SetScenes(d.dev.Key(), r.light, r.lightOK, r.diy, r.diyOK)
-	var roundErr error
-	if r.err != nil {
-		roundErr = fmt.Errorf("poller: scenes of %s: %w", d.dev, r.err)
-	}
-	p.emitDone(r.waiters, roundErr)
-}
-
-// lookup returns the device or an error naming it. Called with p.mu held.
-func (p *Poller) lookup(sku, id string) (*device, error) {
-	if p.stopped {
-		return nil, ErrStopped
-	}
-	d := p.devices[capability.Key{SKU: sku, Device: id}]
-	if d == nil {
-		return nil, fmt.Errorf("%w %s/%s: not in the cloud's device list (refresh the device list if it was just added)", ErrUnknownDevice, sku, id)
-	}
-	return d, nil
-}
-
-// Confirm asks for a confirming read of the device ConfirmDelay after a
-// successful command. A burst of Confirms yields one read, ConfirmDelay
-// after the last of them but no later than 3×ConfirmDelay after the first.
-// Unknown devices are ignored.
-func (p *Poller) Confirm(sku, device string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	d, err := p.lookup(sku, device)
-	if err != nil {
-		return
-	}
-	now := time.Now()
-	if d.confirmDue.IsZero() {
-		d.confirmFirst = now
-	}
-	d.confirmDue = scheduler.Earliest(now.Add(p.cfg.ConfirmDelay), d.confirmFirst.Add(confirmWindow*p.cfg.ConfirmDelay))
-	p.schedule(d)
-	p.wake()
-}
-
-// ReadNow asks for a read of the device as soon as its per-device limit
-// allows, at confirm priority. done (may be nil) is called once with the
-// read's outcome, after the consumer has seen its changes, from the
-// poller's goroutine; it must not block. An error return means the request
-// was not accepted and done will not be called.
-func (p *Poller) ReadNow(sku, device string, done func(error)) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	d, err := p.lookup(sku, device)
-	if err != nil {
-		return err
-	}
-	d.readNow = true
-	if done != nil {
-		d.nextReadWaiters = append(d.nextReadWaiters, done)
-	}
-	p.schedule(d)
-	p.wake()
-	return nil
-}
-
-// RefreshDevices asks for the device list now. done (may be nil) is called
-// once after it was read and applied (nil) or failed, like ReadNow's.
-func (p *Poller) RefreshDevices(done func(error)) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.stopped {
-		return ErrStopped
-	}
-	p.listWanted = true
-	if done != nil {
-		p.listWaiters = append(p.listWaiters, done)
-	}
-	p.wake()
-	return nil
-}
-
-// RefreshScenes asks for the device's scenes and DIY scenes now. done (may
-// be nil) is called once after the fetches, like ReadNow's.
-func (p *Poller) RefreshScenes(sku, device string, done func(error)) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	d, err := p.lookup(sku, device)
-	if err != nil {
-		return err
-	}
-	if !d.hasLight() && !d.hasDIY() {
-		return fmt.Errorf("%w: %s lists neither %s nor %s", ErrNoScenes, d.dev, capability.InstanceLightScene, capability.InstanceDIYScene)
-	}
-	d.scenesWanted = true
-	if done != nil {
-		d.sceneWaiters = append(d.sceneWaiters, done)
-	}
-	p.schedule(d)
-	p.wake()
-	return nil
-}
-
-// Progress returns when the poller last made progress: a state read, list
-// or scene fetch completed, ok or not (or Run started). A watchdog that
-// sees it stand still for several intervals knows the loop is stuck.
-func (p *Poller) Progress() time.Time {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.progress
-}
-
-// Stats returns counts for metrics and the health endpoint.
-func (p *Poller) Stats() Stats {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return Stats{Devices: len(p.devices), Interval: p.interval, Reads: p.reads, ReadErrors: p.readErrors, Plan: p.plan}
 }

@@ -96,6 +96,8 @@ type Registry struct {
 	listedC chan struct{} // closed with the first list
 	seq     uint64
 	now     func() time.Time
+
+	changes, saved uint64 // changes made, and how many of them Save has seen
 }
 
 // New returns an empty registry that reports changes to sink.
@@ -161,6 +163,7 @@ func (r *Registry) SetDevices(list []capability.Device) ListChange {
 		for i, k := range keys {
 			all[i] = r.devices[k].merged
 		}
+		r.changes++
 		r.sink.Devices(all, ch.Added, ch.Removed)
 	}
 	return ch
@@ -219,6 +222,7 @@ func (r *Registry) ApplyState(k capability.Key, st cloud.DeviceState, sentSeq ui
 		if changed == nil {
 			changed = map[string]any{}
 		}
+		r.changes++
 		r.sink.State(d.view(), changed)
 	}
 }
@@ -275,6 +279,7 @@ func (r *Registry) SetOptimistic(k capability.Key, instance string, value any) {
 		}
 	}
 	if d.read {
+		r.changes++
 		r.sink.State(d.view(), changed)
 	}
 }
@@ -304,6 +309,7 @@ func (r *Registry) SetScenes(k capability.Key, light []capability.Option, lightO
 	}
 	if changed {
 		d.merged = mergeScenes(d.listed, d.light, d.diy)
+		r.changes++
 		r.sink.Scenes(d.view())
 	}
 }

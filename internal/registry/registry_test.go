@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"encoding/json"
 	"errors"
 	"maps"
 	"sync"
@@ -315,5 +316,75 @@ func TestUnknownDevicesAreIgnored(t *testing.T) {
 	}
 	if _, ok := r.Snapshot(k); ok {
 		t.Error("Snapshot of an unknown device")
+	}
+}
+
+// TestSaveAndRestore: what one run saves, the next restores before the
+// cloud answers, and the sink publishes it as if the cloud had.
+func TestSaveAndRestore(t *testing.T) {
+	r, _ := newRegistry()
+	a, b := light("A"), light("B")
+	r.SetDevices([]capability.Device{a, b})
+	r.ApplyState(a.Key(), state(true, map[string]any{"powerSwitch": 1, "musicMode": map[string]any{"musicMode": 3, "sensitivity": 50}}), r.Seq())
+	r.SetScenes(a.Key(), []capability.Option{{Name: "Sunrise", Value: map[string]any{"id": 1, "paramId": 2}}}, true, nil, false)
+	if !r.Unsaved() {
+		t.Fatal("changes not noted as unsaved")
+	}
+	saved := r.Save()
+	if r.Unsaved() {
+		t.Error("still unsaved after Save")
+	}
+	// Through JSON, as the state directory keeps it.
+	raw, err := json.Marshal(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Saved
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+
+	r2, s2 := newRegistry()
+	r2.Restore(back)
+	got := s2.take()
+	if len(got) < 3 || got[0].kind != "devices" || len(got[0].all) != 2 {
+		t.Fatalf("sink after Restore: %+v, want the list, A's scenes and A's state", got)
+	}
+	var sawState, sawScenes bool
+	for _, c := range got[1:] {
+		switch c.kind {
+		case "state":
+			sawState = c.device == "A" && c.online && capability.Equal(c.values["powerSwitch"], int64(1)) &&
+				capability.Equal(c.values["musicMode"], map[string]any{"musicMode": int64(3), "sensitivity": int64(50)})
+		case "scenes":
+			sawScenes = c.device == "A" && len(c.scenes) == 2
+		}
+	}
+	if !sawState || !sawScenes {
+		t.Errorf("restored calls %+v, want A's state and scenes as saved", got[1:])
+	}
+	if !r2.Listed() {
+		t.Error("a restored list does not count as listed: commands would wait for the cloud")
+	}
+	select {
+	case <-r2.FirstList():
+	default:
+		t.Error("FirstList not closed after Restore")
+	}
+	if r2.Unsaved() {
+		t.Error("what was just restored is reported unsaved")
+	}
+	// The cloud's first answer replaces the restored values.
+	r2.ApplyState(a.Key(), state(true, map[string]any{"powerSwitch": 0}), r2.Seq())
+	if got := s2.take(); len(got) != 1 || !capability.Equal(got[0].changed["powerSwitch"], int64(0)) || len(got[0].changed) != 1 {
+		t.Errorf("first cloud read after Restore: %+v, want only the changed value", got)
+	}
+	// The cloud's list wins over a restore that comes after it.
+	r3, s3 := newRegistry()
+	r3.SetDevices([]capability.Device{b})
+	s3.take()
+	r3.Restore(back)
+	if got := s3.take(); len(got) != 0 || len(r3.Devices()) != 1 {
+		t.Errorf("a restore after the cloud's list changed things: %+v", got)
 	}
 }

@@ -1,0 +1,152 @@
+package poller
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/scheduler"
+)
+
+// The device list: reading it, and the devices' records following it.
+
+// sendList asks for the device list.
+func (p *Poller) sendList(now time.Time) {
+	waiters := p.listWaiters
+	p.listWaiters, p.listWanted = nil, false
+	err := p.s.ListDevices(func(list []capability.Device, err error) {
+		p.post(func(now time.Time) { p.onList(now, list, err) })
+	})
+	if err != nil {
+		p.listInFlightW = waiters
+		p.onList(now, nil, fmt.Errorf("poller: device list not accepted: %w", err))
+		return
+	}
+	p.listInFlight = true
+	p.listInFlightW = waiters
+}
+
+// onList applies a device list: new devices are scheduled, removed ones
+// dropped, and the consumer told when anything changed.
+func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
+	p.progress = now
+	p.listInFlight = false
+	waiters := p.listInFlightW
+	p.listInFlightW = nil
+	if err != nil {
+		p.listFailures++
+		retry := scheduler.Backoff(listRetry, p.cfg.ListInterval, p.listFailures)
+		if cloud.IsAuth(err) {
+			retry = max(retry, listAuthRetry)
+		}
+		p.nextList = now.Add(retry)
+		ev := p.log.Warn()
+		if p.listedOnce {
+			ev = p.log.Info() // we have a list; it is only getting older
+		}
+		ev.Err(err).Int("failures", p.listFailures).Stringer("retry_in", retry).
+			Msg("poller: reading the device list failed; check CLOUD_API_KEY if this says unauthorized")
+		p.emitDone(waiters, fmt.Errorf("poller: refresh device list: %w", err))
+		return
+	}
+	p.listFailures = 0
+	p.nextList = now.Add(p.cfg.ListInterval)
+	p.listedOnce = true
+
+	// The poller's own records follow the list: the store may have known
+	// devices before (restored from the state directory) that the poller
+	// has yet to read.
+	ch := p.store.SetDevices(list)
+	listed := make(map[capability.Key]bool, len(ch.All))
+	var added []capability.Device
+	for _, dev := range ch.All {
+		listed[dev.Key()] = true
+		d := p.devices[dev.Key()]
+		if d == nil {
+			added = append(added, dev)
+			continue
+		}
+		hadScenes := d.hasLight() || d.hasDIY()
+		d.setDev(dev)
+		if !hadScenes && (d.hasLight() || d.hasDIY()) {
+			d.nextScenes = onGrid(now)
+		}
+		p.schedule(d) // it may have gained or lost its scenes
+	}
+	removed := 0
+	for k, d := range p.devices {
+		if listed[k] {
+			continue
+		}
+		removed++
+		delete(p.devices, k)
+		p.unschedule(d)
+		p.emitDone(slices.Concat(d.nextReadWaiters, d.sceneWaiters), fmt.Errorf("poller: %s: %w", d.dev, ErrRemoved))
+		d.nextReadWaiters, d.sceneWaiters = nil, nil
+	}
+	for _, dev := range added {
+		d := &device{slot: -1}
+		d.setDev(dev)
+		o := p.options[dev.Key()]
+		d.own, d.disabled = o.Interval, o.Disabled
+		p.devices[dev.Key()] = d
+	}
+	if len(added) > 0 || removed > 0 || ch.First {
+		p.replan()
+	}
+	// New devices are read at once, as fast as the scheduler's budgets allow
+	// (the state limit is per device, so a start is no 429), and their
+	// scene lists fetched right after: Home Assistant shows every state
+	// within seconds of a start whatever the interval. Their second reads
+	// are spread evenly over the grid instants of the interval after the
+	// next, in list order (so no device is read again sooner than one
+	// interval), and the periodic reads keep that spread.
+	base, slots := onGrid(now), max(int64(p.interval/readGrid), 1)
+	for i, dev := range added {
+		d := p.devices[dev.Key()]
+		spread := base.Add(p.interval + time.Duration(int64(i)*slots/int64(len(added)))*readGrid)
+		if d.own > 0 {
+			spread = base.Add(d.own)
+		}
+		d.nextPoll, d.secondRead, d.nextScenes = base, spread, base
+		p.schedule(d)
+	}
+	for i, dev := range ch.All {
+		p.devices[dev.Key()].order = i
+	}
+	if ch.Any() || len(added) > 0 {
+		p.log.Info().Int("devices", len(ch.All)).Int("added", len(added)).Int("removed", removed).
+			Msg("poller: device list changed")
+	}
+	p.emitDone(waiters, nil)
+}
+
+// replan sets the interval for n devices.
+func (p *Poller) replan() {
+	n := 0
+	var own []time.Duration
+	for _, d := range p.devices {
+		switch {
+		case d.disabled:
+		case d.own > 0:
+			own = append(own, d.own)
+		default:
+			n++
+		}
+	}
+	cfg := p.cfg
+	cfg.OwnIntervals = own
+	interval, plan := PlanInterval(n, cfg)
+	p.interval, p.plan = interval, plan
+	switch {
+	case plan.OverBudget:
+		p.log.Error().EmbedObject(plan).
+			Msg("poller: CLOUD_DAILY_LIMIT is too low for this many devices even at one read a day; raise it, lengthen the list and scene intervals or lower the command allowance")
+	case plan.Limit > 0:
+		p.log.Info().EmbedObject(plan).Msg("poller: poll interval planned for the daily limit")
+	default:
+		p.log.Info().Int("devices", n).Stringer("interval", interval).Msg("poller: poll interval")
+	}
+}

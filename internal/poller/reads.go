@@ -1,0 +1,116 @@
+package poller
+
+import (
+	"fmt"
+	"time"
+
+	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/scheduler"
+)
+
+// State reads: when one is sent, and what its answer changes.
+
+// stepRead sends the device's state read if one is due. The caller
+// reschedules the device.
+func (p *Poller) stepRead(now time.Time, d *device) {
+	if due, ok := d.readDue(); !ok || due.After(now) {
+		return
+	}
+
+	prio := scheduler.PriorityPoll
+	if d.readNow || (!d.confirmDue.IsZero() && !d.confirmDue.After(now)) {
+		prio = scheduler.PriorityConfirm
+		d.confirmDue, d.confirmFirst = time.Time{}, time.Time{}
+	}
+	waiters := d.nextReadWaiters
+	d.readNow, d.nextReadWaiters = false, nil
+	sentSeq := p.store.Seq()
+	err := p.s.State(d.dev.SKU, d.dev.Device, prio, func(st cloud.DeviceState, err error) {
+		p.post(func(now time.Time) { p.onState(now, d, st, err) })
+	})
+	if err != nil {
+		// Not accepted (overload, shutdown): the device is not at fault, so
+		// no failure is counted; try again one interval later.
+		p.log.Debug().Err(err).Stringer("device", d.dev).Msg("poller: state read not accepted")
+		d.nextPoll = onGrid(d.periodBase(now).Add(p.interval))
+		p.emitDone(waiters, fmt.Errorf("poller: read %s: %w", d.dev, err))
+		return
+	}
+	d.inFlight = true
+	d.lastSent = now
+	d.sentSeq = sentSeq
+	d.inFlightWaiters = waiters
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// onState applies a state read's outcome.
+func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err error) {
+	p.progress = now
+	p.reads++
+	d.inFlight = false
+	waiters := d.inFlightWaiters
+	d.inFlightWaiters = nil
+	if p.devices[d.dev.Key()] != d {
+		p.emitDone(waiters, fmt.Errorf("poller: read %s: %w", d.dev, ErrRemoved))
+		return
+	}
+	if err != nil {
+		p.readErrors++
+		d.failedReads++
+		// A refused API key is the account's problem, not the device's: the
+		// scheduler already holds every request back for a while, and
+		// backing the device off on top would delay its recovery by up to
+		// the back-off after the key is accepted again.
+		if !cloud.IsAuth(err) {
+			d.backoffReads++
+		}
+		p.log.Debug().Err(err).Stringer("device", d.dev).Int("failures", d.failedReads).Msg("poller: state read failed")
+		if d.failedReads >= p.cfg.FailuresBeforeUnreachable {
+			p.store.MarkUnreachable(d.dev.Key(), err)
+		}
+	} else {
+		d.failedReads = 0
+		if online, known := st.Online(); online || !known {
+			d.backoffReads = 0
+		} else {
+			d.backoffReads++ // offline: read it less often
+		}
+		p.store.ApplyState(d.dev.Key(), st, d.sentSeq)
+	}
+	// Every read, whatever its reason, puts the next periodic read one
+	// interval later, on the grid: a confirming read takes the periodic
+	// read's place. A new device's second read takes its place in the
+	// spread instead.
+	next := d.periodBase(d.lastSent).Add(p.deviceInterval(d))
+	if !d.secondRead.IsZero() {
+		next, d.secondRead = d.secondRead, time.Time{}
+	}
+	d.nextPoll = onGrid(latest(next, now.Add(MinInterval)))
+	p.schedule(d)
+	p.emitDone(waiters, wrapRead(d.dev, err))
+}
+
+func wrapRead(dev capability.Device, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("poller: read %s: %w", dev, err)
+}
+
+// deviceInterval is the device's current interval: the poll interval, or
+// for a device offline or failing n reads in a row, the interval doubled
+// n-1 times, up to OfflineMaxInterval (never below the poll interval).
+func (p *Poller) deviceInterval(d *device) time.Duration {
+	base := p.interval
+	if d.own > 0 {
+		base = d.own
+	}
+	return scheduler.Backoff(base, max(p.cfg.OfflineMaxInterval, base), d.backoffReads)
+}

@@ -1,0 +1,112 @@
+// Package statedir keeps small JSON files in the bridge's state directory
+// (STATE_DIR) across restarts: written atomically (a temporary file,
+// fsync, rename, fsync of the directory), readable by the bridge's user
+// only, each in an envelope naming its format and version so that a file
+// from another program or a later version is recognised and ignored.
+//
+// It never holds a secret: callers store devices, states, counts and
+// settings, never the API key.
+package statedir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Dir is a state directory. The zero value is "no state directory": Write
+// and Read do nothing and report ErrOff.
+type Dir string
+
+// ErrOff is returned by Dir's methods when no state directory is set.
+var ErrOff = errors.New("statedir: no state directory (STATE_DIR is empty)")
+
+// envelope is the outside of every file.
+type envelope struct {
+	Format  string          `json:"format"`
+	Version int             `json:"version"`
+	Saved   time.Time       `json:"saved"`
+	Data    json.RawMessage `json:"data"`
+}
+
+// Write stores v as JSON in the file name of the directory, atomically:
+// a reader sees the old file or the new one, never a part, even after a
+// crash or a power cut. The file is readable by the bridge's user only.
+func (d Dir) Write(name, format string, version int, v any) error {
+	if d == "" {
+		return ErrOff
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("statedir: encode %s: %w", name, err)
+	}
+	b, err := json.Marshal(envelope{Format: format, Version: version, Saved: time.Now().UTC().Truncate(time.Second), Data: data})
+	if err != nil {
+		return fmt.Errorf("statedir: encode %s: %w", name, err)
+	}
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return fmt.Errorf("statedir: create STATE_DIR %s: %w", d, err)
+	}
+	tmp, err := os.CreateTemp(string(d), "."+name+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("statedir: write %s: %w (is STATE_DIR writable by this user?)", d.path(name), err)
+	}
+	defer os.Remove(tmp.Name()) // after the rename there is nothing left to remove
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return fmt.Errorf("statedir: write %s: %w", d.path(name), err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("statedir: write %s: %w", d.path(name), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("statedir: write %s: %w", d.path(name), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("statedir: write %s: %w", d.path(name), err)
+	}
+	if err := os.Rename(tmp.Name(), d.path(name)); err != nil {
+		return fmt.Errorf("statedir: write %s: %w", d.path(name), err)
+	}
+	// The rename is durable once the directory is.
+	if dir, err := os.Open(string(d)); err == nil {
+		dir.Sync()
+		dir.Close()
+	}
+	return nil
+}
+
+// Read decodes the file name of the directory into v. A missing file is
+// an error wrapping fs.ErrNotExist; a file that is not JSON, not of this
+// format or of another version is an error saying so, and v is left as it
+// was: callers log it as a warning and go on without the file.
+func (d Dir) Read(name, format string, version int, v any) error {
+	if d == "" {
+		return ErrOff
+	}
+	b, err := os.ReadFile(d.path(name))
+	if err != nil {
+		return fmt.Errorf("statedir: read %s: %w", d.path(name), err)
+	}
+	var env envelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		return fmt.Errorf("statedir: %s is not a state file (%v); it is ignored and replaced", d.path(name), err)
+	}
+	if env.Format != format {
+		return fmt.Errorf("statedir: %s holds %q, not %q; it is ignored and replaced", d.path(name), env.Format, format)
+	}
+	if env.Version != version {
+		return fmt.Errorf("statedir: %s is version %d of %s, this bridge reads version %d; it is ignored and replaced", d.path(name), env.Version, format, version)
+	}
+	if err := json.Unmarshal(env.Data, v); err != nil {
+		return fmt.Errorf("statedir: %s is damaged (%v); it is ignored and replaced", d.path(name), err)
+	}
+	return nil
+}
+
+func (d Dir) path(name string) string { return filepath.Join(string(d), name) }
