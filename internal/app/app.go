@@ -5,6 +5,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -85,7 +86,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Layout: layout,
 		Discovery: discovery.Config{
 			Prefix: cfg.HA.DiscoveryPrefix, Layout: layout, Version: m.Version,
-			BridgeID: topic.DeviceID("bridge", layout.Base),
+			BridgeID: topic.DeviceID("bridge", layout.Base), DailyLimit: cfg.Cloud.DailyLimit,
 		},
 		DiscoveryEnabled: cfg.HA.Discovery,
 		HAStatusTopic:    cfg.HA.StatusTopic,
@@ -100,7 +101,9 @@ func (m *Main) Run(ctx context.Context) error {
 		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
 		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval,
 	}, log.With().Str("component", "poller").Logger())
-	br := bridge.New(mirror, reg, poll, sched)
+	set := newSettings(cfg, dir, log, poll, mirror)
+	set.apply()
+	br := bridge.New(mirror, reg, poll, sched, set)
 	mcfg := mqtt.Config{
 		URL: env.mqttURL, CAFile: cfg.MQTT.CAFile, CertFile: cfg.MQTT.CertFile, KeyFile: cfg.MQTT.KeyFile,
 		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(), ClientID: cfg.MQTT.ClientID,
@@ -115,6 +118,11 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	// The broker is up and the state directory read: systemd may go on
+	// (the cloud may be unreachable for long at boot; the watchdog and
+	// /healthz watch the rest).
+	sd := Systemd{Log: log}
+	sd.Ready()
 	for _, f := range br.Subscriptions() {
 		if err := conn.Subscribe(f, 1, br.Handle); err != nil {
 			conn.Close(context.Background())
@@ -168,8 +176,7 @@ func (m *Main) Run(ctx context.Context) error {
 	wg.Add(4)
 	go func() { defer wg.Done(); br.Run(ctx) }()
 	go func() { defer wg.Done(); persist(ctx, dir, reg, log) }()
-	go func() { defer wg.Done(); m.background(ctx, ready, mirror, reg, sched, poll, conn) }()
-	sd := Systemd{Log: log}
+	go func() { defer wg.Done(); m.background(ctx, ready, parts{mirror, reg, sched, poll, conn, set}) }()
 	go func() {
 		defer wg.Done()
 		sd.Watchdog(ctx, poll.Progress, func() time.Duration { return staleAfter(poll.Stats().Interval) })
@@ -194,21 +201,47 @@ func (m *Main) Run(ctx context.Context) error {
 	return nil
 }
 
-// background publishes the bridge's stats, tells systemd when the daemon is
-// ready and, while the poller makes progress, that it is alive.
-func (m *Main) background(ctx context.Context, ready chan struct{}, mirror *bridge.Mirror, reg *registry.Registry, sched *scheduler.Scheduler, poll *poller.Poller, conn *mqtt.Client) {
+// parts are the daemon's components the background loop reads.
+type parts struct {
+	mirror *bridge.Mirror
+	reg    *registry.Registry
+	sched  *scheduler.Scheduler
+	poll   *poller.Poller
+	conn   *mqtt.Client
+	set    *settings
+}
+
+// infoEvery is how often bridge/info is refreshed when only its counters
+// (requests today, quota left) moved; a change of settings goes out at once.
+const infoEvery = time.Minute
+
+// background publishes the bridge's stats and info, reports progress to
+// systemd, and marks the daemon ready (WaitReady) once the first device
+// list is in.
+func (m *Main) background(ctx context.Context, ready chan struct{}, p parts) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	readySent := false
+	var lastInfo []byte
+	var infoAt time.Time
+	sd := Systemd{Log: m.Log}
 	check := func() {
-		mirror.PublishStats(bridgeStats(m.Version, sched.Stats(), reg.Stats()))
-		if !readySent && conn.Connected() && reg.Listed() {
+		now := time.Now()
+		cfg, _, _ := p.set.snapshot()
+		sc, ps := p.sched.Stats(), p.poll.Stats()
+		p.mirror.SetDailyLimit(cfg.Cloud.DailyLimit)
+		p.mirror.PublishStats(bridgeStats(m.Version, sc, p.reg.Stats(), cfg.Cloud.DailyLimit, now))
+		if static := bridgeInfo(m.Version, p.set, ps, sc, false); !bytes.Equal(static, lastInfo) || now.Sub(infoAt) >= infoEvery {
+			lastInfo, infoAt = static, now
+			p.mirror.PublishInfo(bridgeInfo(m.Version, p.set, ps, sc, true))
+		}
+		_ = sd // STATUS= lines: see the TODO in the session notes
+if !readySent && p.conn.Connected() && p.reg.Listed() {
 			readySent = true
 			close(ready)
-			Systemd{Log: m.Log}.Ready()
 		}
 	}
-	// Until ready, look often: READY=1 should not lag the first device list.
+	// Until ready, look often: the first device list should show at once.
 	fast := time.NewTicker(200 * time.Millisecond)
 	defer fast.Stop()
 	for {

@@ -113,7 +113,9 @@ func (m *metrics) register(sched *scheduler.Scheduler, poll *poller.Poller, reg 
 }
 
 // bridgeStats fills the bridge device's diagnostic entities.
-func bridgeStats(version string, s scheduler.Stats, r registry.Stats) discovery.BridgeStats {
+// bridgeStats is <base>/bridge/stats. Rate limited means a 429 in the last
+// minute or, with a daily limit, the day's quota spent.
+func bridgeStats(version string, s scheduler.Stats, r registry.Stats, dailyLimit int, now time.Time) discovery.BridgeStats {
 	st := discovery.BridgeStats{
 		Version:       version,
 		RequestsToday: s.RequestsToday,
@@ -124,6 +126,12 @@ func bridgeStats(version string, s scheduler.Stats, r registry.Stats) discovery.
 	if !s.LastRateLimited.IsZero() {
 		t := s.LastRateLimited.UTC().Truncate(time.Second)
 		st.Last429 = &t
+		st.RateLimited = now.Sub(s.LastRateLimited) < time.Minute
+	}
+	if dailyLimit > 0 {
+		left := max(dailyLimit-s.RequestsToday, 0)
+		st.QuotaLeft = &left
+		st.RateLimited = st.RateLimited || left == 0
 	}
 	return st
 }

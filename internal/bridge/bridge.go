@@ -12,6 +12,7 @@
 package bridge
 
 import (
+	"encoding/json"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -45,11 +46,21 @@ type Reader interface {
 // is for, the value a partial command completes, and what the cloud
 // accepted.
 type Registry interface {
+	Devices() []capability.Device
 	Listed() bool
 	FirstList() <-chan struct{}
 	Device(k capability.Key) (capability.Device, bool)
 	Value(k capability.Key, instance string) (any, bool)
 	SetOptimistic(k capability.Key, instance string, value any)
+}
+
+// Operator changes the bridge's settings at run time (internal/app does):
+// raw is the request's "options" object. What it returns is the response's
+// data, or the error that says what is wrong and how to fix it (nothing is
+// changed then).
+type Operator interface {
+	SetOptions(raw json.RawMessage) (any, error)
+	SetDeviceOptions(id string, k capability.Key, raw json.RawMessage) (any, error)
 }
 
 // Options configures a Bridge.
@@ -72,13 +83,13 @@ type Options struct {
 // Bridge takes every MQTT message for the daemon. Its methods are safe for
 // concurrent use.
 type Bridge struct {
-	opt    Options
-	log    zerolog.Logger
-	mirror *Mirror
-	reg    Registry
-	read   Reader
-	cmd    Commander
-
+	opt      Options
+	log      zerolog.Logger
+	mirror   *Mirror
+	reg      Registry
+	read     Reader
+	cmd      Commander
+	op       Operator
 	heldMu   sync.Mutex
 	held     []heldMessage // device messages waiting for the first device list
 	released bool          // the first list is in and nothing is held any more
@@ -86,10 +97,11 @@ type Bridge struct {
 }
 
 // New returns a bridge that answers through mirror, looks devices up in
-// and records commands in reg, asks read for reads and refreshes and
-// commands through cmd.
-func New(mirror *Mirror, reg Registry, read Reader, cmd Commander) *Bridge {
-	return &Bridge{opt: mirror.opt, log: mirror.log, mirror: mirror, reg: reg, read: read, cmd: cmd, heldKick: make(chan struct{}, 1)}
+// and records commands in reg, asks read for reads and refreshes, commands
+// through cmd and has op change settings (nil: settings requests are
+// refused).
+func New(mirror *Mirror, reg Registry, read Reader, cmd Commander, op Operator) *Bridge {
+	return &Bridge{opt: mirror.opt, log: mirror.log, mirror: mirror, reg: reg, read: read, cmd: cmd, op: op, heldKick: make(chan struct{}, 1)}
 }
 
 // Subscriptions lists the topic filters whose messages must reach Handle.
@@ -101,7 +113,7 @@ func (b *Bridge) Subscriptions() []string {
 		l.Base + "/+/get",
 		l.Base + "/+/light/set",
 		l.Base + "/+/segment/+/set",
-		l.BridgeRequest("+"),
+		l.BridgeRequestFilter(),
 	}
 	if b.opt.DiscoveryEnabled {
 		subs = append(subs, b.opt.HAStatusTopic)

@@ -126,7 +126,7 @@ func newTestBridgeWith(t *testing.T, opt Options, pub Publisher, cmd Commander, 
 	m := NewMirror(opt)
 	m.pub = pub // connected, without the republish of Connected
 	reg := registry.New(m, zerolog.Nop())
-	return &testBridge{Bridge: New(m, reg, rd, cmd), m: m, reg: reg, pub: pub}
+	return &testBridge{Bridge: New(m, reg, rd, cmd, nil), m: m, reg: reg, pub: pub}
 }
 
 func newTestBridge(t *testing.T, discoveryOn bool) (*testBridge, *fakePub, *fakeCmd, *fakeReader) {

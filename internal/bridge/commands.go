@@ -59,6 +59,10 @@ func (b *Bridge) handleDevice(t string, payload []byte) {
 		b.reject(ref, capability.Device{SKU: "?", Device: ref}, "", string(payload), unknownDevice(ref, b.opt.Layout.BridgeDevices()))
 		return
 	}
+	if b.mirror.disabled(k) {
+		b.reject(id, dev, "", string(payload), codedError{"bridge: " + id + " is disabled: enable it with " + b.opt.Layout.BridgeDeviceOptions() + ` {"device":"` + id + `","options":{"disabled":false}}`, 403})
+		return
+	}
 	switch {
 	case rest == "set":
 		b.handleSetObject(id, dev, payload)

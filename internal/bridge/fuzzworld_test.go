@@ -257,7 +257,7 @@ func newFuzzBridge(t testing.TB, withDiscovery bool) *fuzzBridge {
 		Log: zerolog.New(fb.log),
 	})
 	reg := registry.New(mirror, zerolog.New(fb.log))
-	fb.b = bridge.New(mirror, reg, fb.read, fb.cmd)
+	fb.b = bridge.New(mirror, reg, fb.read, fb.cmd, nil)
 	mirror.Connected(fb.pub)
 	reg.SetDevices(devs)
 	fb.pub.msgs = nil

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"encoding/json"
 	"hash/fnv"
 	"slices"
@@ -34,10 +35,12 @@ type Mirror struct {
 	order         []string                  // topic ids in list order
 	bridgeConfigs configHashes
 	lastStats     []byte
-	listed        bool      // the first device list has arrived
-	listDirty     bool      // scenes changed the device list; sent with a later stats
-	listSent      time.Time // when the device list was last published
-	resend        bool      // a publish failed: republish everything with the next stats
+	info          []byte                           // the retained bridge/info
+	options       map[capability.Key]DeviceOptions // by SetDeviceOptions
+	listed        bool                             // the first device list has arrived
+	listDirty     bool                             // scenes changed the device list; sent with a later stats
+	listSent      time.Time                        // when the device list was last published
+	resend        bool                             // a publish failed: republish everything with the next stats
 }
 
 // entry is what the mirror has published of one device.
@@ -57,7 +60,7 @@ func NewMirror(opt Options) *Mirror {
 	if opt.HAStatusTopic == "" {
 		opt.HAStatusTopic = "homeassistant/status"
 	}
-	return &Mirror{opt: opt, log: opt.Log, devices: map[string]*entry{}, byKey: map[capability.Key]string{}}
+	return &Mirror{opt: opt, log: opt.Log, devices: map[string]*entry{}, byKey: map[capability.Key]string{}, options: map[capability.Key]DeviceOptions{}}
 }
 
 // message is one publication, collected and sent under the lock.
@@ -187,7 +190,50 @@ type deviceJSON struct {
 	Device       string                  `json:"device"`
 	Name         string                  `json:"name"`
 	Type         string                  `json:"type"`
+	Options      *optionsJSON            `json:"options,omitempty"`
 	Capabilities []capability.Capability `json:"capabilities"`
+}
+
+// optionsJSON is a device's settings in <base>/bridge/devices.
+type optionsJSON struct {
+	PollInterval string `json:"poll_interval,omitempty"`
+	Disabled     bool   `json:"disabled,omitempty"`
+	Name         string `json:"name,omitempty"`
+}
+
+// DeviceOptions are a user's settings of one device, as the mirror shows
+// them: a disabled device has no discovery configs, and a display name
+// replaces the cloud's name in Home Assistant (ids and topics stay).
+type DeviceOptions struct {
+	PollInterval time.Duration
+	Disabled     bool
+	Name         string
+}
+
+// SetDeviceOptions sets a device's options (also before it is listed) and
+// publishes what they change: its discovery configs and the device list.
+func (m *Mirror) SetDeviceOptions(k capability.Key, o DeviceOptions) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if o == (DeviceOptions{}) {
+		delete(m.options, k)
+	} else {
+		m.options[k] = o
+	}
+	e := m.entryLocked(k)
+	if e == nil {
+		return
+	}
+	msgs := m.discoveryLocked(e, false)
+	msgs = append(msgs, m.deviceListLocked())
+	m.sendLocked(msgs)
+}
+
+// disabled reports whether the user disabled the device.
+func (m *Mirror) disabled(k capability.Key) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.options[k].Disabled
 }
 
 // deviceListEvery spaces the republishes of the device list that only scene
@@ -216,8 +262,15 @@ func (m *Mirror) deviceListJSONLocked() []byte {
 		if caps == nil {
 			caps = []capability.Capability{}
 		}
-		p, err := json.Marshal(deviceJSON{ID: id, SKU: e.dev.SKU, Device: e.dev.Device,
-			Name: displayName(e.dev), Type: e.dev.Type, Capabilities: caps})
+		dj := deviceJSON{ID: id, SKU: e.dev.SKU, Device: e.dev.Device,
+			Name: displayName(e.dev), Type: e.dev.Type, Capabilities: caps}
+		if o, ok := m.options[e.key]; ok {
+			dj.Options = &optionsJSON{Disabled: o.Disabled, Name: o.Name}
+			if o.PollInterval > 0 {
+				dj.Options.PollInterval = o.PollInterval.String()
+			}
+		}
+		p, err := json.Marshal(dj)
 		if err != nil {
 			// Only a value json cannot represent (NaN) gets here; the list
 			// goes out without that device rather than not at all.
@@ -246,8 +299,17 @@ func (m *Mirror) discoveryLocked(e *entry, force bool) []message {
 	if !m.opt.DiscoveryEnabled {
 		return nil
 	}
+	var next map[string][]byte
+	o := m.options[e.key]
+	if !o.Disabled {
+		dev := e.dev
+		if o.Name != "" {
+			dev.Name = o.Name // the display name: ids and topics stay
+		}
+		next = discovery.Configs(m.opt.Discovery, dev)
+	}
 	var msgs []message
-	msgs, e.configs = e.configs.update(discovery.Configs(m.opt.Discovery, e.dev), force)
+	msgs, e.configs = e.configs.update(next, force)
 	return msgs
 }
 
@@ -313,4 +375,30 @@ func (m *Mirror) deviceCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.order)
+}
+
+// PublishInfo publishes <base>/bridge/info (retained) when it changed; it is
+// published again on every connection.
+func (m *Mirror) PublishInfo(p []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if bytes.Equal(p, m.info) {
+		return
+	}
+	m.info = p
+	m.sendLocked([]message{{m.opt.Layout.BridgeInfo(), p, true}})
+}
+
+// PublishLog publishes a log line on <base>/bridge/logging (not retained).
+func (m *Mirror) PublishLog(p []byte) {
+	m.send([]message{{m.opt.Layout.BridgeLogging(), p, false}})
+}
+
+// SetDailyLimit sets the daily limit Home Assistant's "Quota left today"
+// sensor is published for (0: no limit, no sensor); the bridge's configs
+// follow with the next stats.
+func (m *Mirror) SetDailyLimit(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.opt.Discovery.DailyLimit = n
 }

@@ -5,13 +5,15 @@ import (
 	"strings"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/topic"
 )
 
 // requestJSON is the body of <base>/bridge/request/<action>. Every member is
 // optional; an empty body is a request without arguments.
 type requestJSON struct {
-	Transaction any    `json:"transaction,omitempty"`
-	Device      string `json:"device,omitempty"` // a device id, or "sku/device"
+	Transaction any             `json:"transaction,omitempty"`
+	Device      string          `json:"device,omitempty"`  // a device id, or "sku/device"
+	Options     json.RawMessage `json:"options,omitempty"` // options and device/options
 }
 
 // responseJSON is the body of <base>/bridge/response/<action>.
@@ -23,7 +25,8 @@ type responseJSON struct {
 }
 
 // Actions the bridge answers on <base>/bridge/request/<action>.
-var actions = []string{"refresh", "scenes", "health", "devices"}
+var actions = []string{topic.ActionRefresh, topic.ActionScenes, topic.ActionHealth, topic.ActionDevices,
+	topic.ActionReadAll, topic.ActionRepublish, topic.ActionOptions, topic.ActionDeviceOptions}
 
 func (b *Bridge) respond(action string, req requestJSON, data any, err error) {
 	r := responseJSON{Status: "ok", Data: data, Transaction: req.Transaction}
@@ -47,7 +50,7 @@ func (b *Bridge) handleRequest(action string, payload []byte) {
 		}
 	}
 	switch action {
-	case "refresh":
+	case topic.ActionRefresh:
 		err := b.read.RefreshDevices(func(err error) {
 			n := b.mirror.deviceCount()
 			b.respond(action, req, map[string]any{"devices": n}, err)
@@ -55,7 +58,7 @@ func (b *Bridge) handleRequest(action string, payload []byte) {
 		if err != nil {
 			b.respond(action, req, nil, err)
 		}
-	case "scenes":
+	case topic.ActionScenes:
 		dev, id, ok := b.lookup(req.Device)
 		if !ok {
 			b.respond(action, req, nil, requestError(`bridge: scenes needs {"device":"<id>"} naming a device listed in `+b.opt.Layout.BridgeDevices()))
@@ -67,18 +70,47 @@ func (b *Bridge) handleRequest(action string, payload []byte) {
 		if err != nil {
 			b.respond(action, req, nil, err)
 		}
-	case "health":
+	case topic.ActionHealth:
 		if b.opt.Health == nil {
 			b.respond(action, req, map[string]any{"healthy": true}, nil)
 			return
 		}
 		ok, reasons, details := b.opt.Health()
 		b.respond(action, req, map[string]any{"healthy": ok, "reasons": reasons, "details": details}, nil)
-	case "devices":
+	case topic.ActionDevices:
 		b.mirror.mu.Lock()
 		list := b.mirror.deviceListJSONLocked()
 		b.mirror.mu.Unlock()
 		b.respond(action, req, json.RawMessage(list), nil)
+	case topic.ActionReadAll:
+		n := 0
+		for _, d := range b.reg.Devices() {
+			if b.read.ReadNow(d.SKU, d.Device, nil) == nil {
+				n++ // disabled devices are not read
+			}
+		}
+		b.respond(action, req, map[string]any{"devices": n}, nil)
+	case topic.ActionRepublish:
+		b.mirror.republish(true)
+		b.respond(action, req, map[string]any{"devices": b.mirror.deviceCount()}, nil)
+	case topic.ActionOptions:
+		if b.op == nil {
+			b.respond(action, req, nil, requestError("bridge: options cannot be changed here"))
+			return
+		}
+		data, err := b.op.SetOptions(req.Options)
+		b.respond(action, req, data, err)
+	case topic.ActionDeviceOptions:
+		dev, id, ok := b.lookup(req.Device)
+		switch {
+		case !ok:
+			b.respond(action, req, nil, requestError(`bridge: device/options needs {"device":"<id>","options":{...}} naming a device listed in `+b.opt.Layout.BridgeDevices()))
+		case b.op == nil:
+			b.respond(action, req, nil, requestError("bridge: options cannot be changed here"))
+		default:
+			data, err := b.op.SetDeviceOptions(id, dev.Key(), req.Options)
+			b.respond(action, req, data, err)
+		}
 	default:
 		b.respond(action, req, nil, requestError("bridge: unknown action "+strconvQuote(action)+"; known: "+strings.Join(actions, ", ")))
 	}

@@ -111,6 +111,9 @@ func (m *Mirror) republish(withConfigs bool) {
 			msgs = append(msgs, message{l.Availability(id), []byte(e.avail), true})
 		}
 	}
+	if m.info != nil {
+		msgs = append(msgs, message{l.BridgeInfo(), m.info, true})
+	}
 	if m.lastStats != nil {
 		msgs = append(msgs, message{l.BridgeStats(), m.lastStats, true})
 	}

@@ -160,6 +160,8 @@ type Stats struct {
 	Reads      uint64        // state reads completed since start, ok or not
 	ReadErrors uint64        // of which failed
 	Plan       Plan          // the arithmetic behind Interval
+	// ListFailures counts failed device-list reads in a row.
+	ListFailures int
 }
 
 // device is everything the poller knows and plans about one device.

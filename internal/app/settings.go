@@ -1,0 +1,359 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/bridge"
+	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/config"
+	"cloud2mqtt/internal/logging"
+	"cloud2mqtt/internal/poller"
+	"cloud2mqtt/internal/statedir"
+)
+
+// The options a user can change at run time with
+// <base>/bridge/request/options, and the variables they override.
+var optionVars = map[string]string{
+	"poll_interval":        "POLL_INTERVAL",
+	"log_level":            "LOG_LEVEL",
+	"daily_limit":          "CLOUD_DAILY_LIMIT",
+	"device_list_interval": "DEVICE_LIST_INTERVAL",
+	"scene_interval":       "SCENE_INTERVAL",
+}
+
+func optionNames() []string {
+	names := make([]string, 0, len(optionVars))
+	for k := range optionVars {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
+const (
+	optionsFile    = "options.json"
+	optionsFormat  = "cloud2mqtt/options"
+	optionsVersion = 1
+)
+
+// deviceSettings are one device's options, as kept and shown.
+type deviceSettings struct {
+	SKU          string `json:"sku"`
+	Device       string `json:"device"`
+	PollInterval string `json:"poll_interval,omitempty"`
+	Disabled     bool   `json:"disabled,omitempty"`
+	Name         string `json:"name,omitempty"`
+}
+
+// savedOptions is the options file of the state directory.
+type savedOptions struct {
+	Options map[string]string         `json:"options"`
+	Devices map[string]deviceSettings `json:"devices"` // by topic id
+}
+
+// settings are the bridge's settings that may change at run time: the
+// environment's values, overridden by what a user set over MQTT (kept in
+// the state directory). It is the bridge's Operator.
+type settings struct {
+	env    config.Config
+	dir    statedir.Dir
+	log    zerolog.Logger
+	poll   *poller.Poller
+	mirror *bridge.Mirror
+
+	mu      sync.Mutex
+	saved   savedOptions
+	applied config.Config // the environment with the overrides
+}
+
+func newSettings(env config.Config, dir statedir.Dir, log zerolog.Logger, poll *poller.Poller, mirror *bridge.Mirror) *settings {
+	s := &settings{env: env, dir: dir, log: log, poll: poll, mirror: mirror,
+		saved: savedOptions{Options: map[string]string{}, Devices: map[string]deviceSettings{}}, applied: env}
+	if dir != "" {
+		var saved savedOptions
+		err := dir.Read(optionsFile, optionsFormat, optionsVersion, &saved)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			log.Warn().Err(err).Msg("the saved options cannot be used; the environment's settings apply")
+		default:
+			if saved.Options == nil {
+				saved.Options = map[string]string{}
+			}
+			if saved.Devices == nil {
+				saved.Devices = map[string]deviceSettings{}
+			}
+			if cfg, err := withOptions(env, saved.Options); err != nil {
+				log.Warn().Err(err).Msg("the saved options are no longer valid; the environment's settings apply")
+			} else {
+				s.saved, s.applied = saved, cfg
+			}
+		}
+	}
+	return s
+}
+
+// apply makes the settings take effect: the poller's intervals, the log
+// level and every device's options.
+func (s *settings) apply() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applyLocked()
+	ev := s.log.Info()
+	for _, name := range optionNames() {
+		from := "environment"
+		if _, ok := s.saved.Options[name]; ok {
+			from = "mqtt"
+		}
+		ev = ev.Str(name, optionValue(s.applied, name)+" ("+from+")")
+	}
+	ev.Int("devices_with_options", len(s.saved.Devices)).Msg("settings")
+}
+
+func (s *settings) applyLocked() {
+	c := s.applied
+	s.poll.SetConfig(poller.Config{Interval: c.Poll.Interval, DailyLimit: c.Cloud.DailyLimit,
+		ListInterval: c.Poll.DeviceListInterval, SceneInterval: c.Poll.SceneInterval})
+	if lvl, err := logging.ParseLevel(c.Log.Level); err == nil {
+		zerolog.SetGlobalLevel(lvl)
+	}
+	for _, d := range s.saved.Devices {
+		s.applyDevice(d)
+	}
+}
+
+func (s *settings) applyDevice(d deviceSettings) {
+	k := capability.Key{SKU: d.SKU, Device: d.Device}
+	iv, _ := time.ParseDuration(d.PollInterval) // validated when set
+	s.poll.SetDeviceOptions(k, poller.DeviceOptions{Interval: iv, Disabled: d.Disabled})
+	s.mirror.SetDeviceOptions(k, bridge.DeviceOptions{PollInterval: iv, Disabled: d.Disabled, Name: d.Name})
+}
+
+// optionValue is an option's value in a configuration, as the environment
+// would spell it.
+func optionValue(c config.Config, name string) string {
+	switch name {
+	case "poll_interval":
+		return config.FormatDuration(c.Poll.Interval)
+	case "log_level":
+		return c.Log.Level
+	case "daily_limit":
+		return strconv.Itoa(c.Cloud.DailyLimit)
+	case "device_list_interval":
+		return config.FormatDuration(c.Poll.DeviceListInterval)
+	case "scene_interval":
+		return config.FormatDuration(c.Poll.SceneInterval)
+	}
+	return ""
+}
+
+// withOptions is the environment's configuration with the options laid
+// over it, validated with the environment's own rules and messages.
+func withOptions(env config.Config, opts map[string]string) (config.Config, error) {
+	c := env
+	for name, v := range opts {
+		variable, ok := optionVars[name]
+		if !ok {
+			return env, fmt.Errorf("bridge: unknown option %q; the options are %s", name, strings.Join(optionNames(), ", "))
+		}
+		var err error
+		switch name {
+		case "poll_interval":
+			c.Poll.Interval, err = parseDuration(variable, v)
+		case "device_list_interval":
+			c.Poll.DeviceListInterval, err = parseDuration(variable, v)
+		case "scene_interval":
+			c.Poll.SceneInterval, err = parseDuration(variable, v)
+		case "daily_limit":
+			c.Cloud.DailyLimit, err = strconv.Atoi(v)
+			if err != nil {
+				err = fmt.Errorf("%s=%q is not a whole number: send the most requests per day, or 0 for no daily limit", variable, v)
+			}
+		case "log_level":
+			if _, err = logging.ParseLevel(v); err == nil {
+				c.Log.Level = strings.ToLower(strings.TrimSpace(v))
+			}
+		}
+		if err != nil {
+			return env, fmt.Errorf("bridge: option %s: %w", name, err)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return env, fmt.Errorf("bridge: options rejected: %w", err)
+	}
+	return c, nil
+}
+
+func parseDuration(variable, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q is not a duration: use a number with a unit, like 90s, 5m or 1h", variable, v)
+	}
+	return d, nil
+}
+
+// optionString is a JSON option value as a string: a string as is, a
+// number of seconds for a duration (HA's number entities send numbers),
+// or the number's text; ok false for null (back to the environment).
+func optionString(name string, raw json.RawMessage) (s string, ok bool, err error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false, nil
+	}
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, true, nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return "", false, fmt.Errorf("bridge: option %s: %s is neither a string nor a number", name, raw)
+	}
+	if strings.HasSuffix(name, "_interval") {
+		return string(n) + "s", true, nil
+	}
+	return string(n), true, nil
+}
+
+// SetOptions implements bridge.Operator: {"poll_interval":"5m", ...}; null
+// returns an option to the environment's value. All or nothing.
+func (s *settings) SetOptions(raw json.RawMessage) (any, error) {
+	var in map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &in); err != nil || in == nil {
+		return nil, fmt.Errorf(`bridge: options must be a JSON object such as {"options":{"poll_interval":"5m","log_level":"debug"}}`)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := make(map[string]string, len(s.saved.Options))
+	for k, v := range s.saved.Options {
+		next[k] = v
+	}
+	for name, v := range in {
+		if _, ok := optionVars[name]; !ok {
+			return nil, fmt.Errorf("bridge: unknown option %q; the options are %s", name, strings.Join(optionNames(), ", "))
+		}
+		str, set, err := optionString(name, v)
+		if err != nil {
+			return nil, err
+		}
+		if set {
+			next[name] = str
+		} else {
+			delete(next, name)
+		}
+	}
+	cfg, err := withOptions(s.env, next)
+	if err != nil {
+		return nil, err
+	}
+	s.saved.Options, s.applied = next, cfg
+	s.applyLocked()
+	s.saveLocked()
+	s.log.Info().Interface("options", next).Msg("options changed over MQTT")
+	return s.optionsLocked(), nil
+}
+
+// SetDeviceOptions implements bridge.Operator: {"poll_interval":"2m",
+// "disabled":true,"name":"Hall light"}; null (or "" for the name) returns
+// an option to its default.
+func (s *settings) SetDeviceOptions(id string, k capability.Key, raw json.RawMessage) (any, error) {
+	var in map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &in); err != nil || in == nil {
+		return nil, fmt.Errorf(`bridge: device options must be a JSON object such as {"device":"<id>","options":{"poll_interval":"2m","disabled":false,"name":"Hall light"}}`)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.saved.Devices[id]
+	d.SKU, d.Device = k.SKU, k.Device
+	for name, v := range in {
+		switch name {
+		case "poll_interval":
+			str, set, err := optionString(name, v)
+			if err != nil {
+				return nil, err
+			}
+			d.PollInterval = ""
+			if set {
+				iv, err := parseDuration("poll_interval", str)
+				if err != nil {
+					return nil, fmt.Errorf("bridge: device option %w", err)
+				}
+				if iv < config.MinPollInterval {
+					return nil, fmt.Errorf("bridge: device option poll_interval=%s is below the %s floor (the cloud allows 30 state reads per minute per device)", config.FormatDuration(iv), config.FormatDuration(config.MinPollInterval))
+				}
+				d.PollInterval = config.FormatDuration(iv)
+			}
+		case "disabled":
+			var b *bool
+			if err := json.Unmarshal(v, &b); err != nil {
+				return nil, fmt.Errorf("bridge: device option disabled must be true, false or null, not %s", v)
+			}
+			d.Disabled = b != nil && *b
+		case "name":
+			var n *string
+			if err := json.Unmarshal(v, &n); err != nil {
+				return nil, fmt.Errorf("bridge: device option name must be a string or null, not %s", v)
+			}
+			d.Name = ""
+			if n != nil {
+				d.Name = strings.TrimSpace(*n)
+			}
+		default:
+			return nil, fmt.Errorf("bridge: unknown device option %q; the device options are disabled, name, poll_interval", name)
+		}
+	}
+	if d.PollInterval == "" && !d.Disabled && d.Name == "" {
+		delete(s.saved.Devices, id)
+	} else {
+		s.saved.Devices[id] = d
+	}
+	s.applyDevice(d)
+	s.saveLocked()
+	s.log.Info().Str("device", id).Interface("options", d).Msg("device options changed over MQTT")
+	return map[string]any{"device": id, "options": d}, nil
+}
+
+func (s *settings) saveLocked() {
+	if s.dir == "" {
+		return
+	}
+	if err := s.dir.Write(optionsFile, optionsFormat, optionsVersion, s.saved); err != nil {
+		s.log.Warn().Err(err).Msg("the options apply now but cannot be kept for the next start")
+	}
+}
+
+// optionsLocked is the effective options with where each comes from.
+func (s *settings) optionsLocked() map[string]any {
+	values, sources := map[string]any{}, map[string]string{}
+	for _, name := range optionNames() {
+		values[name] = optionValue(s.applied, name)
+		sources[name] = "environment"
+		if _, ok := s.saved.Options[name]; ok {
+			sources[name] = "mqtt"
+		}
+	}
+	if n, err := strconv.Atoi(values["daily_limit"].(string)); err == nil {
+		values["daily_limit"] = n
+	}
+	return map[string]any{"options": values, "sources": sources}
+}
+
+// snapshot returns the effective configuration and the device options.
+func (s *settings) snapshot() (config.Config, map[string]deviceSettings, map[string]any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	devs := make(map[string]deviceSettings, len(s.saved.Devices))
+	for id, d := range s.saved.Devices {
+		devs[id] = d
+	}
+	return s.applied, devs, s.optionsLocked()
+}
