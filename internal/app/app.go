@@ -236,7 +236,7 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, p parts) {
 			p.mirror.PublishInfo(bridgeInfo(m.Version, p.set, ps, sc, true))
 		}
 		_ = sd // STATUS= lines: see the TODO in the session notes
-if !readySent && p.conn.Connected() && p.reg.Listed() {
+		if !readySent && p.conn.Connected() && p.reg.Listed() {
 			readySent = true
 			close(ready)
 		}
