@@ -208,27 +208,3 @@ func EventPayload(instance string, o capability.EventOption) []byte {
 	}
 	return marshal(p)
 }
-
-// Complete fills a partial struct command (what the music mode select and
-// the sensitivity number send on set/musicMode) from the instance's last
-// known value: members the command leaves out keep their current value.
-// Anything that is not an object on both sides is returned unchanged;
-// defaults and validation remain capability.Decode's.
-func Complete(current, partial any) any {
-	p, ok := partial.(map[string]any)
-	if !ok {
-		return partial
-	}
-	c, ok := current.(map[string]any)
-	if !ok {
-		return partial
-	}
-	out := make(map[string]any, len(c)+len(p))
-	for k, v := range c {
-		out[k] = v
-	}
-	for k, v := range p {
-		out[k] = v
-	}
-	return out
-}

@@ -3,7 +3,6 @@ package discovery
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"strings"
 	"testing"
 
@@ -88,53 +87,6 @@ func configOf(t *testing.T, configs map[string][]byte, component, object string)
 	return nil
 }
 
-func TestLightState(t *testing.T) {
-	lamp := colourLamp()
-	tests := []struct {
-		name   string
-		dev    capability.Device
-		values map[string]any
-		online bool
-		want   string
-	}{
-		{"rgb", lamp, map[string]any{"powerSwitch": int64(1), "brightness": int64(40),
-			"colorRgb": int64(0xFF8000), "colorTemperatureK": int64(0)}, true,
-			`{"brightness":40,"color":{"b":0,"g":128,"r":255},"color_mode":"rgb","effect":null,"state":"ON"}`},
-		{"colour temperature in mireds that read back as the device's kelvin", lamp, map[string]any{"powerSwitch": int64(1), "brightness": int64(100),
-			"colorRgb": int64(0xFFFFFF), "colorTemperatureK": int64(2700)}, true,
-			`{"brightness":100,"color":{"b":255,"g":255,"r":255},"color_mode":"color_temp","color_temp":370.302,"effect":null,"state":"ON"}`},
-		{"off", lamp, map[string]any{"powerSwitch": int64(0)}, true,
-			`{"effect":null,"state":"OFF"}`},
-		{"offline values are history", lamp, map[string]any{"powerSwitch": int64(1), "brightness": int64(40)}, false,
-			`{"state":null}`},
-		{"power not reported", lamp, map[string]any{"brightness": int64(40)}, true,
-			`{"brightness":40,"effect":null,"state":null}`},
-		{"effect from the last scene set", lamp, map[string]any{"powerSwitch": int64(1),
-			"lightScene": map[string]any{"id": int64(1606), "paramId": int64(1681)}}, true,
-			`{"effect":"Sunrise","state":"ON"}`},
-		{"snapshot named like a scene", lamp, map[string]any{"powerSwitch": int64(1), "snapshot": int64(0)}, true,
-			`{"effect":"sunrise (Snapshot)","state":"ON"}`},
-		{"without colour", dimmer(), map[string]any{"powerSwitch": int64(1), "brightness": int64(200)}, true,
-			`{"brightness":200,"color_mode":"brightness","state":"ON"}`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := LightState(tt.dev, tt.values, tt.online)
-			if !ok {
-				t.Fatal("no light state for a light")
-			}
-			if string(got) != tt.want {
-				t.Errorf("got  %s\nwant %s", got, tt.want)
-			}
-		})
-	}
-	sensorOnly := capability.Device{SKU: "H5179", Device: "x", Type: capability.DeviceThermometer,
-		Capabilities: []capability.Capability{{Type: capability.TypeProperty, Instance: capability.InstanceSensorTemperature}}}
-	if b, ok := LightState(sensorOnly, map[string]any{}, true); ok {
-		t.Errorf("thermometer has a light state: %s", b)
-	}
-}
-
 func cmds(c ...any) []Command {
 	var out []Command
 	for i := 0; i < len(c); i += 2 {
@@ -153,167 +105,6 @@ func sameCommands(a, b []Command) bool {
 		}
 	}
 	return true
-}
-
-func TestDecodeLight(t *testing.T) {
-	lamp := colourLamp()
-	tests := []struct {
-		name    string
-		dev     capability.Device
-		payload string
-		want    []Command
-	}{
-		{"on with brightness and colour: power first", lamp,
-			`{"state":"ON","brightness":40,"color":{"r":255,"g":128,"b":0}}`,
-			cmds("powerSwitch", 1, "brightness", 40, "colorRgb", 0xFF8000)},
-		{"off ignores the rest", lamp, `{"state":"OFF","brightness":40}`, cmds("powerSwitch", 0)},
-		{"plain on", lamp, `{"state":"ON"}`, cmds("powerSwitch", 1)},
-		{"effect by name: dynamic scene object", lamp, `{"state":"ON","effect":"Sunrise"}`,
-			cmds("powerSwitch", 1, "lightScene", map[string]any{"paramId": 1681, "id": 1606})},
-		{"effect colliding with a scene goes to its own kind", lamp, `{"state":"ON","effect":"Party (DIY)"}`,
-			cmds("powerSwitch", 1, "diyScene", 77)},
-		{"snapshot", lamp, `{"state":"ON","effect":"sunrise (Snapshot)"}`, cmds("powerSwitch", 1, "snapshot", 0)},
-		{"colour temperature in kelvin (other publishers)", lamp, `{"state":"ON","color_temp":2700}`,
-			cmds("powerSwitch", 1, "colorTemperatureK", 2700)},
-		{"colour temperature in mireds: 2700 K is 370 mireds in HA", lamp, `{"state":"ON","color_temp":370}`,
-			cmds("powerSwitch", 1, "colorTemperatureK", 2700)},
-		{"colour temperature in mireds: 2001 K is 499 mireds in HA", lamp, `{"color_temp":499}`,
-			cmds("colorTemperatureK", 2001)},
-		{"colour temperature in fractional mireds", lamp, `{"color_temp":250.0625}`,
-			cmds("colorTemperatureK", 3999)},
-		{"colour temperature clamped", lamp, `{"color_temp":1500}`, cmds("colorTemperatureK", 2000)},
-		{"brightness clamped to a minimum HA does not know", dimmer(), `{"state":"ON","brightness":1}`,
-			cmds("powerSwitch", 1, "brightness", 10)},
-		{"transition ignored", dimmer(), `{"state":"ON","transition":2}`, cmds("powerSwitch", 1)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := DecodeLight(tt.dev, []byte(tt.payload))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !sameCommands(got, tt.want) {
-				t.Errorf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-
-	bad := []struct{ name, payload, wantErr string }{
-		{"not JSON", `ON`, "not a JSON light command"},
-		{"unknown effect", `{"effect":"Nope"}`, "unknown effect"},
-		{"bad state", `{"state":"DIM"}`, "neither ON nor OFF"},
-		{"empty", `{}`, "nothing to do"},
-		{"colour without r", `{"color":{"g":1,"b":2}}`, "\"r\" is missing"},
-		{"colour temperature zero", `{"color_temp":0}`, "positive number"},
-	}
-	for _, tt := range bad {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := DecodeLight(lamp, []byte(tt.payload))
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "discovery: ") {
-				t.Errorf("error %v, want one containing %q", err, tt.wantErr)
-			}
-		})
-	}
-	if _, err := DecodeLight(dimmer(), []byte(`{"color":{"r":1,"g":2,"b":3}}`)); err == nil {
-		t.Error("colour accepted by a light without colour")
-	}
-}
-
-func TestDecodeSegment(t *testing.T) {
-	lamp := colourLamp()
-	seg := func(n int, key string, v int) map[string]any {
-		return map[string]any{"segment": []any{int64(n)}, key: int64(v)}
-	}
-	tests := []struct {
-		name    string
-		segment int
-		payload string
-		want    []Command
-	}{
-		{"colour and brightness", 3, `{"state":"ON","color":{"r":0,"g":0,"b":255},"brightness":50}`,
-			cmds("segmentedColorRgb", seg(3, "rgb", 0xFF), "segmentedBrightness", seg(3, "brightness", 50))},
-		{"off is brightness zero", 0, `{"state":"OFF"}`, cmds("segmentedBrightness", seg(0, "brightness", 0))},
-		{"bare on is full brightness", 14, `{"state":"ON"}`, cmds("segmentedBrightness", seg(14, "brightness", 100))},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := DecodeSegment(lamp, tt.segment, []byte(tt.payload))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !sameCommands(got, tt.want) {
-				t.Errorf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-	if _, err := DecodeSegment(lamp, 15, []byte(`{"state":"ON"}`)); err == nil {
-		t.Error("segment 15 accepted; the strip has 0..14")
-	}
-	if _, err := DecodeSegment(dimmer(), 0, []byte(`{"state":"ON"}`)); err == nil {
-		t.Error("segment command accepted by a device without segments")
-	}
-}
-
-func TestLightConfig(t *testing.T) {
-	cfg := testConfig()
-	t.Run("colour lamp", func(t *testing.T) {
-		c := configOf(t, Configs(cfg, colourLamp()), "light", "light")
-		want := map[string]any{
-			"schema": "json", "brightness_scale": 100.0, "min_mireds": 112.0, "max_mireds": 500.0,
-			"command_topic": "cloud2mqtt/h6072_aabb/light/set", "state_topic": "cloud2mqtt/h6072_aabb/light",
-			"name": nil,
-		}
-		for k, v := range want {
-			if c[k] != v {
-				t.Errorf("%s = %v, want %v", k, c[k], v)
-			}
-		}
-		// kelvin keys would make HA 2025.2+ expect kelvin in the state,
-		// which HA 2025.1 reads as mireds: one unit for all releases
-		for _, k := range []string{"color_temp_kelvin", "min_kelvin", "max_kelvin"} {
-			if _, ok := c[k]; ok {
-				t.Errorf("%s in the config: the light speaks mireds", k)
-			}
-		}
-		effects, _ := json.Marshal(c["effect_list"])
-		if string(effects) != `["Sunrise","Party","Party (DIY)","sunrise (Snapshot)","Sunset"]` {
-			t.Errorf("effect_list %s", effects)
-		}
-		modes, _ := json.Marshal(c["supported_color_modes"])
-		if string(modes) != `["rgb","color_temp"]` {
-			t.Errorf("supported_color_modes %s", modes)
-		}
-	})
-	t.Run("light without colour", func(t *testing.T) {
-		configs := Configs(cfg, dimmer())
-		c := configOf(t, configs, "light", "light")
-		modes, _ := json.Marshal(c["supported_color_modes"])
-		if string(modes) != `["brightness"]` || c["brightness_scale"] != 254.0 {
-			t.Errorf("supported_color_modes %s, brightness_scale %v", modes, c["brightness_scale"])
-		}
-		for _, k := range []string{"color_temp_kelvin", "min_mireds", "effect_list"} {
-			if _, ok := c[k]; ok {
-				t.Errorf("%s in a light without colour or scenes", k)
-			}
-		}
-		for tp := range configs {
-			if strings.Contains(tp, "/switch/") && strings.Contains(tp, "powerSwitch") {
-				t.Errorf("power has a switch besides the light: %s", tp)
-			}
-		}
-	})
-	t.Run("on/off only", func(t *testing.T) {
-		d := capability.Device{SKU: "H610A", Device: "5", Type: capability.DeviceLight,
-			Capabilities: []capability.Capability{onOffCap(capability.TypeOnOff, capability.InstancePower)}}
-		c := configOf(t, Configs(cfg, d), "light", "light")
-		modes, _ := json.Marshal(c["supported_color_modes"])
-		if string(modes) != `["onoff"]` || c["brightness"] != false {
-			t.Errorf("supported_color_modes %s brightness %v", modes, c["brightness"])
-		}
-		if st, _ := LightState(d, map[string]any{"powerSwitch": int64(1)}, true); string(st) != `{"color_mode":"onoff","state":"ON"}` {
-			t.Errorf("state %s", st)
-		}
-	})
 }
 
 // allConfigs returns every config of every device of every source.
@@ -517,38 +308,6 @@ func TestEventPayload(t *testing.T) {
 	}
 }
 
-func TestComplete(t *testing.T) {
-	cur := map[string]any{"musicMode": int64(1), "sensitivity": int64(60), "rgb": int64(5)}
-	got := Complete(cur, map[string]any{"musicMode": int64(3)})
-	want := map[string]any{"musicMode": int64(3), "sensitivity": int64(60), "rgb": int64(5)}
-	if !capability.Equal(got, want) {
-		t.Errorf("got %v, want %v", got, want)
-	}
-	if !capability.Equal(Complete(nil, int64(4)), int64(4)) {
-		t.Error("non-object partial must pass through")
-	}
-}
-
-func FuzzDecodeLight(f *testing.F) {
-	for _, s := range []string{`{"state":"ON","brightness":40,"color":{"r":1,"g":2,"b":3}}`, `{"state":"OFF"}`,
-		`{"color_temp":153}`, `{"effect":"Sunrise"}`, `{"color":{"r":1e400}}`, `[]`, `null`, `{"brightness":-1}`} {
-		f.Add([]byte(s))
-	}
-	lamp := colourLamp()
-	f.Fuzz(func(t *testing.T, b []byte) {
-		cs, err := DecodeLight(lamp, b)
-		if err == nil && len(cs) == 0 {
-			t.Fatal("no error and no command")
-		}
-		for _, c := range cs {
-			if err := validRange(lamp, c); err != "" {
-				t.Fatal(err)
-			}
-		}
-		_, _ = DecodeSegment(lamp, 1, b)
-	})
-}
-
 // validRange reports a command outside the capability's range.
 func validRange(d capability.Device, c Command) string {
 	cp, ok := d.Capability(c.Instance)
@@ -562,34 +321,6 @@ func validRange(d capability.Device, c Command) string {
 		}
 	}
 	return ""
-}
-
-// Home Assistant turns mireds into kelvin as floor(1e6/mireds) and kelvin
-// into mireds as floor(1e6/K). The state must read back as the device's
-// kelvin, and a round kelvin a user picks must reach the device unchanged.
-func TestMiredsRoundTrip(t *testing.T) {
-	for k := int64(1000); k <= 10000; k++ {
-		if got := int64(math.Floor(1e6 / miredsOf(k))); got != k {
-			t.Fatalf("state %d K: mireds %v read back as %d K", k, miredsOf(k), got)
-		}
-	}
-	// one mired is less than 100 K up to 10000 K and less than 10 K up
-	// to 3000 K: those kelvin survive the trip exactly
-	for k := 1000.0; k <= 10000; k += 10 {
-		if k > 3000 && math.Mod(k, 100) != 0 {
-			continue
-		}
-		m := math.Floor(1e6 / k)
-		if got := kelvinOfMireds(m); got != k {
-			t.Errorf("%v K sent as %v mireds decodes to %v K", k, m, got)
-		}
-	}
-	for k := 1000.0; k <= 10000; k++ {
-		m := math.Floor(1e6 / k)
-		if got := kelvinOfMireds(m); math.Floor(1e6/got) != m {
-			t.Fatalf("%v mireds decode to %v K, which is %v mireds", m, got, math.Floor(1e6/got))
-		}
-	}
 }
 
 // A scene select of a device without a light has object values: its state

@@ -342,7 +342,7 @@ func TestMusicAutoColourAndColour(t *testing.T) {
 			t.Fatal(err)
 		}
 		partial := capability.NormalizeValue(obj["musicMode"])
-		v, err := capability.Decode(c, Complete(last, partial))
+		v, err := capability.Decode(c, capability.Overlay(last, partial))
 		if err != nil {
 			t.Errorf("%s: %v", cmd, err)
 			continue
