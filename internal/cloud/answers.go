@@ -2,6 +2,8 @@ package cloud
 
 import (
 	"encoding/json"
+	"iter"
+	"maps"
 
 	"cloud2mqtt/internal/capability"
 )
@@ -80,21 +82,29 @@ func (s DeviceState) Online() (online, known bool) {
 // Values returns every queryable instance's value keyed by instance: the
 // online capability, events and empty-string (not queryable) values are left
 // out.
-func (s DeviceState) Values() map[string]any {
-	out := make(map[string]any, len(s.Capabilities))
-	for _, c := range s.Capabilities {
-		if c.Type == capability.TypeOnline || c.Type == capability.TypeEvent || c.Instance == capability.InstanceOnline {
-			continue
+func (s DeviceState) Values() map[string]any { return maps.Collect(s.All()) }
+
+// All yields what Values holds, in the answer's order, without building a
+// map: the registry compares every read with what it knows, and most reads
+// change nothing. An instance the answer repeats is yielded each time; the
+// last one wins, as in Values.
+func (s DeviceState) All() iter.Seq2[string, any] {
+	return func(yield func(string, any) bool) {
+		for _, c := range s.Capabilities {
+			if c.Type == capability.TypeOnline || c.Type == capability.TypeEvent || c.Instance == capability.InstanceOnline {
+				continue
+			}
+			if str, ok := c.State.Value.(string); ok && str == "" {
+				continue
+			}
+			if c.State.Value == nil {
+				continue
+			}
+			if !yield(c.Instance, c.State.Value) {
+				return
+			}
 		}
-		if str, ok := c.State.Value.(string); ok && str == "" {
-			continue
-		}
-		if c.State.Value == nil {
-			continue
-		}
-		out[c.Instance] = c.State.Value
 	}
-	return out
 }
 
 // Scenes is the payload of a scene or DIY-scene answer: the device and the

@@ -193,7 +193,7 @@ func (r *Registry) ApplyState(k capability.Key, st cloud.DeviceState, sentSeq ui
 	}
 	first := !d.read
 	var changed map[string]any // made on the first change: most reads change nothing
-	for inst, v := range st.Values() {
+	for inst, v := range st.All() {
 		if seq, ok := d.optimistic[inst]; ok {
 			if sentSeq < seq {
 				continue // sent before the command: the confirming read decides
