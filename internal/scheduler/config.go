@@ -64,6 +64,11 @@ type Config struct {
 	// errors (5xx, timeouts) before its failure is reported (default 4).
 	// Rate-limited (429) attempts do not count: they are retried until sent.
 	MaxAttempts int
+	// CommandMaxAge is how long a command failing with transient errors
+	// (the cloud unreachable, 5xx, timeouts) is retried, from when it was
+	// queued, instead of MaxAttempts times (default 2 min): a user's
+	// command outlives a short outage of the cloud.
+	CommandMaxAge time.Duration
 	// RetryBase is the first back-off after a transient error or a 429
 	// without Retry-After (default 1 s); it doubles per attempt, with jitter.
 	RetryBase time.Duration
@@ -103,6 +108,7 @@ const DefaultMaxInFlight = 8
 const (
 	defaultCommandSlots      = 1
 	defaultMaxAttempts       = 4
+	defaultCommandMaxAge     = 2 * time.Minute
 	defaultRetryBase         = time.Second
 	defaultRetryMax          = 30 * time.Second
 	defaultMaxQueuedCommands = 1000
@@ -183,6 +189,9 @@ func (c Config) withDefaults() Config {
 	}
 	positive(&c.MaxInFlight, DefaultMaxInFlight)
 	positive(&c.MaxAttempts, defaultMaxAttempts)
+	if c.CommandMaxAge <= 0 {
+		c.CommandMaxAge = defaultCommandMaxAge
+	}
 	positive(&c.MaxQueuedCommands, defaultMaxQueuedCommands)
 	positive(&c.MaxQueuedReads, defaultMaxQueuedReads)
 	positive(&c.CommandSlots, defaultCommandSlots)

@@ -450,12 +450,16 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 		s.st.failures++
 		return false, err
 	}
-	if a.failures >= s.cfg.MaxAttempts {
+	if a.giveUpAt.IsZero() && a.failures >= s.cfg.MaxAttempts || !a.giveUpAt.IsZero() && !now.Before(a.giveUpAt) {
 		ev(s.log.Warn()).Err(err).Msg("scheduler: giving up after transient failures")
 		s.st.failures++
 		return false, fmt.Errorf("scheduler: gave up after %d attempts: %w", a.sent, err)
 	}
-	a.notBefore = now.Add(s.backoff(a.failures))
+	wait := s.backoff(a.failures)
+	if !a.giveUpAt.IsZero() && now.Add(wait).After(a.giveUpAt) {
+		wait = max(a.giveUpAt.Sub(now), 0) // one last try when the command is due to give up
+	}
+	a.notBefore = now.Add(wait)
 	ev(s.log.Debug()).Err(err).Time("retry_at", a.notBefore).Msg("scheduler: transient failure, will retry")
 	return true, nil
 }

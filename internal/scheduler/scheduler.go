@@ -122,6 +122,7 @@ type attempt struct {
 	failures    int       // transient failures
 	rateLimited int       // consecutive 429s
 	notBefore   time.Time // no retry before
+	giveUpAt    time.Time // commands: no retry after; zero: MaxAttempts decides
 	lastSent    time.Time
 }
 
@@ -287,6 +288,7 @@ func (s *Scheduler) Control(req cloud.ControlRequest, report func(CommandResult)
 		// holds); the new command has not been sent yet.
 		c.req, c.report, c.queued = req, report, now
 		c.sent, c.failures, c.lastSent = 0, 0, time.Time{}
+		c.giveUpAt = now.Add(s.cfg.CommandMaxAge)
 		s.st.coalesced++
 		s.st.superseded++
 		s.signal()
@@ -295,7 +297,9 @@ func (s *Scheduler) Control(req cloud.ControlRequest, report func(CommandResult)
 	if s.queuedC >= s.cfg.MaxQueuedCommands {
 		return fmt.Errorf("control %s/%s %s: %w", req.SKU, req.Device, req.Instance, ErrOverloaded)
 	}
-	d.cmds = append(d.cmds, &command{req: req, report: report, dev: d, queued: now})
+	c := &command{req: req, report: report, dev: d, queued: now}
+	c.giveUpAt = now.Add(s.cfg.CommandMaxAge)
+	d.cmds = append(d.cmds, c)
 	s.queuedC++
 	if !d.inRing {
 		d.inRing = true

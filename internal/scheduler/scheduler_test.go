@@ -466,9 +466,10 @@ func TestRateLimitedRetriedUntilSent(t *testing.T) {
 	})
 }
 
-// Transient failures are retried with a growing back-off, at most
-// MaxAttempts times, then the failure is reported; rejected requests (400,
-// 404) are never retried.
+// A command failing with transient errors is retried with a growing
+// back-off until it is CommandMaxAge old, then the failure is reported
+// (reads: at most MaxAttempts times, TestReadFailures); rejected requests
+// (400, 404) are never retried.
 func TestFailures(t *testing.T) {
 	rejected := &cloud.APIError{Kind: cloud.ErrRequest, Endpoint: "control", HTTPStatus: 200, Code: 400, Msg: "parameter value out of range"}
 	notFound := &cloud.APIError{Kind: cloud.ErrNotFound, Endpoint: "control", Code: 404, Msg: "devices not exist"}
@@ -478,8 +479,8 @@ func TestFailures(t *testing.T) {
 		attempts int
 		check    func(error) bool
 	}{
-		{"transient", transient(), 4, cloud.IsTransient},
-		{"unclassified", errors.New("connection reset"), 4, func(err error) bool { return err != nil }},
+		{"transient", transient(), 0, cloud.IsTransient},
+		{"unclassified", errors.New("connection reset"), 0, func(err error) bool { return err != nil }},
 		{"400", rejected, 1, cloud.IsRejected},
 		{"404", notFound, 1, cloud.IsRejected},
 	} {
@@ -487,9 +488,11 @@ func TestFailures(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := newFake()
 				f.fail = func(call, int) error { return tc.err }
-				s := newScheduler(f, scheduler.Config{})
+				const maxAge = 20 * time.Second
+				s := newScheduler(f, scheduler.Config{CommandMaxAge: maxAge})
 				rep := newReports(t)
 				stop := run(t, s)
+				start := time.Now()
 				id := rep.submit(s, ctl("lamp", "brightness", 150))
 				time.Sleep(time.Minute)
 				stop()
@@ -498,10 +501,23 @@ func TestFailures(t *testing.T) {
 					t.Errorf("reported %v, want the cloud's error", r.Err)
 				}
 				calls := f.Calls()
-				if len(calls) != tc.attempts || r.Attempts != tc.attempts {
-					t.Errorf("%d requests (result says %d), want %d", len(calls), r.Attempts, tc.attempts)
+				switch {
+				case tc.attempts > 0:
+					if len(calls) != tc.attempts || r.Attempts != tc.attempts {
+						t.Errorf("%d requests (result says %d), want %d", len(calls), r.Attempts, tc.attempts)
+					}
+				default: // retried until maxAge, the last try at maxAge
+					if len(calls) < 5 || r.Attempts != len(calls) {
+						t.Errorf("%d requests (result says %d), want retries for %v", len(calls), r.Attempts, maxAge)
+					}
+					if last := calls[len(calls)-1].at.Sub(start); last != maxAge {
+						t.Errorf("last try at %v, want at %v", last, maxAge)
+					}
 				}
 				for i := 1; i < len(calls); i++ {
+					if tc.attempts == 0 && i == len(calls)-1 {
+						break // the last try is when the command gives up, sooner than the back-off
+					}
 					if gap, min := calls[i].at.Sub(calls[i-1].at), time.Second<<(i-1)/2; gap < min {
 						t.Errorf("retry %d after %v, want at least %v", i, gap, min)
 					}
@@ -866,4 +882,26 @@ func cut(k string) (device, instance string, ok bool) {
 		}
 	}
 	return k, "", false
+}
+
+// TestReadFailures: a read failing with transient errors is tried
+// MaxAttempts times, not for as long as a command: the poller reads again
+// at its next interval anyway.
+func TestReadFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.fail = func(call, int) error { return transient() }
+		s := newScheduler(f, scheduler.Config{})
+		stop := run(t, s)
+		var readErr error
+		must(t, s.State("H1", "c", scheduler.PriorityPoll, func(_ cloud.DeviceState, err error) { readErr = err }))
+		time.Sleep(time.Minute)
+		stop()
+		if n := len(f.Calls()); n != 4 {
+			t.Errorf("%d tries of a failing read, want MaxAttempts (4)", n)
+		}
+		if !cloud.IsTransient(readErr) {
+			t.Errorf("reported %v, want the cloud's error", readErr)
+		}
+	})
 }
