@@ -80,7 +80,12 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	met := newMetrics(m.Version)
-	sched := scheduler.New(client, schedulerConfig(cfg), log.With().Str("component", "scheduler").Logger())
+	dir := statedir.Dir(stateDirOf(cfg))
+	scfg := schedulerConfig(cfg)
+	if s := readSpent(dir, log); s.Requests > 0 {
+		scfg.RequestsToday, scfg.RequestsDay = s.Requests, s.Day
+	}
+	sched := scheduler.New(client, scfg, log.With().Str("component", "scheduler").Logger())
 
 	mirror := bridge.NewMirror(bridge.Options{
 		Layout: layout,
@@ -95,7 +100,6 @@ func (m *Main) Run(ctx context.Context) error {
 		Log:              log.With().Str("component", "bridge").Logger(),
 	})
 	reg := registry.New(mirror, log.With().Str("component", "registry").Logger())
-	dir := statedir.Dir(stateDirOf(cfg))
 	restoreState(dir, reg, log)
 	poll := poller.New(sched, reg, poller.Config{
 		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
@@ -175,7 +179,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 	wg.Add(4)
 	go func() { defer wg.Done(); br.Run(ctx) }()
-	go func() { defer wg.Done(); persist(ctx, dir, reg, log) }()
+	go func() { defer wg.Done(); persist(ctx, dir, reg, sched, log) }()
 	go func() { defer wg.Done(); m.background(ctx, ready, parts{mirror, reg, sched, poll, conn, set}) }()
 	go func() {
 		defer wg.Done()
@@ -194,6 +198,7 @@ func (m *Main) Run(ctx context.Context) error {
 	case <-time.After(ShutdownGrace):
 		log.Warn().Dur("grace", ShutdownGrace).Msg("commands still in flight after the grace period; leaving them")
 	}
+	saveSpent(dir, sched.Stats(), log)
 	closeCtx, done := context.WithTimeout(context.Background(), 2*time.Second)
 	defer done()
 	conn.Close(closeCtx)

@@ -10,6 +10,7 @@ import (
 
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/registry"
+	"cloud2mqtt/internal/scheduler"
 	"cloud2mqtt/internal/statedir"
 )
 
@@ -18,7 +19,41 @@ const (
 	devicesFile    = "devices.json"
 	devicesFormat  = "cloud2mqtt/devices"
 	devicesVersion = 1
+
+	requestsFile    = "requests.json"
+	requestsFormat  = "cloud2mqtt/requests"
+	requestsVersion = 1
 )
+
+// spent is today's request count, so that a restart does not forget what
+// the daily limit has spent.
+type spent struct {
+	Day      int `json:"day"` // yyyymmdd, local time
+	Requests int `json:"requests"`
+}
+
+// readSpent returns the count a previous run saved (zero when none).
+func readSpent(dir statedir.Dir, log zerolog.Logger) spent {
+	var s spent
+	if dir == "" {
+		return s
+	}
+	if err := dir.Read(requestsFile, requestsFormat, requestsVersion, &s); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		log.Warn().Err(err).Msg("the saved request count cannot be used; counting today's requests from zero")
+		return spent{}
+	}
+	return s
+}
+
+// saveSpent writes today's request count to the state directory.
+func saveSpent(dir statedir.Dir, st scheduler.Stats, log zerolog.Logger) {
+	if dir == "" || st.RequestsToday == 0 {
+		return
+	}
+	if err := dir.Write(requestsFile, requestsFormat, requestsVersion, spent{Day: st.Day, Requests: st.RequestsToday}); err != nil {
+		log.Warn().Err(err).Msg("cannot save today's request count to the state directory")
+	}
+}
 
 // SaveEvery is how often the registry is written to the state directory
 // when it changed: a crash loses at most this much of the last known
@@ -57,9 +92,10 @@ func saveState(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) {
 	}
 }
 
-// persist saves the registry every SaveEvery while it changes, until ctx
-// ends (the shutdown saves once more after the poller has stopped).
-func persist(ctx context.Context, dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) {
+// persist saves the registry (when it changed) and today's request count
+// every SaveEvery, until ctx ends (the shutdown saves once more after the
+// poller has stopped).
+func persist(ctx context.Context, dir statedir.Dir, reg *registry.Registry, sched *scheduler.Scheduler, log zerolog.Logger) {
 	if dir == "" {
 		return
 	}
@@ -71,6 +107,7 @@ func persist(ctx context.Context, dir statedir.Dir, reg *registry.Registry, log 
 			return
 		case <-t.C:
 			saveState(dir, reg, log)
+			saveSpent(dir, sched.Stats(), log)
 		}
 	}
 }

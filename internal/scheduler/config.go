@@ -69,6 +69,11 @@ type Config struct {
 	// queued, instead of MaxAttempts times (default 2 min): a user's
 	// command outlives a short outage of the cloud.
 	CommandMaxAge time.Duration
+
+	// RequestsToday and RequestsDay (yyyymmdd, local time) seed the count
+	// of requests sent today, as a previous run left it in the state
+	// directory: a restart does not forget what the daily limit has spent.
+	RequestsToday, RequestsDay int
 	// RetryBase is the first back-off after a transient error or a 429
 	// without Retry-After (default 1 s); it doubles per attempt, with jitter.
 	RetryBase time.Duration

@@ -206,6 +206,7 @@ func New(c Cloud, cfg Config, log zerolog.Logger) *Scheduler {
 	for i := range s.readQ {
 		s.readQ[i].Init()
 	}
+	s.st.day, s.st.requestsToday = cfg.RequestsDay, max(cfg.RequestsToday, 0)
 	return s
 }
 
@@ -433,6 +434,8 @@ type Stats struct {
 	// RequestsToday counts requests sent since local midnight (the cloud
 	// has a daily limit; the spec does not say how large).
 	RequestsToday int
+	// Day is the day RequestsToday counts, yyyymmdd in local time.
+	Day int
 	Tokens        Tokens
 	// AuthHoldoffUntil is set while requests are failed without being sent
 	// because the cloud refused the API key.
@@ -466,7 +469,8 @@ func (s *Scheduler) Stats() Stats {
 	for ep := range numEndpoints {
 		st.Requests[ep.String()] = s.st.requests[ep]
 	}
-	if s.st.day == dayOf(now) {
+	st.Day = dayOf(now)
+	if s.st.day == st.Day {
 		st.RequestsToday = s.st.requestsToday
 	}
 	if now.Before(s.authUntil) {

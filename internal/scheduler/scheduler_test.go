@@ -905,3 +905,24 @@ func TestReadFailures(t *testing.T) {
 		}
 	})
 }
+
+// TestRequestsTodaySeeded: the count a previous run saved goes on today,
+// and starts from zero on another day.
+func TestRequestsTodaySeeded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		now := time.Now()
+		today := now.Year()*10000 + int(now.Month())*100 + now.Day()
+		s := newScheduler(newFake(), scheduler.Config{RequestsToday: 1234, RequestsDay: today})
+		stop := run(t, s)
+		must(t, s.State("H1", "a", scheduler.PriorityPoll, nil))
+		time.Sleep(time.Second)
+		if st := s.Stats(); st.RequestsToday != 1235 || st.Day != today {
+			t.Errorf("requests today %d (day %d), want 1235 on %d", st.RequestsToday, st.Day, today)
+		}
+		stop()
+		old := newScheduler(newFake(), scheduler.Config{RequestsToday: 1234, RequestsDay: 19991231})
+		if st := old.Stats(); st.RequestsToday != 0 {
+			t.Errorf("a count from another day: %d today, want 0", st.RequestsToday)
+		}
+	})
+}
