@@ -80,7 +80,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	met := newMetrics(m.Version)
-	dir := statedir.Dir(stateDirOf(cfg))
+	dir := statedir.Dir(cfg.State.Dir)
 	scfg := schedulerConfig(cfg)
 	if s := readSpent(dir, log); s.Requests > 0 {
 		scfg.RequestsToday, scfg.RequestsDay = s.Requests, s.Day

@@ -8,7 +8,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
 	"cloud2mqtt/internal/statedir"
@@ -111,6 +110,3 @@ func persist(ctx context.Context, dir statedir.Dir, reg *registry.Registry, sche
 		}
 	}
 }
-
-// stateDirOf is STATE_DIR. TODO(session 3): cfg.StateDir once config has it.
-func stateDirOf(config.Config) string { return "" }

@@ -39,6 +39,7 @@ type Config struct {
 	HA     HomeAssistant `group:"Home Assistant"`
 	HTTP   HTTP          `group:"HTTP"`
 	Log    Log           `group:"Logging"`
+	State  State         `group:"State directory"`
 
 	// Demo is set by the -demo flag, never from the environment: the daemon
 	// runs against its built-in simulated cloud, so CLOUD_BASE_URL and
@@ -117,6 +118,14 @@ type Log struct {
 	Format string `env:"LOG_FORMAT" envDefault:"auto" doc:"Log format: auto (console on a terminal, json otherwise), console or json"`
 }
 
+// State is where the bridge keeps what it knows across restarts.
+type State struct {
+	Dir string `env:"STATE_DIR" doc:"Directory for the device list, last states, today's request count and options set over MQTT, kept across restarts (absolute path); default: $STATE_DIRECTORY when systemd sets it, else none"`
+}
+
+// stateDirectoryVar is set by systemd for a unit with StateDirectory=.
+const stateDirectoryVar = "STATE_DIRECTORY"
+
 // The systemd credential names (LoadCredential=<name>:<path> in the unit) the
 // secrets are read from when neither the variable nor its *_FILE is set.
 const (
@@ -145,6 +154,11 @@ func Load(environ map[string]string) (Config, error) {
 	var problems []error
 	if err := env.ParseWithOptions(&cfg, env.Options{Environment: environ}); err != nil {
 		problems = append(problems, parseProblems(err, environ, cfg.unparsed)...)
+	}
+
+	if cfg.State.Dir == "" {
+		// systemd gives a list when StateDirectory= names several.
+		cfg.State.Dir, _, _ = strings.Cut(environ[stateDirectoryVar], ":")
 	}
 
 	credDir := environ[credentialsDirectoryVar]

@@ -132,6 +132,7 @@ func every(t *testing.T) map[string]string {
 		"HTTP_ADDR":                       ":9090",
 		"LOG_LEVEL":                       "debug",
 		"LOG_FORMAT":                      "json",
+		"STATE_DIR":                       "/var/lib/cloud2mqtt-test",
 	}
 }
 
@@ -154,9 +155,10 @@ func TestEveryVariableParsed(t *testing.T) {
 		MQTT: MQTT{URL: "ssl://broker.lan:8883", Listen: "0.0.0.0:1884", Username: "bridge", Password: "pw-every",
 			CAFile: environ["MQTT_CA_FILE"], CertFile: environ["MQTT_CERT_FILE"], KeyFile: environ["MQTT_KEY_FILE"],
 			ClientID: "bridge-1", BaseTopic: "home/cloud"},
-		HA:   HomeAssistant{Discovery: false, DiscoveryPrefix: "ha", StatusTopic: "ha/status"},
-		HTTP: HTTP{Addr: ":9090"},
-		Log:  Log{Level: "debug", Format: "json"},
+		HA:    HomeAssistant{Discovery: false, DiscoveryPrefix: "ha", StatusTopic: "ha/status"},
+		HTTP:  HTTP{Addr: ":9090"},
+		Log:   Log{Level: "debug", Format: "json"},
+		State: State{Dir: "/var/lib/cloud2mqtt-test"},
 	}
 	got := cfg
 	got.apiKeySource, got.passwordSource, got.unparsed = "", "", nil
@@ -268,6 +270,7 @@ func TestValidateProblems(t *testing.T) {
 		{"HTTP_ADDR bad port", with(valid(), "HTTP_ADDR", "127.0.0.1:http"), false, []string{"HTTP_ADDR", "port"}},
 		{"bad log level", with(valid(), "LOG_LEVEL", "verbose"), false, []string{`LOG_LEVEL="verbose" is not a level: use one of trace, debug, info, warn, error`}},
 		{"bad log format", with(valid(), "LOG_FORMAT", "xml"), false, []string{`LOG_FORMAT="xml" is not a format`}},
+		{"relative state dir", with(valid(), "STATE_DIR", "state"), false, []string{`STATE_DIR="state" is not an absolute path`, "StateDirectory="}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -438,5 +441,26 @@ func TestValidateAccepts(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("%s=%s: %v", kv[0], kv[1], err)
 		}
+	}
+}
+
+// TestStateDirectoryFromSystemd: under systemd's StateDirectory= the
+// directory needs no variable; STATE_DIR still wins.
+func TestStateDirectoryFromSystemd(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		environ map[string]string
+		want    string
+	}{
+		{"off", map[string]string{}, ""},
+		{"systemd", map[string]string{"STATE_DIRECTORY": "/var/lib/cloud2mqtt"}, "/var/lib/cloud2mqtt"},
+		{"systemd, several", map[string]string{"STATE_DIRECTORY": "/var/lib/a:/var/lib/b"}, "/var/lib/a"},
+		{"STATE_DIR wins", map[string]string{"STATE_DIRECTORY": "/var/lib/a", "STATE_DIR": "/srv/c2m"}, "/srv/c2m"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := mustLoad(t, tc.environ).State.Dir; got != tc.want {
+				t.Errorf("State.Dir = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +67,11 @@ func (c Config) Validate() error {
 	}
 	if c.Poll.SceneInterval < MinSceneInterval {
 		v.add("SCENE_INTERVAL", fmt.Sprintf("SCENE_INTERVAL=%s is below the %s floor (scene lists rarely change; the bridge/request/scenes request reads them on demand)", FormatDuration(c.Poll.SceneInterval), FormatDuration(MinSceneInterval)))
+	}
+
+	// State directory.
+	if d := c.State.Dir; d != "" && !filepath.IsAbs(d) {
+		v.add("STATE_DIR", fmt.Sprintf("STATE_DIR=%q is not an absolute path: use one like /var/lib/cloud2mqtt (under systemd, StateDirectory=cloud2mqtt sets it)", d))
 	}
 
 	// Rate limits.

@@ -1,0 +1,205 @@
+package app_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/cloudsim"
+)
+
+// request publishes a bridge request and returns its response.
+func (h *harness) request(action, body string) map[string]any {
+	h.t.Helper()
+	var tx struct {
+		Transaction string `json:"transaction"`
+	}
+	tx.Transaction = action + "-" + time.Now().Format("150405.000000000")
+	var m map[string]any
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		h.t.Fatalf("request body %s: %v", body, err)
+	}
+	m["transaction"] = tx.Transaction
+	b, _ := json.Marshal(m)
+	h.publish("cloud2mqtt/bridge/request/"+action, string(b))
+	return h.watch.waitJSON(10*time.Second, "cloud2mqtt/bridge/response/"+action, func(r map[string]any) bool {
+		return r["transaction"] == tx.Transaction
+	})
+}
+
+// stateReads returns when the simulator served state reads of the device.
+func (h *harness) stateReads(device string, since time.Time) []time.Time {
+	var out []time.Time
+	for _, r := range h.sim.Requests() {
+		if r.Endpoint == cloudsim.EndpointState && r.Device == device && r.Time.After(since) {
+			out = append(out, r.Time)
+		}
+	}
+	return out
+}
+
+func info(h *harness, cond func(map[string]any) bool) map[string]any {
+	h.t.Helper()
+	return h.watch.waitJSON(10*time.Second, "cloud2mqtt/bridge/info", cond)
+}
+
+// TestOptionsOverMQTT: bridge/info is retained with the version and the
+// settings; a poll interval sent on bridge/request/options changes the
+// cadence the cloud sees, is answered, shows in bridge/info, and survives
+// a restart with the same state directory. A bad option is refused with a
+// message naming the fix, and changes nothing.
+func TestOptionsOverMQTT(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(2)},
+		env: map[string]string{"STATE_DIR": dir, "POLL_INTERVAL": "2s"}})
+	info(h, func(m map[string]any) bool {
+		return m["version"] == "test" && m["poll"].(map[string]any)["interval_seconds"] == float64(2)
+	})
+	d, _ := h.firstLight()
+
+	bad := h.request("options", `{"options":{"poll_interval":"1s"}}`)
+	if bad["status"] != "error" || !strings.Contains(bad["error"].(string), "POLL_INTERVAL=1s is below the 2s floor") {
+		t.Errorf("a poll interval below the floor: %v", bad)
+	}
+	bad = h.request("options", `{"options":{"poll_intervall":"5m"}}`)
+	if bad["status"] != "error" || !strings.Contains(bad["error"].(string), "poll_interval") {
+		t.Errorf("an unknown option: %v, want the known ones named", bad)
+	}
+
+	ok := h.request("options", `{"options":{"poll_interval":"5s"}}`)
+	if ok["status"] != "ok" {
+		t.Fatalf("poll_interval 5s: %v", ok)
+	}
+	m := info(h, func(m map[string]any) bool { return m["poll"].(map[string]any)["interval_seconds"] == float64(5) })
+	if m["sources"].(map[string]any)["poll_interval"] != "mqtt" {
+		t.Errorf("bridge/info does not say the interval came over MQTT: %v", m["sources"])
+	}
+	since := time.Now().Add(time.Second) // the read already planned may still come
+	time.Sleep(12 * time.Second)
+	reads := h.stateReads(d.Device, since)
+	if len(reads) < 2 || len(reads) > 3 {
+		t.Errorf("%d reads in 11 s at a 5 s interval: %v", len(reads), reads)
+	}
+	for i := 1; i < len(reads); i++ {
+		if g := reads[i].Sub(reads[i-1]); g < 4500*time.Millisecond {
+			t.Errorf("reads %v apart after the change to 5 s", g)
+		}
+	}
+
+	// The option survives a restart with the same state directory (the
+	// retained bridge/info is cleared first, so only the new run can
+	// publish it).
+	h.stop()
+	h.watch.c.Publish("cloud2mqtt/bridge/info", 1, true, "").Wait()
+	h.watch.until(5*time.Second, "bridge/info cleared", func() bool { p, _ := h.watch.get("cloud2mqtt/bridge/info"); return p == "" })
+	h.restart(true)
+	m = info(h, func(m map[string]any) bool { return m["poll"].(map[string]any)["interval_seconds"] == float64(5) })
+	if m["sources"].(map[string]any)["poll_interval"] != "mqtt" {
+		t.Errorf("after a restart: sources %v", m["sources"])
+	}
+	// null returns it to the environment's value.
+	if r := h.request("options", `{"options":{"poll_interval":null}}`); r["status"] != "ok" {
+		t.Fatalf("poll_interval null: %v", r)
+	}
+	info(h, func(m map[string]any) bool {
+		return m["poll"].(map[string]any)["interval_seconds"] == float64(2) && m["sources"].(map[string]any)["poll_interval"] == "environment"
+	})
+}
+
+// TestDeviceOptionsOverMQTT: a disabled device is no longer read, its
+// discovery configs are emptied and its commands are answered on
+// <id>/error; a display name changes the name Home Assistant shows, not
+// the topics; read_all reads every enabled device.
+func TestDeviceOptionsOverMQTT(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(3)}})
+	d, id := h.firstLight()
+	configs := h.watch.topics("homeassistant/")
+	var mine []string
+	for tp := range configs {
+		if strings.Contains(tp, "/"+id+"/") {
+			mine = append(mine, tp)
+		}
+	}
+	if len(mine) == 0 {
+		t.Fatalf("no discovery configs for %s", id)
+	}
+
+	if r := h.request("device/options", `{"device":"`+id+`","options":{"name":"Hall light"}}`); r["status"] != "ok" {
+		t.Fatalf("name: %v", r)
+	}
+	h.watch.until(10*time.Second, "the display name in discovery", func() bool {
+		for _, tp := range mine {
+			if p, _ := h.watch.get(tp); strings.Contains(p, `"name":"Hall light"`) {
+				return true
+			}
+		}
+		return false
+	})
+
+	if r := h.request("device/options", `{"device":"`+id+`","options":{"disabled":true}}`); r["status"] != "ok" {
+		t.Fatalf("disabled: %v", r)
+	}
+	h.watch.until(10*time.Second, "discovery configs emptied", func() bool {
+		for _, tp := range mine {
+			if p, _ := h.watch.get(tp); p != "" {
+				return false
+			}
+		}
+		return true
+	})
+	since := time.Now().Add(500 * time.Millisecond)
+	h.publish("cloud2mqtt/"+id+"/set/brightness", "10")
+	e := h.watch.waitJSON(10*time.Second, "cloud2mqtt/"+id+"/error", func(m map[string]any) bool { return m["code"] == float64(403) })
+	if !strings.Contains(e["error"].(string), "disabled") {
+		t.Errorf("command for a disabled device: %v", e)
+	}
+	r := h.request("read_all", `{}`)
+	if r["status"] != "ok" || r["data"].(map[string]any)["devices"] != float64(2) {
+		t.Errorf("read_all: %v, want the 2 enabled devices read", r)
+	}
+	time.Sleep(5 * time.Second)
+	if n := len(h.stateReads(d.Device, since)); n != 0 {
+		t.Errorf("a disabled device was read %d times", n)
+	}
+	list := h.watch.waitJSON(10*time.Second, "cloud2mqtt/bridge/info", func(m map[string]any) bool {
+		dev, ok := m["devices"].(map[string]any)[id].(map[string]any)
+		return ok && dev["disabled"] == true && dev["name"] == "Hall light"
+	})
+	_ = list
+	// Enabled again: read at once, configs back.
+	if r := h.request("device/options", `{"device":"`+id+`","options":{"disabled":false,"name":null}}`); r["status"] != "ok" {
+		t.Fatalf("enable: %v", r)
+	}
+	h.watch.until(10*time.Second, "read again", func() bool { return len(h.stateReads(d.Device, since)) > 0 })
+	h.watch.until(10*time.Second, "discovery configs back", func() bool {
+		p, _ := h.watch.get(mine[0])
+		return p != "" && !strings.Contains(p, "Hall light")
+	})
+	if r := h.request("device/options", `{"device":"nope","options":{"disabled":true}}`); r["status"] != "error" {
+		t.Errorf("options for an unknown device: %v", r)
+	}
+}
+
+// TestLogLevelOverMQTT changes the process's log level, so it does not run
+// in parallel with the tests that read debug lines.
+func TestLogLevelOverMQTT(t *testing.T) {
+	defer zerolog.SetGlobalLevel(zerolog.TraceLevel)
+	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(1)}})
+	if r := h.request("options", `{"options":{"log_level":"loud"}}`); r["status"] != "error" || !strings.Contains(r["error"].(string), "LOG_LEVEL") {
+		t.Errorf("a bad level: %v", r)
+	}
+	if r := h.request("options", `{"options":{"log_level":"warn"}}`); r["status"] != "ok" {
+		t.Fatalf("log_level warn: %v", r)
+	}
+	info(h, func(m map[string]any) bool { return m["log_level"] == "warn" })
+	before := len(h.logLines(func(l map[string]any) bool { return l["level"] == "debug" }))
+	time.Sleep(3 * time.Second) // reads every 2 s log at debug
+	if after := len(h.logLines(func(l map[string]any) bool { return l["level"] == "debug" })); after != before {
+		t.Errorf("%d debug lines logged after the level went to warn", after-before)
+	}
+}
