@@ -435,8 +435,8 @@ type Stats struct {
 	// has a daily limit; the spec does not say how large).
 	RequestsToday int
 	// Day is the day RequestsToday counts, yyyymmdd in local time.
-	Day int
-	Tokens        Tokens
+	Day    int
+	Tokens Tokens
 	// AuthHoldoffUntil is set while requests are failed without being sent
 	// because the cloud refused the API key.
 	AuthHoldoffUntil time.Time
