@@ -14,6 +14,8 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/caarlos0/env/v11"
+
 	"cloud2mqtt/internal/app"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/logging"
@@ -87,6 +89,11 @@ Configuration comes from the environment; see config.example.env.
 flags:
 `
 
+// exitConfig is EX_CONFIG (sysexits.h): the configuration is wrong, so
+// trying again will not help; the systemd unit does not restart on it
+// (RestartPreventExitStatus=78).
+const exitConfig = 78
+
 // run is the whole program, testable: it returns the exit code.
 func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
@@ -112,7 +119,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 2
 	}
 
-	cfg, loadErr := config.Load(envMap(environ))
+	cfg, loadErr := config.Load(env.ToMap(environ))
 	cfg.Demo = *demo
 	err := errors.Join(loadErr, cfg.Validate())
 	isTerm := false
@@ -135,7 +142,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "bridge: the configuration has problems:\n%v\n(run with -check for a full report)\n", err)
-		return 1
+		return exitConfig
 	}
 	if sub == "devices" {
 		if err := app.Devices(ctx, cfg, stdout, log); err != nil {
@@ -151,17 +158,4 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 1
 	}
 	return 0
-}
-
-func envMap(environ []string) map[string]string {
-	m := make(map[string]string, len(environ))
-	for _, kv := range environ {
-		for i := 0; i < len(kv); i++ {
-			if kv[i] == '=' {
-				m[kv[:i]] = kv[i+1:]
-				break
-			}
-		}
-	}
-	return m
 }

@@ -153,6 +153,38 @@ func TestCheckReachesBrokerAndCloud(t *testing.T) {
 	}
 }
 
+// TestConfigErrorExits78: a configuration the daemon cannot run with exits
+// with EX_CONFIG, which the systemd unit does not restart on, and says what
+// is wrong.
+func TestConfigErrorExits78(t *testing.T) {
+	code, _, errOut := runBridge(t, map[string]string{"CLOUD_BASE_URL": "https://cloud.example", "CLOUD_API_KEY": "k", "POLL_INTERVAL": "1s"})
+	if code != 78 || !strings.Contains(errOut, "POLL_INTERVAL") {
+		t.Errorf("exit code %d, want 78, stderr %q naming POLL_INTERVAL", code, errOut)
+	}
+	code, _, _ = runBridge(t, map[string]string{"STATE_DIR": "relative"}, "-demo", "devices")
+	if code != 78 {
+		t.Errorf("devices with a bad STATE_DIR: exit code %d, want 78", code)
+	}
+}
+
+// TestCheckStateDirectory: -check says whether STATE_DIR is writable.
+func TestCheckStateDirectory(t *testing.T) {
+	b := mqtttest.Start(t)
+	dir := t.TempDir()
+	code, out, _ := runBridge(t, map[string]string{"MQTT_URL": b.URL(), "STATE_DIR": dir}, "-check", "-demo")
+	if code != 0 || !strings.Contains(out, "ok   state directory: "+dir+" is writable") {
+		t.Errorf("writable STATE_DIR: code %d\n%s", code, out)
+	}
+	blocker := dir + "/file"
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runBridge(t, map[string]string{"MQTT_URL": b.URL(), "STATE_DIR": blocker + "/state"}, "-check", "-demo")
+	if code != 1 || !strings.Contains(out, "FAIL state directory") || !strings.Contains(out, "StateDirectory=") {
+		t.Errorf("impossible STATE_DIR: code %d\n%s", code, out)
+	}
+}
+
 func TestDevicesDemo(t *testing.T) {
 	code, out, errOut := runBridge(t, nil, "-demo", "devices")
 	if code != 0 {

@@ -240,7 +240,12 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, p parts) {
 			lastInfo, infoAt = static, now
 			p.mirror.PublishInfo(bridgeInfo(m.Version, p.set, ps, sc, true))
 		}
-		_ = sd // STATUS= lines: see the TODO in the session notes
+		if !p.reg.Listed() {
+			sd.Status("waiting for the cloud's device list: %d failed tries", ps.ListFailures)
+		} else {
+			rs := p.reg.Stats()
+			sd.Status("%d devices, %d online, %d × 429 since start", rs.Devices, rs.Online, sc.RateLimited)
+		}
 		if !readySent && p.conn.Connected() && p.reg.Listed() {
 			readySent = true
 			close(ready)

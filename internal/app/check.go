@@ -17,6 +17,7 @@ import (
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/mqtt"
+	"cloud2mqtt/internal/statedir"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -70,6 +71,14 @@ func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, 
 			say(true, "broker", "connected to "+redactURL(cfg.MQTT.URL))
 			c.Close(context.Background())
 		}
+	}
+
+	if cfg.State.Dir == "" {
+		say(true, "state directory", "off (STATE_DIR is empty): after a restart, devices show only once the cloud answers")
+	} else if err := statedir.Dir(cfg.State.Dir).Check(); err != nil {
+		say(false, "state directory", err.Error())
+	} else {
+		say(true, "state directory", cfg.State.Dir+" is writable")
 	}
 
 	devs, err := listDevices(ctx, cfg, log)

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -13,6 +15,8 @@ import (
 // systemd (no NOTIFY_SOCKET) it does nothing.
 type Systemd struct {
 	Log zerolog.Logger
+
+	lastStatus string
 }
 
 // Ready sends READY=1.
@@ -22,6 +26,18 @@ func (s Systemd) Ready() {
 	} else if ok {
 		s.Log.Info().Msg("systemd: ready")
 	}
+}
+
+// Status sends STATUS=<text>, which systemctl status shows ("waiting for
+// the cloud: 3 tries", "18 devices, 0 × 429 today"). It repeats nothing:
+// the same text twice in a row is sent once.
+func (s *Systemd) Status(format string, args ...any) {
+	text := fmt.Sprintf(format, args...)
+	if text == s.lastStatus {
+		return
+	}
+	s.lastStatus = text
+	_, _ = daemon.SdNotify(false, "STATUS="+strings.ReplaceAll(text, "\n", " "))
 }
 
 // Stopping sends STOPPING=1.

@@ -49,6 +49,19 @@ func TestSystemdReadyAndStopping(t *testing.T) {
 	}
 }
 
+func TestSystemdStatus(t *testing.T) {
+	read := notifySocket(t)
+	sd := Systemd{Log: zerolog.Nop()}
+	sd.Status("waiting for the cloud's device list: %d failed tries", 3)
+	sd.Status("waiting for the cloud's device list: %d failed tries", 3) // not repeated
+	sd.Status("%d devices, %d × 429 since start", 18, 0)
+	got := read(500 * time.Millisecond)
+	want := []string{"STATUS=waiting for the cloud's device list: 3 failed tries", "STATUS=18 devices, 0 × 429 since start"}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("notifications %q, want %q", got, want)
+	}
+}
+
 // TestWatchdogPingsOnlyWhileThePollerProgresses: WATCHDOG=1 goes out while
 // progress is recent and stops when the poller is stuck, so systemd
 // restarts a daemon that no longer reads the cloud.

@@ -40,6 +40,9 @@ func TestSystemdUnitSettings(t *testing.T) {
 		"Type": "notify", "NotifyAccess": "main", "WatchdogSec": "60", "Restart": "on-failure",
 		"DynamicUser": "yes", "EnvironmentFile": "/etc/cloud2mqtt/cloud2mqtt.env",
 		"LoadCredential": CredentialAPIKey + ":/etc/cloud2mqtt/api_key", "ExecStart": "/usr/local/bin/cloud2mqtt",
+		// The state directory (STATE_DIR from $STATE_DIRECTORY), and no
+		// restart loop on a configuration error (cmd/bridge exits 78).
+		"StateDirectory": "cloud2mqtt", "RestartPreventExitStatus": "78",
 	} {
 		if got := set[k]; len(got) != 1 || got[0] != want {
 			t.Errorf("%s=%v, want %s", k, got, want)
@@ -206,7 +209,8 @@ func TestDockerFilesReferTheRepository(t *testing.T) {
 		return string(b)
 	}
 	dockerfile, compose := read("Dockerfile"), read("docker-compose.yml")
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", `-ldflags "-s -w -X main.version=${VERSION}"`, "./cmd/bridge", "FROM gcr.io/distroless/static"} {
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", `-ldflags "-s -w -X main.version=${VERSION}"`, "./cmd/bridge", "FROM gcr.io/distroless/static",
+		"--chown=65532:65532 /out/state /var/lib/cloud2mqtt"} {
 		if !strings.Contains(dockerfile, want) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}
@@ -219,7 +223,8 @@ func TestDockerFilesReferTheRepository(t *testing.T) {
 		t.Error("cmd/bridge has no package-level var version for -X main.version")
 	}
 	for _, want := range []string{"dockerfile: deploy/docker/Dockerfile", "context: ../..", "./mosquitto.conf:/mosquitto/config/mosquitto.conf",
-		"env_file:", "CREDENTIALS_DIRECTORY: /run/secrets", "cloud_api_key:", "MQTT_URL: tcp://mosquitto:1883", "eclipse-mosquitto:2"} {
+		"env_file:", "CREDENTIALS_DIRECTORY: /run/secrets", "cloud_api_key:", "MQTT_URL: tcp://mosquitto:1883", "eclipse-mosquitto:2",
+		"STATE_DIR: /var/lib/cloud2mqtt", "cloud2mqtt-state:/var/lib/cloud2mqtt"} {
 		if !strings.Contains(compose, want) {
 			t.Errorf("docker-compose.yml lacks %q", want)
 		}

@@ -110,3 +110,20 @@ func (d Dir) Read(name, format string, version int, v any) error {
 }
 
 func (d Dir) path(name string) string { return filepath.Join(string(d), name) }
+
+// Check reports whether the directory exists (or can be created) and the
+// bridge's user can write in it, with the fix when not.
+func (d Dir) Check() error {
+	if d == "" {
+		return ErrOff
+	}
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return fmt.Errorf("statedir: STATE_DIR=%s cannot be created (%v): create it and give it to the bridge's user, or under systemd use StateDirectory=", d, err)
+	}
+	f, err := os.CreateTemp(string(d), ".check.*.tmp")
+	if err != nil {
+		return fmt.Errorf("statedir: STATE_DIR=%s is not writable by this user (%v): chown it to the bridge's user, or under systemd use StateDirectory=", d, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}

@@ -96,3 +96,24 @@ func TestUnwritableDirectoryNamesTheFix(t *testing.T) {
 		t.Errorf("Write under a file: %v, want an error naming STATE_DIR", err)
 	}
 }
+
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	if err := Dir(filepath.Join(dir, "new")).Check(); err != nil {
+		t.Errorf("a directory that can be created: %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "new")); len(entries) != 0 {
+		t.Errorf("Check left %d files behind", len(entries))
+	}
+	blocker := filepath.Join(dir, "file")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := Dir(filepath.Join(blocker, "state")).Check()
+	if err == nil || !strings.Contains(err.Error(), "STATE_DIR") || !strings.Contains(err.Error(), "StateDirectory=") {
+		t.Errorf("an impossible directory: %v, want the variable and the fix named", err)
+	}
+	if err := Dir("").Check(); !errors.Is(err, ErrOff) {
+		t.Errorf("no directory: %v", err)
+	}
+}
