@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/caarlos0/env/v11"
+	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/app"
 	"cloud2mqtt/internal/config"
@@ -119,7 +120,8 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 2
 	}
 
-	cfg, loadErr := config.Load(env.ToMap(environ))
+	environment := env.ToMap(environ)
+	cfg, loadErr := config.Load(environment)
 	cfg.Demo = *demo
 	err := errors.Join(loadErr, cfg.Validate())
 	isTerm := false
@@ -128,11 +130,21 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	}
 	// Every log line passes through a writer that hides the secrets, as a
 	// last line of defence behind code that does not log them.
-	logOut := logging.Redact(stderr, cfg.Cloud.APIKey.Reveal(), cfg.MQTT.Password.Reveal())
-	log, logErr := logging.New(logOut, cfg.Log.Level, cfg.Log.Format, isTerm)
+	secrets := []string{cfg.Cloud.APIKey.Reveal(), cfg.MQTT.Password.Reveal()}
+	logOut := logging.Redact(stderr, secrets...)
+	// Warnings and errors also go to <base>/bridge/logging once the broker
+	// is connected, redacted the same way.
+	forward := logging.NewForwarder()
+	where := logging.Where{Terminal: isTerm, Journal: environment["JOURNAL_STREAM"] != ""}
+	log, logErr := logging.NewFor(logOut, cfg.Log.Level, cfg.Log.Format, where, logging.Redact(forward, secrets...))
 	if logErr != nil {
-		log, _ = logging.New(logOut, "info", "auto", isTerm)
+		log, _ = logging.NewFor(logOut, "info", "auto", where)
 	}
+	// The level may change at run time (bridge/request/options): the
+	// logger lets everything through and zerolog's process-wide level
+	// filters, which the daemon owns.
+	zerolog.SetGlobalLevel(log.GetLevel())
+	log = log.Level(zerolog.TraceLevel)
 
 	if *check {
 		if app.Check(ctx, cfg, err, stdout, log) {
@@ -152,7 +164,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 0
 	}
 
-	m := &app.Main{Config: cfg, Version: version, Log: log, Stdout: stdout}
+	m := &app.Main{Config: cfg, Version: version, Log: log, Stdout: stdout, LogForward: forward}
 	if err := m.Run(ctx); err != nil {
 		log.Error().Err(err).Msg("stopped with an error")
 		return 1

@@ -20,6 +20,7 @@ import (
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/discovery"
+	"cloud2mqtt/internal/logging"
 	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/poller"
 	"cloud2mqtt/internal/registry"
@@ -40,6 +41,10 @@ type Main struct {
 	Stdout io.Writer
 	// HTTPClient, when set, is used for the cloud (tests inject transports).
 	HTTPClient *http.Client
+	// LogForward, when set, is fed Log's lines (cmd/bridge puts it beside
+	// the output): Run publishes the warnings and errors on
+	// <base>/bridge/logging.
+	LogForward *logging.Forwarder
 
 	mu      sync.Mutex
 	sched   *scheduler.Scheduler
@@ -171,6 +176,10 @@ func (m *Main) Run(ctx context.Context) error {
 		m.mu.Lock()
 		m.httpURL = url
 		m.mu.Unlock()
+	}
+	if m.LogForward != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); m.LogForward.Run(ctx, mirror.PublishLog) }()
 	}
 	if env.events != nil {
 		wg.Add(1)

@@ -18,6 +18,7 @@ import (
 	"cloud2mqtt/internal/app"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/config"
+	"cloud2mqtt/internal/logging"
 	"cloud2mqtt/internal/mqtttest"
 )
 
@@ -94,11 +95,19 @@ func startHarness(t *testing.T, o harnessOptions) *harness {
 		}
 	})
 	h.watch = newWatcher(t, h.broker.URL(), h.broker)
-	h.main = &app.Main{Config: cfg, Version: "test", Log: zerolog.New(h.logs).With().Timestamp().Logger()}
+	h.main = h.newMain(cfg)
 	if !o.noStart {
 		h.start()
 	}
 	return h
+}
+
+// newMain is a daemon logging to h.logs, with its warnings and errors
+// forwarded to bridge/logging as cmd/bridge does.
+func (h *harness) newMain(cfg config.Config) *app.Main {
+	forward := logging.NewForwarder()
+	log := zerolog.New(zerolog.MultiLevelWriter(h.logs, forward)).With().Timestamp().Logger()
+	return &app.Main{Config: cfg, Version: "test", Log: log, LogForward: forward}
 }
 
 func (h *harness) start() {

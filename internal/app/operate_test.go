@@ -203,3 +203,17 @@ func TestLogLevelOverMQTT(t *testing.T) {
 		t.Errorf("%d debug lines logged after the level went to warn", after-before)
 	}
 }
+
+// TestWarningsOnBridgeLogging: every warning and error also goes out on
+// bridge/logging as JSON, for Node-RED alerts.
+func TestWarningsOnBridgeLogging(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(1)}})
+	h.publish("cloud2mqtt/h0000_nosuchdevice/set/powerSwitch", "on")
+	m := h.watch.waitJSON(10*time.Second, "cloud2mqtt/bridge/logging", func(m map[string]any) bool {
+		return m["level"] == "warning" && m["message"] == "command rejected"
+	})
+	if code, _ := m["code"].(float64); code != 404 {
+		t.Errorf("bridge/logging %v, want the rejection's fields (code 404)", m)
+	}
+}

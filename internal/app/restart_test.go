@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"cloud2mqtt/internal/app"
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/topic"
@@ -23,7 +20,7 @@ import (
 func (h *harness) restart(wait bool) {
 	h.t.Helper()
 	h.stop()
-	h.main = &app.Main{Config: h.main.Config, Version: "test", Log: zerolog.New(h.logs).With().Timestamp().Logger()}
+	h.main = h.newMain(h.main.Config)
 	if wait {
 		h.start()
 		return

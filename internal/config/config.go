@@ -115,7 +115,7 @@ type HTTP struct {
 // Log is the daemon's log output.
 type Log struct {
 	Level  string `env:"LOG_LEVEL" envDefault:"info" doc:"Log level: trace, debug, info, warn or error"`
-	Format string `env:"LOG_FORMAT" envDefault:"auto" doc:"Log format: auto (console on a terminal, json otherwise), console or json"`
+	Format string `env:"LOG_FORMAT" envDefault:"auto" doc:"Log format: auto (console on a terminal, journal under systemd, json otherwise), console, json or journal (lines with their syslog priority)"`
 }
 
 // State is where the bridge keeps what it knows across restarts.

@@ -158,7 +158,7 @@ func (c Config) Validate() error {
 		v.add("LOG_LEVEL", fmt.Sprintf("LOG_LEVEL=%q is not a level: use one of %s", c.Log.Level, strings.Join(logging.Levels(), ", ")))
 	}
 	if _, err := logging.ParseFormat(c.Log.Format); err != nil {
-		v.add("LOG_FORMAT", fmt.Sprintf("LOG_FORMAT=%q is not a format: use auto (console on a terminal, json otherwise), console or json", c.Log.Format))
+		v.add("LOG_FORMAT", fmt.Sprintf("LOG_FORMAT=%q is not a format: use auto (console on a terminal, journal under systemd, json otherwise), console, json or journal", c.Log.Format))
 	}
 
 	if len(v.problems) == 0 {

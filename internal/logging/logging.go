@@ -1,6 +1,7 @@
 // Package logging builds the daemon's zerolog logger from LOG_LEVEL and
-// LOG_FORMAT: human-readable console output on a terminal, one JSON object
-// per line otherwise (journald, Docker, log shippers).
+// LOG_FORMAT: human-readable console output on a terminal, lines with their
+// syslog priority under systemd's journal, one JSON object per line
+// otherwise (Docker, log shippers).
 //
 // It sets no zerolog globals, so two loggers (two bridges in one test) do not
 // interfere. Redact is a last line of defence against secrets in log lines;
@@ -23,6 +24,11 @@ const (
 	FormatAuto    = "auto"
 	FormatConsole = "console"
 	FormatJSON    = "json"
+	// FormatJournal is for systemd's journal: each line starts with its
+	// syslog priority (<3> error, <4> warning, <6> info, <7> debug), which
+	// journald reads, so journalctl -p warning filters by level; no colour
+	// and no timestamp (the journal has its own).
+	FormatJournal = "journal"
 )
 
 // Levels are the LOG_LEVEL values, most verbose first.
@@ -32,7 +38,7 @@ var levels = []string{"trace", "debug", "info", "warn", "error"}
 func Levels() []string { return append([]string(nil), levels...) }
 
 // Formats returns the accepted LOG_FORMAT values.
-func Formats() []string { return []string{FormatAuto, FormatConsole, FormatJSON} }
+func Formats() []string { return []string{FormatAuto, FormatConsole, FormatJSON, FormatJournal} }
 
 // ParseLevel parses a LOG_LEVEL value, case-insensitively.
 func ParseLevel(s string) (zerolog.Level, error) {
@@ -56,10 +62,16 @@ func ParseLevel(s string) (zerolog.Level, error) {
 func ParseFormat(s string) (string, error) {
 	f := strings.ToLower(strings.TrimSpace(s))
 	switch f {
-	case FormatAuto, FormatConsole, FormatJSON:
+	case FormatAuto, FormatConsole, FormatJSON, FormatJournal:
 		return f, nil
 	}
-	return "", fmt.Errorf("logging: LOG_FORMAT=%q is not a format: use auto, console or json", s)
+	return "", fmt.Errorf("logging: LOG_FORMAT=%q is not a format: use auto, console, json or journal", s)
+}
+
+// Where says what the log output is connected to, for LOG_FORMAT=auto.
+type Where struct {
+	Terminal bool // the output is a terminal (IsTerminal)
+	Journal  bool // systemd's journal (JOURNAL_STREAM is set)
 }
 
 // New returns a logger writing to w at level in format. Format auto means
@@ -67,6 +79,14 @@ func ParseFormat(s string) (string, error) {
 // JSON otherwise. Console output is coloured only on a terminal. Every line
 // has a timestamp.
 func New(w io.Writer, level, format string, isTerminal bool) (zerolog.Logger, error) {
+	return NewFor(w, level, format, Where{Terminal: isTerminal})
+}
+
+// NewFor is New for an output that may be the journal (format auto then
+// means journal); also receive every event as zerolog's JSON line, whatever
+// the format (a Forwarder).
+func NewFor(w io.Writer, level, format string, where Where, also ...io.Writer) (zerolog.Logger, error) {
+	isTerminal := where.Terminal
 	lvl, err := ParseLevel(level)
 	if err != nil {
 		return zerolog.Nop(), err
@@ -76,15 +96,28 @@ func New(w io.Writer, level, format string, isTerminal bool) (zerolog.Logger, er
 		return zerolog.Nop(), err
 	}
 	if f == FormatAuto {
-		f = FormatJSON
-		if isTerminal {
+		switch {
+		case isTerminal:
 			f = FormatConsole
+		case where.Journal:
+			f = FormatJournal
+		default:
+			f = FormatJSON
 		}
+	}
+	withAlso := func(w io.Writer) io.Writer {
+		if len(also) == 0 {
+			return w
+		}
+		return zerolog.MultiLevelWriter(append([]io.Writer{w}, also...)...)
+	}
+	if f == FormatJournal {
+		return zerolog.New(withAlso(&journalWriter{out: w})).Level(lvl), nil
 	}
 	if f == FormatConsole {
 		w = zerolog.ConsoleWriter{Out: w, NoColor: !isTerminal, TimeFormat: time.DateTime}
 	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+	return zerolog.New(withAlso(w)).Level(lvl).With().Timestamp().Logger(), nil
 }
 
 // IsTerminal reports whether f is a terminal (a Cygwin/MSYS one included).

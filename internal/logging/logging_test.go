@@ -127,7 +127,7 @@ func TestBadSettingsNameTheVariable(t *testing.T) {
 		t.Errorf("bad level: %v", err)
 	}
 	if _, err := New(&bytes.Buffer{}, "info", "xml", false); err == nil ||
-		err.Error() != `logging: LOG_FORMAT="xml" is not a format: use auto, console or json` {
+		err.Error() != `logging: LOG_FORMAT="xml" is not a format: use auto, console, json or journal` {
 		t.Errorf("bad format: %v", err)
 	}
 	if _, err := New(&bytes.Buffer{}, "", "json", false); err == nil || !strings.Contains(err.Error(), "LOG_LEVEL") {
