@@ -26,64 +26,12 @@ const (
 	haPrefix  = "homeassistant"
 )
 
-// mix is the share of each demo device (by SKU) in a generated account: a
-// household is mostly lights, plugs and sensors, with a few of the rest.
-var mix = []struct {
-	sku    string
-	weight int
-}{
-	{"H6008", 20}, {"H619C", 12}, {"H6076", 8}, // lights: plain bulbs, strips with segments
-	{"H5082", 20},               // plugs
-	{"H5179", 12}, {"H5100", 6}, // thermometers, sensors
-	{"H5106", 3},               // air quality monitors
-	{"H7102", 3}, {"H7126", 3}, // fans, purifiers
-	{"H7133", 2}, {"H7171", 2}, // heaters
-	{"H7142", 2}, {"H7151", 2}, // humidifiers, dehumidifiers
-	{"H7172", 1}, {"H7161", 2}, // ice makers, diffusers
-	{"H6604", 2}, // sync boxes
-}
-
-// generateCatalogue builds an account of n devices cloned from the demo
-// catalogue's definitions in the proportions of mix, each with its own id
-// and name; lights get the simulator's generated scene lists.
+// generateCatalogue is cloudsim's household of n devices.
 func generateCatalogue(t testing.TB, n int) *cloudsim.Catalogue {
 	t.Helper()
-	demo := cloudsim.DemoCatalogue()
-	raw := map[string]json.RawMessage{}
-	for _, d := range demo.Devices {
-		raw[d.SKU] = d.Raw
-	}
-	var wheel []string
-	for _, m := range mix {
-		if _, ok := raw[m.sku]; !ok {
-			t.Fatalf("soak: demo catalogue has no %s", m.sku)
-		}
-		for range m.weight {
-			wheel = append(wheel, m.sku)
-		}
-	}
-	devices := make([]json.RawMessage, 0, n)
-	for i := range n {
-		sku := wheel[i%len(wheel)]
-		var d map[string]any
-		if err := json.Unmarshal(raw[sku], &d); err != nil {
-			t.Fatalf("soak: demo device %s: %v", sku, err)
-		}
-		d["device"] = fmt.Sprintf("5A:%02X:%02X:%02X:C0:FF:EE:%02X", i>>16&0xff, i>>8&0xff, i&0xff, len(sku))
-		d["deviceName"] = fmt.Sprintf("%s %d", sku, i)
-		b, err := json.Marshal(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		devices = append(devices, b)
-	}
-	b, err := json.Marshal(map[string]any{"code": 200, "message": "success", "data": devices})
+	c, err := cloudsim.Household(n)
 	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cloudsim.ParseCatalogue(b)
-	if err != nil {
-		t.Fatalf("soak: generated catalogue: %v", err)
+		t.Fatalf("soak: %v", err)
 	}
 	return c
 }
