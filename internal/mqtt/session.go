@@ -1,0 +1,237 @@
+package mqtt
+
+// The session: what happens on every (re)connection, and paho's store of
+// messages in flight that it resends.
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/eclipse/paho.mqtt.golang/packets"
+)
+
+// session handles each (re)connection: birth, resubscription, onConnect.
+func (c *Client) session() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.connected:
+		}
+		if !c.pc.IsConnectionOpen() {
+			continue // already lost; paho reconnects and signals again
+		}
+		// After connecting, paho resends what its store holds, reading
+		// the store concurrently with the on-connect handler: a publish
+		// stored before it took stock would be sent twice and raced on.
+		c.mu.Lock()
+		resumed := c.resumed
+		c.mu.Unlock()
+		wait := time.NewTimer(2 * time.Second)
+		select {
+		case <-resumed:
+		case <-wait.C:
+			c.log.Debug().Msg("paho did not resume its store within 2s; going on")
+		case <-c.stop:
+			wait.Stop()
+			return
+		}
+		wait.Stop()
+		// Messages in flight when the connection dropped are being sent
+		// again; anything newer (birth, queued publishes) goes after them,
+		// so that a retained topic ends with its newest value.
+		if !c.awaitResends() {
+			return
+		}
+		c.mu.Lock()
+		gen := c.gen
+		c.connects++
+		first := c.connects == 1
+		c.lastErr = nil
+		c.mu.Unlock()
+		if !first {
+			c.reconnects.Add(1)
+		}
+		c.log.Info().Bool("reconnect", !first).Msg("connected to MQTT broker")
+
+		if c.cfg.StateTopic != "" {
+			tok := c.pc.Publish(c.cfg.StateTopic, 1, true, Online)
+			if err := c.wait(tok, gen); err != nil {
+				c.log.Warn().Err(err).Str("topic", c.cfg.StateTopic).Msg("could not publish the online state")
+			}
+		}
+		// Opening the gate and taking the subscriptions in one step: a
+		// Subscribe racing with this either is in subs or sees the gate open
+		// and subscribes itself.
+		c.mu.Lock()
+		if c.gen != gen || c.closed {
+			c.mu.Unlock()
+			continue // lost again already: the next connect starts over
+		}
+		select {
+		case <-c.ready:
+		default:
+			close(c.ready) // the publisher may send
+		}
+		type want struct {
+			filter string
+			qos    byte
+		}
+		subs := make([]want, 0, len(c.subs))
+		for _, s := range c.subs {
+			subs = append(subs, want{s.filter, s.qos})
+		}
+		c.mu.Unlock()
+		for _, s := range subs {
+			if err := c.subscribe(s.filter, s.qos, gen); err != nil {
+				c.log.Error().Err(err).Msg("resubscribe failed")
+			}
+		}
+		if c.onConnect != nil {
+			c.callOnConnect()
+		}
+		select {
+		case <-c.firstUp:
+		default:
+			close(c.firstUp) // Connect returns
+		}
+	}
+}
+
+func (c *Client) callOnConnect() {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error().Interface("panic", r).Msg("on-connect callback panicked")
+		}
+	}()
+	c.onConnect(c)
+}
+
+// reconnecting is paho's handler before each reconnection attempt. paho
+// calls it synchronously, before the new connection's on-connect handler,
+// so it (not the connection-lost handler, which paho runs on a goroutine of
+// its own that may come late) closes the gate for publishes.
+func (c *Client) reconnecting(paho.Client, *paho.ClientOptions) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++ // waits on the old connection's tokens give up
+	if !c.armed {
+		c.armed = true
+		c.resumed = make(chan struct{})
+	}
+	select {
+	case <-c.ready:
+		c.ready = make(chan struct{}) // hold publishes until the next connect
+	default:
+	}
+}
+
+// awaitResends waits until paho's resent publishes are acknowledged, the
+// connection drops again, or PublishTimeout passes; false when stopping.
+func (c *Client) awaitResends() bool {
+	c.mu.Lock()
+	gen := c.gen
+	c.mu.Unlock()
+	deadline := time.Now().Add(c.cfg.PublishTimeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for c.store.resending() > 0 && time.Now().Before(deadline) {
+		select {
+		case <-c.stop:
+			return false
+		case <-tick.C:
+		}
+		if c.replaced(gen) {
+			return true
+		}
+	}
+	return true
+}
+
+// storeListed is called when paho lists its store, which it does when it
+// resumes a session after (re)connecting.
+func (c *Client) storeListed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.armed {
+		c.armed = false
+		close(c.resumed)
+	}
+}
+
+// store wraps paho's store to tell the Client when paho takes stock of it
+// after connecting (resume) and which of the publishes it then resends are
+// still unacknowledged.
+type store struct {
+	paho.Store
+	onAll func()
+
+	mu      sync.Mutex
+	resends map[string]bool // outbound publishes listed by the last All
+}
+
+func (s *store) All() []string {
+	keys := s.Store.All()
+	s.mu.Lock()
+	s.resends = map[string]bool{}
+	for _, k := range keys {
+		if _, ok := s.Store.Get(k).(*packets.PublishPacket); ok && strings.HasPrefix(k, "o.") {
+			s.resends[k] = true
+		}
+	}
+	s.mu.Unlock()
+	s.onAll()
+	return keys
+}
+
+func (s *store) Del(key string) {
+	s.Store.Del(key)
+	s.mu.Lock()
+	delete(s.resends, key)
+	s.mu.Unlock()
+}
+
+func (s *store) Reset() {
+	s.Store.Reset()
+	s.mu.Lock()
+	clear(s.resends)
+	s.mu.Unlock()
+}
+
+// resending reports how many resent publishes await their acknowledgement.
+func (s *store) resending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.resends)
+}
+
+// lost is paho's connection-lost handler (on a paho goroutine).
+func (c *Client) lost(_ paho.Client, err error) {
+	c.log.Warn().Err(err).Str("hint", hint(err)).Msg("connection to MQTT broker lost; reconnecting")
+}
+
+// notify logs failed connection attempts and keeps the last error for
+// Connect's message. paho calls it synchronously: it must not block.
+func (c *Client) notify(_ paho.Client, n paho.ConnectionNotification) {
+	switch n := n.(type) {
+	case paho.ConnectionNotificationFailed:
+		c.mu.Lock()
+		c.lastErr = n.Reason
+		closed := c.closed
+		c.mu.Unlock()
+		if !closed {
+			c.log.Warn().Err(n.Reason).Str("hint", hint(n.Reason)).Msg("cannot connect to MQTT broker; retrying")
+		}
+	case paho.ConnectionNotificationConnecting:
+		c.log.Debug().Bool("reconnect", n.IsReconnect).Int("attempt", n.Attempt).Msg("connecting")
+	}
+}
+
+func (c *Client) lastError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastErr
+}
