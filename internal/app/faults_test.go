@@ -12,6 +12,7 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/mqtttest"
 	"cloud2mqtt/internal/topic"
@@ -294,15 +295,15 @@ func TestCloudFaults(t *testing.T) {
 		inject func(f *cloudsim.Faults)
 	}{
 		{"5xx", func(f *cloudsim.Faults) {
-			f.FailNext(cloudsim.EndpointState, 3, 500)
-			f.FailFraction(cloudsim.EndpointState, 1, 503)
+			f.FailNext(cloud.EndpointState, 3, 500)
+			f.FailFraction(cloud.EndpointState, 1, 503)
 		}},
-		{"reset", func(f *cloudsim.Faults) { f.ResetNext(cloudsim.EndpointState, 1_000_000) }},
+		{"reset", func(f *cloudsim.Faults) { f.ResetNext(cloud.EndpointState, 1_000_000) }},
 		{"malformed", func(f *cloudsim.Faults) {
-			f.MalformNext(cloudsim.EndpointState, 3, cloudsim.MalformedNonJSON)
-			f.MalformNext(cloudsim.EndpointState, 1_000_000, cloudsim.MalformedTruncated)
+			f.MalformNext(cloud.EndpointState, 3, cloudsim.MalformedNonJSON)
+			f.MalformNext(cloud.EndpointState, 1_000_000, cloudsim.MalformedTruncated)
 		}},
-		{"hang", func(f *cloudsim.Faults) { f.Hang(cloudsim.EndpointState) }},
+		{"hang", func(f *cloudsim.Faults) { f.Hang(cloud.EndpointState) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -395,9 +396,9 @@ func TestRateLimitStorm(t *testing.T) {
 	}
 
 	// Injected 429s: the scheduler backs off and retries until sent.
-	h.sim.Faults().FailNext(cloudsim.EndpointControl, 6, 429)
+	h.sim.Faults().FailNext(cloud.EndpointControl, 6, 429)
 	h.waitCommands("every command applied despite injected 429s", burst(0xB00001))
-	if got := h.sim.Counts().Of(cloudsim.EndpointControl, 429); got < 6+drained {
+	if got := h.sim.Counts().Of(cloud.EndpointControl, 429); got < 6+drained {
 		t.Errorf("%d 429 answers to control, want the 6 injected and %d from the drained bucket", got, drained)
 	}
 	if n := refused(); n != drained {
@@ -406,7 +407,7 @@ func TestRateLimitStorm(t *testing.T) {
 	if n := errors() - errorsBefore; n != 0 {
 		t.Errorf("%d commands reported failed on <id>/error", n)
 	}
-	t.Logf("refused by the drained bucket: %d; 429 answers in all: %d", drained, h.sim.Counts().Of(cloudsim.EndpointControl, 429))
+	t.Logf("refused by the drained bucket: %d; 429 answers in all: %d", drained, h.sim.Counts().Of(cloud.EndpointControl, 429))
 }
 
 // TestAPIKeyRevokedAndRestored: the cloud refuses the key for a while.
@@ -448,9 +449,9 @@ func TestAPIKeyRevokedAndRestored(t *testing.T) {
 	during := h.sim.Counts()
 	h.sim.RestoreKey()
 
-	list401 := during.Of(cloudsim.EndpointDevices, 401) - before.Of(cloudsim.EndpointDevices, 401)
+	list401 := during.Of(cloud.EndpointDevices, 401) - before.Of(cloud.EndpointDevices, 401)
 	all401 := 0
-	for _, ep := range []string{cloudsim.EndpointDevices, cloudsim.EndpointState, cloudsim.EndpointScenes, cloudsim.EndpointDIYScenes, cloudsim.EndpointControl} {
+	for _, ep := range []string{cloud.EndpointDevices, cloud.EndpointState, cloud.EndpointScenes, cloud.EndpointDIYScenes, cloud.EndpointControl} {
 		all401 += during.Of(ep, 401) - before.Of(ep, 401)
 	}
 	if list401 > 1 {

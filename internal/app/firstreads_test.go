@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/topic"
 )
@@ -53,7 +54,7 @@ func TestFirstStatesAtOnce(t *testing.T) {
 	// (published after that answer) has the effect list.
 	scenesServed := func(device string) bool {
 		for _, r := range h.sim.Requests() {
-			if r.Endpoint == cloudsim.EndpointScenes && r.Device == device && r.HTTPStatus == 200 {
+			if r.Endpoint == cloud.EndpointScenes && r.Device == device && r.HTTPStatus == 200 {
 				return true
 			}
 		}

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/poller"
@@ -158,17 +158,8 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 // endpointOf names a cloud path as the scheduler does.
 func endpointOf(path string) string {
-	switch {
-	case strings.HasSuffix(path, "/user/devices"):
-		return scheduler.EndpointDevices
-	case strings.HasSuffix(path, "/device/state"):
-		return scheduler.EndpointState
-	case strings.HasSuffix(path, "/device/diy-scenes"):
-		return scheduler.EndpointDIYScenes
-	case strings.HasSuffix(path, "/device/scenes"):
-		return scheduler.EndpointScenes
-	case strings.HasSuffix(path, "/device/control"):
-		return scheduler.EndpointControl
+	if ep := cloud.EndpointOf(path); ep != "" {
+		return ep
 	}
 	return "other"
 }

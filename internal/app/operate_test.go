@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/cloudsim"
 )
 
@@ -34,7 +35,7 @@ func (h *harness) request(action, body string) map[string]any {
 func (h *harness) stateReads(device string, since time.Time) []time.Time {
 	var out []time.Time
 	for _, r := range h.sim.Requests() {
-		if r.Endpoint == cloudsim.EndpointState && r.Device == device && r.Time.After(since) {
+		if r.Endpoint == cloud.EndpointState && r.Device == device && r.Time.After(since) {
 			out = append(out, r.Time)
 		}
 	}

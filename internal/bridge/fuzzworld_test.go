@@ -55,7 +55,7 @@ func loadFixtureDevices() ([]capability.Device, []capability.Option, error) {
 	var bodies [][]byte
 	sim := cloudsim.New(cloudsim.Options{APIKey: "fuzz-key"})
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodGet, cloudsim.PathDevices, nil)
+	req := httptest.NewRequest(http.MethodGet, cloud.PathDevices, nil)
 	req.Header.Set(cloudsim.DefaultKeyHeader, "fuzz-key")
 	sim.ServeHTTP(rec, req)
 	bodies = append(bodies, rec.Body.Bytes())

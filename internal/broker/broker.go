@@ -72,7 +72,7 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	}
 	log := opts.Logger.With().Str("component", "broker").Logger()
 	srv := mochi.New(&mochi.Options{
-		Logger:       slog.New(&slogHandler{log: log}),
+		Logger:       slog.New(quietHandler{zerolog.NewSlogHandler(log)}),
 		InlineClient: false,
 	})
 	if err := srv.AddHook(&authHook{users: maps.Clone(opts.Users)}, nil); err != nil {
@@ -226,82 +226,39 @@ func waitListening(ctx context.Context, addr string) error {
 	return last
 }
 
-// slogHandler forwards mochi's slog records at warn and above to zerolog.
-type slogHandler struct {
-	log    zerolog.Logger
-	attrs  []slog.Attr // keys already carry their group prefix
-	prefix string      // open groups, "a.b."
+// quietHandler passes mochi's warnings and errors on to zerolog's slog
+// handler, leaving out what is routine for a broker: a client going away
+// (its connection closed, EOF).
+type quietHandler struct{ slog.Handler }
+
+func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
 }
 
-func (h *slogHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
-
-func (h *slogHandler) Handle(_ context.Context, r slog.Record) error {
-	var ev *zerolog.Event
-	switch {
-	case r.Level >= slog.LevelError:
-		ev = h.log.Error()
-	case r.Level >= slog.LevelWarn:
-		ev = h.log.Warn()
-	default:
-		return nil
-	}
-	quiet := false
-	add := func(a slog.Attr) {
-		a.Value = a.Value.Resolve()
-		if a.Equal(slog.Attr{}) {
-			return
-		}
-		key := a.Key
-		switch a.Value.Kind() {
-		case slog.KindAny:
-			if err, ok := a.Value.Any().(error); ok {
-				// A client going away is routine, not a warning.
-				quiet = quiet || errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF)
-				ev = ev.AnErr(key, err)
-				return
-			}
-			ev = ev.Interface(key, a.Value.Any())
-		default:
-			ev = ev.Str(key, a.Value.String())
-		}
-	}
-	for _, a := range h.attrs {
-		add(a)
-	}
+func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
+	routine := false
 	r.Attrs(func(a slog.Attr) bool {
-		a.Key = h.prefix + a.Key
-		add(a)
+		if err, ok := a.Value.Resolve().Any().(error); ok && (errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF)) {
+			routine = true
+			return false
+		}
 		return true
 	})
-	if quiet {
-		ev.Discard()
+	if routine {
 		return nil
 	}
-	msg := r.Message
-	if msg == "" {
-		msg = "client connection failed"
+	if r.Message == "" {
+		r.Message = "client connection failed" // mochi logs these with the error alone
 	}
-	ev.Msg(msg)
-	return nil
+	return h.Handler.Handle(ctx, r)
 }
 
-func (h *slogHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	n := *h
-	n.attrs = append([]slog.Attr(nil), h.attrs...)
-	for _, a := range as {
-		a.Key = h.prefix + a.Key
-		n.attrs = append(n.attrs, a)
-	}
-	return &n
+func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietHandler{h.Handler.WithAttrs(as)}
 }
 
-func (h *slogHandler) WithGroup(name string) slog.Handler {
-	if name == "" {
-		return h
-	}
-	n := *h
-	n.prefix = h.prefix + name + "."
-	return &n
+func (h quietHandler) WithGroup(name string) slog.Handler {
+	return quietHandler{h.Handler.WithGroup(name)}
 }
 
 // authHook allows anonymous clients when users is empty, else only the

@@ -50,13 +50,40 @@ type endpoint struct {
 	path   string
 }
 
-var (
-	epDevices   = endpoint{"devices", http.MethodGet, "/router/api/v1/user/devices"}
-	epState     = endpoint{"state", http.MethodPost, "/router/api/v1/device/state"}
-	epScenes    = endpoint{"scenes", http.MethodPost, "/router/api/v1/device/scenes"}
-	epDIYScenes = endpoint{"diy-scenes", http.MethodPost, "/router/api/v1/device/diy-scenes"}
-	epControl   = endpoint{"control", http.MethodPost, "/router/api/v1/device/control"}
+// The endpoints' names (APIError.Endpoint, the scheduler's and the
+// simulator's counts, metrics) and paths, for every package that names them.
+const (
+	EndpointDevices   = "devices"
+	EndpointState     = "state"
+	EndpointScenes    = "scenes"
+	EndpointDIYScenes = "diy-scenes"
+	EndpointControl   = "control"
+
+	PathDevices   = "/router/api/v1/user/devices"
+	PathState     = "/router/api/v1/device/state"
+	PathScenes    = "/router/api/v1/device/scenes"
+	PathDIYScenes = "/router/api/v1/device/diy-scenes"
+	PathControl   = "/router/api/v1/device/control"
 )
+
+var (
+	epDevices   = endpoint{EndpointDevices, http.MethodGet, PathDevices}
+	epState     = endpoint{EndpointState, http.MethodPost, PathState}
+	epScenes    = endpoint{EndpointScenes, http.MethodPost, PathScenes}
+	epDIYScenes = endpoint{EndpointDIYScenes, http.MethodPost, PathDIYScenes}
+	epControl   = endpoint{EndpointControl, http.MethodPost, PathControl}
+)
+
+// EndpointOf names the endpoint a request path (with any base path before
+// it) is for, "" for none.
+func EndpointOf(path string) string {
+	for _, ep := range []endpoint{epDevices, epState, epScenes, epDIYScenes, epControl} {
+		if strings.HasSuffix(path, ep.path) {
+			return ep.name
+		}
+	}
+	return ""
+}
 
 // Config is what New needs. Only BaseURL and APIKey are required.
 type Config struct {

@@ -168,23 +168,23 @@ func TestClientErrors(t *testing.T) {
 				t.Fatalf("err = %v, retry after %v", err, ra)
 			}
 		}},
-		{"server error", func(h *harness) { h.sim.Faults().FailNext(EndpointState, 1, 503) }, func(ctx context.Context, c *cloud.Client) error {
+		{"server error", func(h *harness) { h.sim.Faults().FailNext(cloud.EndpointState, 1, 503) }, func(ctx context.Context, c *cloud.Client) error {
 			_, err := c.State(ctx, stripSKU, stripID)
 			return err
 		}, transient},
-		{"not JSON", func(h *harness) { h.sim.Faults().MalformNext(EndpointScenes, 1, MalformedNonJSON) }, func(ctx context.Context, c *cloud.Client) error {
+		{"not JSON", func(h *harness) { h.sim.Faults().MalformNext(cloud.EndpointScenes, 1, MalformedNonJSON) }, func(ctx context.Context, c *cloud.Client) error {
 			_, err := c.Scenes(ctx, stripSKU, stripID)
 			return err
 		}, transient},
-		{"truncated", func(h *harness) { h.sim.Faults().MalformNext(EndpointDevices, 1, MalformedTruncated) }, func(ctx context.Context, c *cloud.Client) error {
+		{"truncated", func(h *harness) { h.sim.Faults().MalformNext(cloud.EndpointDevices, 1, MalformedTruncated) }, func(ctx context.Context, c *cloud.Client) error {
 			_, err := c.ListDevices(ctx)
 			return err
 		}, transient},
-		{"connection reset", func(h *harness) { h.sim.Faults().ResetNext(EndpointControl, 1) }, func(ctx context.Context, c *cloud.Client) error {
+		{"connection reset", func(h *harness) { h.sim.Faults().ResetNext(cloud.EndpointControl, 1) }, func(ctx context.Context, c *cloud.Client) error {
 			_, err := c.Control(ctx, ctl(stripSKU, stripID, capability.TypeOnOff, "powerSwitch", 1))
 			return err
 		}, transient},
-		{"hang until the deadline", func(h *harness) { h.sim.Faults().Hang(EndpointDIYScenes) }, func(ctx context.Context, c *cloud.Client) error {
+		{"hang until the deadline", func(h *harness) { h.sim.Faults().Hang(cloud.EndpointDIYScenes) }, func(ctx context.Context, c *cloud.Client) error {
 			ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 			defer cancel()
 			_, err := c.DIYScenes(ctx, stripSKU, stripID)

@@ -254,15 +254,15 @@ func TestRequestLogAndCounts(t *testing.T) {
 	h.control(stripSKU, stripID, capability.TypeRange, "brightness", 500)
 	h.control(stripSKU, stripID, capability.TypeRange, "brightness", 5)
 	reqs := h.sim.Requests()
-	if len(reqs) != 3 || reqs[0].Endpoint != EndpointState || reqs[1].Code != 400 || reqs[2].Instance != "brightness" || reqs[2].HTTPStatus != 200 {
+	if len(reqs) != 3 || reqs[0].Endpoint != cloud.EndpointState || reqs[1].Code != 400 || reqs[2].Instance != "brightness" || reqs[2].HTTPStatus != 200 {
 		t.Fatalf("log %+v", reqs)
 	}
 	c := h.sim.Counts()
-	if c.Of(EndpointDevices, 200) != 1 || c.Of(EndpointControl, 400) != 1 || c.Of(EndpointControl, 200) != 1 || c.Total(EndpointControl) != 2 {
+	if c.Of(cloud.EndpointDevices, 200) != 1 || c.Of(cloud.EndpointControl, 400) != 1 || c.Of(cloud.EndpointControl, 200) != 1 || c.Total(cloud.EndpointControl) != 2 {
 		t.Fatalf("counts %+v", c)
 	}
 	h.sim.ResetLog()
-	if len(h.sim.Requests()) != 0 || h.sim.Counts().Total(EndpointControl) != 0 || len(h.sim.ControlLog()) != 0 {
+	if len(h.sim.Requests()) != 0 || h.sim.Counts().Total(cloud.EndpointControl) != 0 || len(h.sim.ControlLog()) != 0 {
 		t.Fatal("ResetLog kept entries")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloud"
 )
 
 // raw sends a request and returns the response or the transport error.
@@ -32,7 +33,7 @@ func (h *harness) raw(ctx context.Context, method, path string, body any) (*http
 
 func TestFailNext(t *testing.T) {
 	h := start(t, Options{})
-	h.sim.Faults().FailNext(EndpointControl, 2, http.StatusServiceUnavailable)
+	h.sim.Faults().FailNext(cloud.EndpointControl, 2, http.StatusServiceUnavailable)
 	for i := range 2 {
 		r := h.control(stripSKU, stripID, capability.TypeRange, "brightness", 50)
 		if r.status != 503 || r.code() != 503 {
@@ -51,7 +52,7 @@ func TestFailNext(t *testing.T) {
 	for i := range 5 {
 		wantStatus(t, fmt.Sprintf("control %d", i), h.control(stripSKU, stripID, capability.TypeRange, "brightness", 50), 200)
 	}
-	if c := h.sim.Counts(); c.Of(EndpointControl, 503) != 2 || c.Of(EndpointControl, 200) != 6 {
+	if c := h.sim.Counts(); c.Of(cloud.EndpointControl, 503) != 2 || c.Of(cloud.EndpointControl, 200) != 6 {
 		t.Fatalf("counts %+v", c.Requests)
 	}
 	// AnyEndpoint hits whatever comes next.
@@ -63,7 +64,7 @@ func TestFailNext(t *testing.T) {
 func TestFailFraction(t *testing.T) {
 	pattern := func() string {
 		h := start(t, Options{Seed: 7, Limits: Limits{Devices: Unlimited}})
-		h.sim.Faults().FailFraction(EndpointDevices, 0.3, http.StatusInternalServerError)
+		h.sim.Faults().FailFraction(cloud.EndpointDevices, 0.3, http.StatusInternalServerError)
 		out := make([]byte, 200)
 		fails := 0
 		for i := range out {
@@ -80,7 +81,7 @@ func TestFailFraction(t *testing.T) {
 		if fails < 30 || fails > 90 {
 			t.Fatalf("%d of 200 failed at fraction 0.3", fails)
 		}
-		h.sim.Faults().FailFraction(EndpointDevices, 0, 0)
+		h.sim.Faults().FailFraction(cloud.EndpointDevices, 0, 0)
 		wantStatus(t, "fraction off", h.list(), 200)
 		return string(out)
 	}
@@ -91,21 +92,21 @@ func TestFailFraction(t *testing.T) {
 
 func TestLatency(t *testing.T) {
 	h := start(t, Options{})
-	h.sim.Faults().SetLatency(EndpointState, 80*time.Millisecond)
+	h.sim.Faults().SetLatency(cloud.EndpointState, 80*time.Millisecond)
 	began := time.Now()
 	wantStatus(t, "slow state", h.state(stripSKU, stripID), 200)
 	if d := time.Since(began); d < 80*time.Millisecond {
 		t.Fatalf("answered after %v, want at least 80ms", d)
 	}
 	// A client that gives up first gets nothing, and nothing happens.
-	h.sim.Faults().SetLatency(EndpointControl, time.Minute)
+	h.sim.Faults().SetLatency(cloud.EndpointControl, time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, _, err := h.raw(ctx, http.MethodPost, PathControl, controlBody(stripSKU, stripID, capability.TypeRange, "brightness", 9))
+	_, _, err := h.raw(ctx, http.MethodPost, cloud.PathControl, controlBody(stripSKU, stripID, capability.TypeRange, "brightness", 9))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the client's deadline", err)
 	}
-	h.sim.Faults().SetLatency(EndpointControl, 0)
+	h.sim.Faults().SetLatency(cloud.EndpointControl, 0)
 	if v, _ := h.sim.Value(stripID, "brightness"); v != int64(1) {
 		t.Fatalf("abandoned control took effect: %v", v)
 	}
@@ -113,20 +114,20 @@ func TestLatency(t *testing.T) {
 
 func TestHang(t *testing.T) {
 	h := start(t, Options{})
-	release := h.sim.Faults().Hang(EndpointControl)
+	release := h.sim.Faults().Hang(cloud.EndpointControl)
 
 	// A client with a deadline gives up.
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, _, err := h.raw(ctx, http.MethodPost, PathControl, controlBody(stripSKU, stripID, capability.TypeRange, "brightness", 9)); !errors.Is(err, context.DeadlineExceeded) {
+	if _, _, err := h.raw(ctx, http.MethodPost, cloud.PathControl, controlBody(stripSKU, stripID, capability.TypeRange, "brightness", 9)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)
 	}
-	waitFor(t, "the abandoned request logged", func() bool { return h.sim.Counts().Of(EndpointControl, 0) == 1 })
+	waitFor(t, "the abandoned request logged", func() bool { return h.sim.Counts().Of(cloud.EndpointControl, 0) == 1 })
 
 	// A hung request completes normally once released.
 	done := make(chan int, 1)
 	go func() {
-		resp, _, err := h.raw(context.Background(), http.MethodPost, PathControl, controlBody(stripSKU, stripID, capability.TypeRange, "brightness", 9))
+		resp, _, err := h.raw(context.Background(), http.MethodPost, cloud.PathControl, controlBody(stripSKU, stripID, capability.TypeRange, "brightness", 9))
 		if err != nil {
 			done <- -1
 			return
@@ -152,7 +153,7 @@ func TestHang(t *testing.T) {
 	// Clear releases everything too.
 	h.sim.Faults().Hang(AnyEndpoint)
 	go func() {
-		resp, _, err := h.raw(context.Background(), http.MethodGet, PathDevices, nil)
+		resp, _, err := h.raw(context.Background(), http.MethodGet, cloud.PathDevices, nil)
 		if err != nil {
 			done <- -1
 			return
@@ -180,8 +181,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestMalformed(t *testing.T) {
 	h := start(t, Options{})
-	h.sim.Faults().MalformNext(EndpointState, 1, MalformedNonJSON)
-	h.sim.Faults().MalformNext(EndpointState, 1, MalformedTruncated)
+	h.sim.Faults().MalformNext(cloud.EndpointState, 1, MalformedNonJSON)
+	h.sim.Faults().MalformNext(cloud.EndpointState, 1, MalformedTruncated)
 
 	r := h.state(stripSKU, stripID)
 	if r.status != 200 || json.Valid(r.raw) || r.header.Get("Content-Type") == "application/json" {
@@ -196,7 +197,7 @@ func TestMalformed(t *testing.T) {
 		t.Fatal("third answer still malformed")
 	}
 	// A malformed control answer: the control itself happened.
-	h.sim.Faults().MalformNext(EndpointControl, 1, MalformedTruncated)
+	h.sim.Faults().MalformNext(cloud.EndpointControl, 1, MalformedTruncated)
 	h.control(stripSKU, stripID, capability.TypeRange, "brightness", 44)
 	if v, _ := h.sim.Value(stripID, "brightness"); v != int64(44) {
 		t.Fatalf("brightness %v", v)
@@ -208,12 +209,12 @@ func TestMalformed(t *testing.T) {
 
 func TestReset(t *testing.T) {
 	h := start(t, Options{})
-	h.sim.Faults().ResetNext(EndpointDevices, 1)
-	if _, _, err := h.raw(context.Background(), http.MethodGet, PathDevices, nil); err == nil {
+	h.sim.Faults().ResetNext(cloud.EndpointDevices, 1)
+	if _, _, err := h.raw(context.Background(), http.MethodGet, cloud.PathDevices, nil); err == nil {
 		t.Fatal("reset connection answered")
 	}
 	wantStatus(t, "next request", h.list(), 200)
-	if c := h.sim.Counts(); c.Of(EndpointDevices, 0) != 1 {
+	if c := h.sim.Counts(); c.Of(cloud.EndpointDevices, 0) != 1 {
 		t.Fatalf("counts %+v", c.Requests)
 	}
 }
@@ -221,7 +222,7 @@ func TestReset(t *testing.T) {
 func TestFaultsBeforeAuth(t *testing.T) {
 	h := start(t, Options{})
 	h.sim.RevokeKey()
-	h.sim.Faults().FailNext(EndpointDevices, 1, 500)
+	h.sim.Faults().FailNext(cloud.EndpointDevices, 1, 500)
 	wantStatus(t, "fault wins", h.list(), 500)
 	wantStatus(t, "then auth", h.list(), 401)
 }

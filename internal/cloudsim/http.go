@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloud"
 )
 
 // Messages of the answers. The 400 messages are the spec's categories
@@ -52,16 +53,16 @@ func (a *answer) setHeader(k, v string) {
 
 func endpointOf(path string) string {
 	switch path {
-	case PathDevices:
-		return EndpointDevices
-	case PathState:
-		return EndpointState
-	case PathScenes:
-		return EndpointScenes
-	case PathDIYScenes:
-		return EndpointDIYScenes
-	case PathControl:
-		return EndpointControl
+	case cloud.PathDevices:
+		return cloud.EndpointDevices
+	case cloud.PathState:
+		return cloud.EndpointState
+	case cloud.PathScenes:
+		return cloud.EndpointScenes
+	case cloud.PathDIYScenes:
+		return cloud.EndpointDIYScenes
+	case cloud.PathControl:
+		return cloud.EndpointControl
 	}
 	return AnyEndpoint
 }
@@ -187,7 +188,7 @@ func mustJSON(v any) []byte {
 
 // handle is the service proper: auth, request checks, limits, the device.
 func (s *Sim) handle(r *http.Request, ep string, body []byte, readErr error) *answer {
-	get := ep == EndpointDevices
+	get := ep == cloud.EndpointDevices
 	if ep == AnyEndpoint {
 		return getError(http.StatusNotFound, "not found")
 	}
@@ -206,14 +207,14 @@ func (s *Sim) handle(r *http.Request, ep string, body []byte, readErr error) *an
 	if readErr != nil {
 		return postError("", http.StatusBadRequest, string(capability.CategoryFormat))
 	}
-	req, fail := parseRequest(body, ep == EndpointControl)
+	req, fail := parseRequest(body, ep == cloud.EndpointControl)
 	if fail != nil {
 		return fail
 	}
 	switch ep {
-	case EndpointState:
+	case cloud.EndpointState:
 		return s.queryState(req)
-	case EndpointScenes, EndpointDIYScenes:
+	case cloud.EndpointScenes, cloud.EndpointDIYScenes:
 		return s.queryScenes(req, ep)
 	default:
 		return s.control(req)
@@ -456,7 +457,7 @@ func (s *Sim) queryScenes(req request, ep string) *answer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	bucket := BucketScenes
-	if ep == EndpointDIYScenes {
+	if ep == cloud.EndpointDIYScenes {
 		bucket = BucketDIYScenes
 	}
 	a := s.limitedDevice(req, s.now(), bucket)
@@ -466,7 +467,7 @@ func (s *Sim) queryScenes(req request, ep string) *answer {
 			p := scenePayload{SKU: sd.dev.SKU, Device: sd.dev.Device, Capabilities: []capability.Capability{}}
 			typ, instance, opts := capability.TypeDynamicScene, capability.InstanceLightScene, s.sceneOptions(sd)
 			_, has := sd.dev.Capability(capability.InstanceLightScene)
-			if ep == EndpointDIYScenes {
+			if ep == cloud.EndpointDIYScenes {
 				typ, instance, opts = capability.TypeDIYColorSetting, capability.InstanceDIYScene, s.diySceneOptions(sd)
 				_, has = sd.dev.Capability(capability.InstanceDIYScene)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloud"
 
 	"golang.org/x/time/rate"
 )
@@ -110,9 +111,9 @@ func TestRateLimitsExactlyAsSpec(t *testing.T) {
 	})
 
 	for _, ep := range []struct{ name, path, bucket string }{
-		{"state", PathState, BucketState},
-		{"scenes", PathScenes, BucketScenes},
-		{"diy-scenes", PathDIYScenes, BucketDIYScenes},
+		{"state", cloud.PathState, BucketState},
+		{"scenes", cloud.PathScenes, BucketScenes},
+		{"diy-scenes", cloud.PathDIYScenes, BucketDIYScenes},
 	} {
 		t.Run(ep.name+" 30 per minute per device", func(t *testing.T) {
 			h := start(t, Options{Catalogue: manyLights(2)})
@@ -126,7 +127,7 @@ func TestRateLimitsExactlyAsSpec(t *testing.T) {
 			}
 			// Other device, other bucket; other endpoints untouched.
 			wantStatus(t, "other device", h.scenes(ep.path, "H6008", lightID(1)), 200)
-			for _, other := range []string{PathState, PathScenes, PathDIYScenes} {
+			for _, other := range []string{cloud.PathState, cloud.PathScenes, cloud.PathDIYScenes} {
 				if other != ep.path {
 					wantStatus(t, "other endpoint "+other, h.scenes(other, "H6008", lightID(0)), 200)
 				}
@@ -169,7 +170,7 @@ func TestControlRefusalTakesNoToken(t *testing.T) {
 func TestBadRequestsSpendNoToken(t *testing.T) {
 	h := start(t, Options{Catalogue: manyLights(1), Limits: Limits{ControlDevice: Limit{Rate: 1, Burst: 1}}})
 	for range 5 {
-		wantStatus(t, "bad json", h.do(http.MethodPost, PathControl, `{"requestId":`, nil), 400)
+		wantStatus(t, "bad json", h.do(http.MethodPost, cloud.PathControl, `{"requestId":`, nil), 400)
 	}
 	wantStatus(t, "first good control", h.power(0), 200)
 	wantStatus(t, "second good control", h.power(0), 429)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloud"
 
 	"go.uber.org/goleak"
 )
@@ -133,11 +134,14 @@ func (h *harness) do(method, path string, body any, header map[string]string) re
 	return r
 }
 
-func (h *harness) list() reply { h.t.Helper(); return h.do(http.MethodGet, PathDevices, nil, nil) }
+func (h *harness) list() reply {
+	h.t.Helper()
+	return h.do(http.MethodGet, cloud.PathDevices, nil, nil)
+}
 
 func (h *harness) state(sku, device string) reply {
 	h.t.Helper()
-	return h.do(http.MethodPost, PathState, deviceBody(sku, device), nil)
+	return h.do(http.MethodPost, cloud.PathState, deviceBody(sku, device), nil)
 }
 
 func (h *harness) scenes(path, sku, device string) reply {
@@ -147,7 +151,7 @@ func (h *harness) scenes(path, sku, device string) reply {
 
 func (h *harness) control(sku, device, typ, instance string, value any) reply {
 	h.t.Helper()
-	return h.do(http.MethodPost, PathControl, controlBody(sku, device, typ, instance, value), nil)
+	return h.do(http.MethodPost, cloud.PathControl, controlBody(sku, device, typ, instance, value), nil)
 }
 
 func deviceBody(sku, device string) map[string]any {

@@ -22,25 +22,11 @@ import (
 	"cloud2mqtt/internal/cloud"
 )
 
-// Endpoint names, as used by cloud.APIError.Endpoint, Faults and Counts.
+// Endpoints are named as in internal/cloud (cloud.EndpointState, …).
 const (
-	EndpointDevices   = "devices"
-	EndpointState     = "state"
-	EndpointScenes    = "scenes"
-	EndpointDIYScenes = "diy-scenes"
-	EndpointControl   = "control"
 	// AnyEndpoint selects every endpoint in Faults, and names requests to
 	// unknown paths in the log.
 	AnyEndpoint = ""
-)
-
-// Paths of the endpoints.
-const (
-	PathDevices   = "/router/api/v1/user/devices"
-	PathState     = "/router/api/v1/device/state"
-	PathScenes    = "/router/api/v1/device/scenes"
-	PathDIYScenes = "/router/api/v1/device/diy-scenes"
-	PathControl   = "/router/api/v1/device/control"
 )
 
 // DefaultAPIKey is the key of a simulator whose Options name none.

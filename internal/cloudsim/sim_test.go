@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloud"
 )
 
 func TestAuth(t *testing.T) {
 	h := start(t, Options{APIKey: "secret-1"})
 	paths := []struct{ method, path string }{
-		{http.MethodGet, PathDevices}, {http.MethodPost, PathState}, {http.MethodPost, PathScenes},
-		{http.MethodPost, PathDIYScenes}, {http.MethodPost, PathControl},
+		{http.MethodGet, cloud.PathDevices}, {http.MethodPost, cloud.PathState}, {http.MethodPost, cloud.PathScenes},
+		{http.MethodPost, cloud.PathDIYScenes}, {http.MethodPost, cloud.PathControl},
 	}
 	for _, hdr := range []map[string]string{
 		{DefaultKeyHeader: ""},          // missing
@@ -37,23 +38,23 @@ func TestAuth(t *testing.T) {
 	h.sim.RestoreKey()
 	wantStatus(t, "restored", h.list(), 200)
 	h.sim.SetAPIKey("rotated")
-	wantStatus(t, "old key after rotation", h.do(http.MethodGet, PathDevices, nil, map[string]string{DefaultKeyHeader: "secret-1"}), 401)
+	wantStatus(t, "old key after rotation", h.do(http.MethodGet, cloud.PathDevices, nil, map[string]string{DefaultKeyHeader: "secret-1"}), 401)
 	wantStatus(t, "new key", h.list(), 200)
 	// 401s spend no token and are counted.
-	if n := h.sim.Counts().Of(EndpointDevices, 401); n != 6 {
+	if n := h.sim.Counts().Of(cloud.EndpointDevices, 401); n != 6 {
 		t.Fatalf("401s counted for devices: %d", n)
 	}
 
 	h2 := start(t, Options{KeyHeader: "X-Api-Key"})
 	wantStatus(t, "spec header when another is configured", h2.list(), 401)
-	wantStatus(t, "configured header", h2.do(http.MethodGet, PathDevices, nil, map[string]string{"X-Api-Key": DefaultAPIKey}), 200)
+	wantStatus(t, "configured header", h2.do(http.MethodGet, cloud.PathDevices, nil, map[string]string{"X-Api-Key": DefaultAPIKey}), 200)
 }
 
 func TestUnknownPathAndMethod(t *testing.T) {
 	h := start(t, Options{})
 	wantStatus(t, "unknown path", h.do(http.MethodGet, "/router/api/v2/user/devices", nil, nil), 404)
-	wantStatus(t, "POST list", h.do(http.MethodPost, PathDevices, nil, nil), 405)
-	wantStatus(t, "GET state", h.do(http.MethodGet, PathState, nil, nil), 405)
+	wantStatus(t, "POST list", h.do(http.MethodPost, cloud.PathDevices, nil, nil), 405)
+	wantStatus(t, "GET state", h.do(http.MethodGet, cloud.PathState, nil, nil), 405)
 }
 
 // The answer shapes of the live service: GET uses message, POST uses msg and
@@ -95,38 +96,38 @@ func TestErrorRows(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"bad json", PathControl, `{"requestId": "x", "payload": {`, 400, "invalid parameter format"},
-		{"not an object", PathState, `[1,2]`, 400, "invalid parameter type"},
-		{"trailing data", PathState, `{"requestId":"x","payload":{"sku":"H619C","device":"AA:BB:CC:DD:EE:FF:10:01"}} {}`, 400, "invalid parameter format"},
-		{"empty body", PathState, ``, 400, "missing parameter"},
-		{"missing requestId", PathControl, body(func(top, _, _ map[string]any) { delete(top, "requestId") }), 400, "missing parameter"},
-		{"missing payload", PathControl, body(func(top, _, _ map[string]any) { delete(top, "payload") }), 400, "missing parameter"},
-		{"missing sku", PathControl, body(func(_, p, _ map[string]any) { delete(p, "sku") }), 400, "missing parameter"},
-		{"missing device", PathControl, body(func(_, p, _ map[string]any) { delete(p, "device") }), 400, "missing parameter"},
-		{"missing device (state)", PathState, map[string]any{"requestId": "r", "payload": map[string]any{"sku": stripSKU}}, 400, "missing parameter"},
-		{"missing capability", PathControl, body(func(_, p, _ map[string]any) { delete(p, "capability") }), 400, "missing parameter"},
-		{"missing type", PathControl, body(func(_, _, c map[string]any) { delete(c, "type") }), 400, "missing parameter"},
-		{"missing instance", PathControl, body(func(_, _, c map[string]any) { delete(c, "instance") }), 400, "missing parameter"},
-		{"missing value", PathControl, body(func(_, _, c map[string]any) { delete(c, "value") }), 400, "missing parameter"},
-		{"null value", PathControl, ctl(capability.TypeRange, "brightness", nil), 400, "missing parameter"},
-		{"empty sku", PathControl, body(func(_, p, _ map[string]any) { p["sku"] = "" }), 400, "parameter value empty"},
-		{"empty value", PathControl, ctl(capability.TypeRange, "brightness", ""), 400, "parameter value empty"},
-		{"sku not a string", PathControl, body(func(_, p, _ map[string]any) { p["sku"] = 7 }), 400, "invalid parameter type"},
-		{"payload not an object", PathState, map[string]any{"requestId": "r", "payload": "x"}, 400, "invalid parameter type"},
-		{"value wrong type", PathControl, ctl(capability.TypeRange, "brightness", "bright"), 400, "invalid parameter type"},
-		{"value out of range", PathControl, ctl(capability.TypeRange, "brightness", 150), 400, "parameter value out of range"},
-		{"colour out of range", PathControl, ctl(capability.TypeColorSetting, "colorRgb", 16777216), 400, "parameter value out of range"},
-		{"enum not an option", PathControl, ctl(capability.TypeOnOff, "powerSwitch", 2), 400, "parameter value out of range"},
-		{"too many segments", PathControl, ctl(capability.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 14}, "rgb": 255}), 400, "parameter length does not meet requirements"},
-		{"duplicate segment", PathControl, ctl(capability.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": []int{1, 1}, "rgb": 255}), 400, "duplicate parameter value"},
-		{"unknown struct member", PathControl, ctl(capability.TypeMusicSetting, "musicMode", map[string]any{"musicMode": 1, "sensitivity": 50, "rgb": 1, "volume": 3}), 400, "invalid parameter format"},
-		{"unknown device", PathControl, body(func(_, p, _ map[string]any) { p["device"] = "00:00:00:00:00:00:00:00" }), 404, "devices not exist"},
-		{"unknown device (state)", PathState, deviceBody(stripSKU, "00:00:00:00:00:00:00:00"), 404, "devices not exist"},
-		{"unknown device (scenes)", PathScenes, deviceBody(stripSKU, "00:00:00:00:00:00:00:00"), 404, "devices not exist"},
-		{"unknown device (diy)", PathDIYScenes, deviceBody(stripSKU, "00:00:00:00:00:00:00:00"), 404, "devices not exist"},
-		{"sku of another model", PathControl, body(func(_, p, _ map[string]any) { p["sku"] = "H6008" }), 404, "devices not exist"},
-		{"instance the device lacks", PathControl, ctl(capability.TypeRange, "humidity", 50), 404, "devices not support this instance"},
-		{"type that does not match", PathControl, ctl(capability.TypeToggle, "brightness", 1), 404, "devices not support this instance"},
+		{"bad json", cloud.PathControl, `{"requestId": "x", "payload": {`, 400, "invalid parameter format"},
+		{"not an object", cloud.PathState, `[1,2]`, 400, "invalid parameter type"},
+		{"trailing data", cloud.PathState, `{"requestId":"x","payload":{"sku":"H619C","device":"AA:BB:CC:DD:EE:FF:10:01"}} {}`, 400, "invalid parameter format"},
+		{"empty body", cloud.PathState, ``, 400, "missing parameter"},
+		{"missing requestId", cloud.PathControl, body(func(top, _, _ map[string]any) { delete(top, "requestId") }), 400, "missing parameter"},
+		{"missing payload", cloud.PathControl, body(func(top, _, _ map[string]any) { delete(top, "payload") }), 400, "missing parameter"},
+		{"missing sku", cloud.PathControl, body(func(_, p, _ map[string]any) { delete(p, "sku") }), 400, "missing parameter"},
+		{"missing device", cloud.PathControl, body(func(_, p, _ map[string]any) { delete(p, "device") }), 400, "missing parameter"},
+		{"missing device (state)", cloud.PathState, map[string]any{"requestId": "r", "payload": map[string]any{"sku": stripSKU}}, 400, "missing parameter"},
+		{"missing capability", cloud.PathControl, body(func(_, p, _ map[string]any) { delete(p, "capability") }), 400, "missing parameter"},
+		{"missing type", cloud.PathControl, body(func(_, _, c map[string]any) { delete(c, "type") }), 400, "missing parameter"},
+		{"missing instance", cloud.PathControl, body(func(_, _, c map[string]any) { delete(c, "instance") }), 400, "missing parameter"},
+		{"missing value", cloud.PathControl, body(func(_, _, c map[string]any) { delete(c, "value") }), 400, "missing parameter"},
+		{"null value", cloud.PathControl, ctl(capability.TypeRange, "brightness", nil), 400, "missing parameter"},
+		{"empty sku", cloud.PathControl, body(func(_, p, _ map[string]any) { p["sku"] = "" }), 400, "parameter value empty"},
+		{"empty value", cloud.PathControl, ctl(capability.TypeRange, "brightness", ""), 400, "parameter value empty"},
+		{"sku not a string", cloud.PathControl, body(func(_, p, _ map[string]any) { p["sku"] = 7 }), 400, "invalid parameter type"},
+		{"payload not an object", cloud.PathState, map[string]any{"requestId": "r", "payload": "x"}, 400, "invalid parameter type"},
+		{"value wrong type", cloud.PathControl, ctl(capability.TypeRange, "brightness", "bright"), 400, "invalid parameter type"},
+		{"value out of range", cloud.PathControl, ctl(capability.TypeRange, "brightness", 150), 400, "parameter value out of range"},
+		{"colour out of range", cloud.PathControl, ctl(capability.TypeColorSetting, "colorRgb", 16777216), 400, "parameter value out of range"},
+		{"enum not an option", cloud.PathControl, ctl(capability.TypeOnOff, "powerSwitch", 2), 400, "parameter value out of range"},
+		{"too many segments", cloud.PathControl, ctl(capability.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 14}, "rgb": 255}), 400, "parameter length does not meet requirements"},
+		{"duplicate segment", cloud.PathControl, ctl(capability.TypeSegmentColor, "segmentedColorRgb", map[string]any{"segment": []int{1, 1}, "rgb": 255}), 400, "duplicate parameter value"},
+		{"unknown struct member", cloud.PathControl, ctl(capability.TypeMusicSetting, "musicMode", map[string]any{"musicMode": 1, "sensitivity": 50, "rgb": 1, "volume": 3}), 400, "invalid parameter format"},
+		{"unknown device", cloud.PathControl, body(func(_, p, _ map[string]any) { p["device"] = "00:00:00:00:00:00:00:00" }), 404, "devices not exist"},
+		{"unknown device (state)", cloud.PathState, deviceBody(stripSKU, "00:00:00:00:00:00:00:00"), 404, "devices not exist"},
+		{"unknown device (scenes)", cloud.PathScenes, deviceBody(stripSKU, "00:00:00:00:00:00:00:00"), 404, "devices not exist"},
+		{"unknown device (diy)", cloud.PathDIYScenes, deviceBody(stripSKU, "00:00:00:00:00:00:00:00"), 404, "devices not exist"},
+		{"sku of another model", cloud.PathControl, body(func(_, p, _ map[string]any) { p["sku"] = "H6008" }), 404, "devices not exist"},
+		{"instance the device lacks", cloud.PathControl, ctl(capability.TypeRange, "humidity", 50), 404, "devices not support this instance"},
+		{"type that does not match", cloud.PathControl, ctl(capability.TypeToggle, "brightness", 1), 404, "devices not support this instance"},
 	}
 	for _, as200 := range []bool{false, true} {
 		h := start(t, Options{ErrorsAs200: as200, Limits: Limits{ControlAccount: Unlimited, ControlDevice: Unlimited}})
@@ -307,7 +308,7 @@ func TestStateAnswer(t *testing.T) {
 
 func TestScenes(t *testing.T) {
 	h := start(t, Options{})
-	r := h.scenes(PathScenes, stripSKU, stripID)
+	r := h.scenes(cloud.PathScenes, stripSKU, stripID)
 	caps := r.body["payload"].(map[string]any)["capabilities"].([]any)
 	c := caps[0].(map[string]any)
 	params := c["parameters"].(map[string]any)
@@ -329,7 +330,7 @@ func TestScenes(t *testing.T) {
 		t.Fatalf("lightScene = %v", v)
 	}
 
-	d := h.scenes(PathDIYScenes, stripSKU, stripID)
+	d := h.scenes(cloud.PathDIYScenes, stripSKU, stripID)
 	caps = d.body["payload"].(map[string]any)["capabilities"].([]any)
 	c = caps[0].(map[string]any)
 	opts = c["parameters"].(map[string]any)["options"].([]any)
@@ -343,7 +344,7 @@ func TestScenes(t *testing.T) {
 	wantStatus(t, "select a DIY scene", h.control(stripSKU, stripID, capability.TypeDynamicScene, "diyScene", diy), 200)
 
 	// A device without scenes answers an empty list.
-	n := h.scenes(PathScenes, heaterSKU, heaterID)
+	n := h.scenes(cloud.PathScenes, heaterSKU, heaterID)
 	if caps := n.body["payload"].(map[string]any)["capabilities"].([]any); n.code() != 200 || len(caps) != 0 {
 		t.Fatalf("heater scenes: %s", n.raw)
 	}
@@ -356,12 +357,12 @@ func TestFixtureScenes(t *testing.T) {
 	}
 	h := start(t, Options{Catalogue: cat})
 	const sku, id = "H6072", "AA:BB:CC:DD:AA:BB:CC:DD"
-	r := h.scenes(PathScenes, sku, id)
+	r := h.scenes(cloud.PathScenes, sku, id)
 	opts := r.body["payload"].(map[string]any)["capabilities"].([]any)[0].(map[string]any)["parameters"].(map[string]any)["options"].([]any)
 	if len(opts) != 8 {
 		t.Fatalf("generated scenes: %s", r.raw)
 	}
-	again := h.scenes(PathScenes, sku, id)
+	again := h.scenes(cloud.PathScenes, sku, id)
 	if string(again.raw) != string(r.raw) {
 		t.Fatal("generated scenes differ between calls")
 	}
@@ -370,7 +371,7 @@ func TestFixtureScenes(t *testing.T) {
 	wantStatus(t, "generated scene", h.control(sku, id, capability.TypeDynamicScene, "lightScene", scene), 200)
 	wantStatus(t, "scene not in the list", h.control(sku, id, capability.TypeDynamicScene, "lightScene", map[string]any{"paramId": 1, "id": 2}), 400)
 	// DIY: the list has none, the endpoint generates some.
-	d := h.scenes(PathDIYScenes, sku, id)
+	d := h.scenes(cloud.PathDIYScenes, sku, id)
 	if !strings.Contains(string(d.raw), `"instance":"diyScene"`) {
 		t.Fatalf("diy: %s", d.raw)
 	}
@@ -379,7 +380,7 @@ func TestFixtureScenes(t *testing.T) {
 	cat2, _ := LoadCatalogue(filepath.Join(fixtures, "list_devices_2.json"))
 	cat2.DefaultScenes = mustScenes(t)
 	h2 := start(t, Options{Catalogue: cat2})
-	r2 := h2.scenes(PathScenes, sku, id)
+	r2 := h2.scenes(cloud.PathScenes, sku, id)
 	if n := len(r2.body["payload"].(map[string]any)["capabilities"].([]any)[0].(map[string]any)["parameters"].(map[string]any)["options"].([]any)); n != 65 {
 		t.Fatalf("%d default scenes, want 65", n)
 	}

@@ -140,8 +140,8 @@ func (w *waiter) check(b *testing.B) {
 }
 
 func rateLimited429(sim *cloudsim.Sim) int {
-	return sim.Counts().Of(cloudsim.EndpointControl, http.StatusTooManyRequests) +
-		sim.Counts().Of(cloudsim.EndpointState, http.StatusTooManyRequests)
+	return sim.Counts().Of(cloud.EndpointControl, http.StatusTooManyRequests) +
+		sim.Counts().Of(cloud.EndpointState, http.StatusTooManyRequests)
 }
 
 // Storm: 20 lights, 50 brightness commands each, all within one second (a
@@ -177,7 +177,7 @@ func BenchmarkStorm(b *testing.B) {
 			}
 		}
 		st := h.sched.Stats()
-		sent := h.sim.Counts().Total(cloudsim.EndpointControl)
+		sent := h.sim.Counts().Total(cloud.EndpointControl)
 		n429 := rateLimited429(h.sim)
 		h.close(b)
 		if n429 != 0 {
@@ -215,7 +215,7 @@ func BenchmarkSaturation(b *testing.B) {
 		w.check(b)
 		took := w.last.Sub(start)
 		n429 := rateLimited429(h.sim)
-		sent := h.sim.Counts().Of(cloudsim.EndpointControl, http.StatusOK)
+		sent := h.sim.Counts().Of(cloud.EndpointControl, http.StatusOK)
 		h.close(b)
 		if n429 != 0 {
 			b.Errorf("%d answers were 429, want none", n429)
@@ -275,7 +275,7 @@ func BenchmarkFreshness(b *testing.B) {
 		pending.Wait()
 		reads := map[string][]time.Time{}
 		for _, r := range h.sim.Requests() {
-			if r.Endpoint == cloudsim.EndpointState && r.Code == http.StatusOK {
+			if r.Endpoint == cloud.EndpointState && r.Code == http.StatusOK {
 				reads[r.Device] = append(reads[r.Device], r.Time)
 			}
 		}

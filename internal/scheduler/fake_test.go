@@ -67,7 +67,7 @@ func (f *fakeCloud) do(ctx context.Context, c call) error {
 	if f.fail != nil {
 		err = f.fail(c, n)
 	}
-	if err == nil && c.ep == scheduler.EndpointControl {
+	if err == nil && c.ep == cloud.EndpointControl {
 		f.values[c.device+"/"+c.instance] = c.value
 	}
 	f.mu.Unlock()
@@ -83,35 +83,35 @@ func (f *fakeCloud) do(ctx context.Context, c call) error {
 }
 
 func (f *fakeCloud) ListDevices(ctx context.Context) ([]capability.Device, error) {
-	if err := f.do(ctx, call{ep: scheduler.EndpointDevices}); err != nil {
+	if err := f.do(ctx, call{ep: cloud.EndpointDevices}); err != nil {
 		return nil, err
 	}
 	return []capability.Device{{SKU: "H1", Device: "d1"}}, nil
 }
 
 func (f *fakeCloud) State(ctx context.Context, sku, device string) (cloud.DeviceState, error) {
-	if err := f.do(ctx, call{ep: scheduler.EndpointState, sku: sku, device: device}); err != nil {
+	if err := f.do(ctx, call{ep: cloud.EndpointState, sku: sku, device: device}); err != nil {
 		return cloud.DeviceState{}, err
 	}
 	return cloud.DeviceState{SKU: sku, Device: device}, nil
 }
 
 func (f *fakeCloud) Scenes(ctx context.Context, sku, device string) (cloud.Scenes, error) {
-	if err := f.do(ctx, call{ep: scheduler.EndpointScenes, sku: sku, device: device}); err != nil {
+	if err := f.do(ctx, call{ep: cloud.EndpointScenes, sku: sku, device: device}); err != nil {
 		return cloud.Scenes{}, err
 	}
 	return cloud.Scenes{SKU: sku, Device: device}, nil
 }
 
 func (f *fakeCloud) DIYScenes(ctx context.Context, sku, device string) (cloud.Scenes, error) {
-	if err := f.do(ctx, call{ep: scheduler.EndpointDIYScenes, sku: sku, device: device}); err != nil {
+	if err := f.do(ctx, call{ep: cloud.EndpointDIYScenes, sku: sku, device: device}); err != nil {
 		return cloud.Scenes{}, err
 	}
 	return cloud.Scenes{SKU: sku, Device: device}, nil
 }
 
 func (f *fakeCloud) Control(ctx context.Context, req cloud.ControlRequest) (cloud.ControlResult, error) {
-	c := call{ep: scheduler.EndpointControl, sku: req.SKU, device: req.Device, instance: req.Instance, value: req.Value}
+	c := call{ep: cloud.EndpointControl, sku: req.SKU, device: req.Device, instance: req.Instance, value: req.Value}
 	if err := f.do(ctx, c); err != nil {
 		return cloud.ControlResult{}, err
 	}

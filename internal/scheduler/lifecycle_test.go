@@ -159,7 +159,7 @@ func TestSafetyMargin(t *testing.T) {
 		}
 		time.Sleep(10 * time.Second)
 		stop()
-		checkBucket(t, "account control with margin", instants(f.Calls(), scheduler.EndpointControl), scheduler.PerSecond(6, 40))
+		checkBucket(t, "account control with margin", instants(f.Calls(), cloud.EndpointControl), scheduler.PerSecond(6, 40))
 		if n := len(f.Calls()); n != 40 {
 			t.Errorf("%d sent, want 40", n)
 		}

@@ -120,7 +120,7 @@ func Earliest(cur, t time.Time) time.Time {
 // an answer or a submission can change anything).
 func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read) ([]*command, []*read, time.Time) {
 	if now.Before(s.authUntil) {
-		if s.queuedC > 0 || s.queuedR > 0 {
+		if s.queuedCommands > 0 || s.queuedReadWaiters > 0 {
 			s.failQueuedLocked(now, fmt.Errorf("%w: %w", ErrAuthHoldoff, s.authErr))
 		}
 		return cmds, reads, time.Time{}
@@ -163,7 +163,7 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 			}
 			d.cmds[0] = nil
 			d.cmds = d.cmds[1:]
-			s.queuedC--
+			s.queuedCommands--
 			d.busy[epControl] = true
 			s.control.send()
 			b.send()
@@ -177,7 +177,7 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 			}
 		}
 		s.ring = append(kept, served...)
-		if s.queuedC > 0 && !s.control.ready(now) {
+		if s.queuedCommands > 0 && !s.control.ready(now) {
 			wake = Earliest(wake, s.control.readyAt(now))
 		}
 	}
@@ -188,7 +188,7 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 		l := &s.readQ[p]
 		for e := l.Front(); e != nil; {
 			next := e.Next()
-			if s.inflR >= readSlots || s.inflight >= maxInFlight {
+			if s.readsInFlight >= readSlots || s.inflight >= maxInFlight {
 				return cmds, reads, wake
 			}
 			r := e.Value.(*read)
@@ -208,8 +208,8 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 				d.reads[r.ep] = nil
 				d.busy[r.ep] = true
 				b.send()
-				s.queuedR -= len(r.waiters)
-				s.inflR++
+				s.queuedReadWaiters -= len(r.waiters)
+				s.readsInFlight++
 				s.sentLocked(r.ep, &r.attempt, now)
 				reads = append(reads, r)
 			}
@@ -245,7 +245,7 @@ func (s *Scheduler) failQueuedLocked(now time.Time, err error) {
 		d.inRing = false
 	}
 	s.ring = nil
-	s.queuedC = 0
+	s.queuedCommands = 0
 	for p := range s.readQ {
 		l := &s.readQ[p]
 		for e := l.Front(); e != nil; e = e.Next() {
@@ -258,7 +258,7 @@ func (s *Scheduler) failQueuedLocked(now time.Time, err error) {
 		}
 		l.Init()
 	}
-	s.queuedR = 0
+	s.queuedReadWaiters = 0
 }
 
 // sweepLocked forgets devices whose buckets are full and that have nothing
@@ -321,7 +321,7 @@ func (s *Scheduler) requeueCommandLocked(c *command, now time.Time) (report func
 	d.cmds = append(d.cmds, nil)
 	copy(d.cmds[1:], d.cmds)
 	d.cmds[0] = c
-	s.queuedC++
+	s.queuedCommands++
 	if !d.inRing {
 		d.inRing = true
 		s.ring = append(s.ring, d)
@@ -338,11 +338,11 @@ func (s *Scheduler) sendRead(ctx context.Context, r *read) {
 	case epDevices:
 		v, err = s.cloud.ListDevices(ctx)
 	case epState:
-		v, err = s.cloud.State(ctx, k.sku, k.device)
+		v, err = s.cloud.State(ctx, k.SKU, k.Device)
 	case epScenes:
-		v, err = s.cloud.Scenes(ctx, k.sku, k.device)
+		v, err = s.cloud.Scenes(ctx, k.SKU, k.Device)
 	case epDIYScenes:
-		v, err = s.cloud.DIYScenes(ctx, k.sku, k.device)
+		v, err = s.cloud.DIYScenes(ctx, k.SKU, k.Device)
 	}
 
 	s.mu.Lock()
@@ -350,7 +350,7 @@ func (s *Scheduler) sendRead(ctx context.Context, r *read) {
 	d := r.dev
 	d.busy[r.ep] = false
 	s.inflight--
-	s.inflR--
+	s.readsInFlight--
 	retry, err := s.settleLocked(now, r.ep, d, &r.attempt, err, d.buckets[r.ep])
 	var waiters []func(any, error)
 	if retry {
@@ -369,7 +369,7 @@ func (s *Scheduler) sendRead(ctx context.Context, r *read) {
 // priority, merged with a read of the same target queued meanwhile.
 func (s *Scheduler) requeueReadLocked(r *read) {
 	d := r.dev
-	s.queuedR += len(r.waiters)
+	s.queuedReadWaiters += len(r.waiters)
 	if q := d.reads[r.ep]; q != nil {
 		q.waiters = append(r.waiters, q.waiters...)
 		if r.notBefore.After(q.notBefore) {
@@ -401,8 +401,8 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 	}
 	ev := func(e *zerolog.Event) *zerolog.Event {
 		e = e.Str("endpoint", ep.String()).Int("attempt", a.sent)
-		if d.key.device != "" {
-			e = e.Str("sku", d.key.sku).Str("device", d.key.device)
+		if d.key.Device != "" {
+			e = e.Str("sku", d.key.SKU).Str("device", d.key.Device)
 		}
 		return e
 	}

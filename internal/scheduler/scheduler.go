@@ -67,15 +67,6 @@ type CommandResult struct {
 	Done     time.Time           // when this result was decided
 }
 
-// Endpoint names, as in cloud.APIError.Endpoint and Stats.Requests.
-const (
-	EndpointDevices   = "devices"
-	EndpointState     = "state"
-	EndpointScenes    = "scenes"
-	EndpointDIYScenes = "diy-scenes"
-	EndpointControl   = "control"
-)
-
 type endpoint int
 
 const (
@@ -88,15 +79,13 @@ const (
 )
 
 func (e endpoint) String() string {
-	return [...]string{EndpointDevices, EndpointState, EndpointScenes, EndpointDIYScenes, EndpointControl}[e]
+	return [...]string{cloud.EndpointDevices, cloud.EndpointState, cloud.EndpointScenes, cloud.EndpointDIYScenes, cloud.EndpointControl}[e]
 }
-
-type devKey struct{ sku, device string }
 
 // device holds one device's buckets and queued work. The account is a
 // device with an empty key (its epDevices bucket is the device-list budget).
 type device struct {
-	key     devKey
+	key     capability.Key
 	buckets [numEndpoints]*bucket
 	busy    [numEndpoints]bool // a request of that endpoint is on the wire
 	reads   [numEndpoints]*read
@@ -157,20 +146,20 @@ type Scheduler struct {
 	wake  chan struct{}
 	wg    sync.WaitGroup // request goroutines
 
-	mu       sync.Mutex
-	last     time.Time // latest instant handed to a bucket; never goes back
-	started  bool
-	closed   bool
-	devices  map[devKey]*device
-	account  *device // device-list bucket and the device-list read
-	control  *bucket // account control bucket
-	ring     []*device
-	readQ    [PriorityRefresh + 1]list.List // queued reads by priority
-	queuedC  int                            // queued commands
-	queuedR  int                            // queued read waiters
-	inflight int
-	inflR    int // reads in flight
-	outbox   []func()
+	mu                sync.Mutex
+	last              time.Time // latest instant handed to a bucket; never goes back
+	started           bool
+	closed            bool
+	devices           map[capability.Key]*device
+	account           *device // device-list bucket and the device-list read
+	control           *bucket // account control bucket
+	ring              []*device
+	readQ             [PriorityRefresh + 1]list.List // queued reads by priority
+	queuedCommands    int                            // queued commands
+	queuedReadWaiters int                            // queued read waiters
+	inflight          int
+	readsInFlight     int // reads in flight
+	outbox            []func()
 
 	authUntil time.Time
 	authErr   error
@@ -199,7 +188,7 @@ func New(c Cloud, cfg Config, log zerolog.Logger) *Scheduler {
 		cfg:     cfg,
 		log:     log,
 		wake:    make(chan struct{}, 1),
-		devices: make(map[devKey]*device),
+		devices: make(map[capability.Key]*device),
 		account: &device{},
 		control: newBucket(cfg.margin(cfg.ControlAccount)),
 	}
@@ -250,7 +239,7 @@ func (s *Scheduler) bucketLocked(d *device, ep endpoint) *bucket {
 }
 
 func (s *Scheduler) deviceLocked(sku, dev string) *device {
-	k := devKey{sku, dev}
+	k := capability.Key{SKU: sku, Device: dev}
 	d := s.devices[k]
 	if d == nil {
 		d = &device{key: k}
@@ -295,13 +284,13 @@ func (s *Scheduler) Control(req cloud.ControlRequest, report func(CommandResult)
 		s.signal()
 		return nil
 	}
-	if s.queuedC >= s.cfg.MaxQueuedCommands {
+	if s.queuedCommands >= s.cfg.MaxQueuedCommands {
 		return fmt.Errorf("control %s/%s %s: %w", req.SKU, req.Device, req.Instance, ErrOverloaded)
 	}
 	c := &command{req: req, report: report, dev: d, queued: now}
 	c.giveUpAt = now.Add(s.cfg.CommandMaxAge)
 	d.cmds = append(d.cmds, c)
-	s.queuedC++
+	s.queuedCommands++
 	if !d.inRing {
 		d.inRing = true
 		s.ring = append(s.ring, d)
@@ -370,7 +359,7 @@ func (s *Scheduler) submitRead(ep endpoint, sku, dev string, p Priority, w func(
 	if s.closed {
 		return ErrClosed
 	}
-	if s.queuedR >= s.cfg.MaxQueuedReads {
+	if s.queuedReadWaiters >= s.cfg.MaxQueuedReads {
 		return fmt.Errorf("%s read %s/%s: %w", ep, sku, dev, ErrOverloaded)
 	}
 	now := s.nowLocked()
@@ -378,7 +367,7 @@ func (s *Scheduler) submitRead(ep endpoint, sku, dev string, p Priority, w func(
 	if ep != epDevices {
 		d = s.deviceLocked(sku, dev)
 	}
-	s.queuedR++
+	s.queuedReadWaiters++
 	if r := d.reads[ep]; r != nil {
 		r.waiters = append(r.waiters, w)
 		s.st.coalesced++
@@ -449,10 +438,10 @@ func (s *Scheduler) Stats() Stats {
 	now := s.nowLocked()
 	st := Stats{
 		Queued:           make(map[Priority]int, len(s.readQ)),
-		QueuedCommands:   s.queuedC,
-		QueuedReads:      s.queuedR,
+		QueuedCommands:   s.queuedCommands,
+		QueuedReads:      s.queuedReadWaiters,
 		InFlight:         s.inflight,
-		InFlightCommands: s.inflight - s.inflR,
+		InFlightCommands: s.inflight - s.readsInFlight,
 		Devices:          len(s.devices),
 		Coalesced:        s.st.coalesced,
 		Superseded:       s.st.superseded,
@@ -465,7 +454,7 @@ func (s *Scheduler) Stats() Stats {
 	for p := range s.readQ {
 		st.Queued[Priority(p)] = s.readQ[p].Len()
 	}
-	st.Queued[PriorityCommand] += s.queuedC
+	st.Queued[PriorityCommand] += s.queuedCommands
 	for ep := range numEndpoints {
 		st.Requests[ep.String()] = s.st.requests[ep]
 	}

@@ -232,8 +232,8 @@ func TestBucketsNeverExceeded(t *testing.T) {
 				stop()
 
 				calls := f.Calls()
-				checkBucket(t, "account control", instants(calls, scheduler.EndpointControl), scheduler.DefaultControlAccount)
-				for d, at := range byDevice(calls, scheduler.EndpointControl) {
+				checkBucket(t, "account control", instants(calls, cloud.EndpointControl), scheduler.DefaultControlAccount)
+				for d, at := range byDevice(calls, cloud.EndpointControl) {
 					checkBucket(t, "device control "+d, at, scheduler.DefaultControlDevice)
 				}
 				for k, v := range last {
@@ -246,8 +246,8 @@ func TestBucketsNeverExceeded(t *testing.T) {
 				if st.RateLimited != 0 || st.Failures != 0 {
 					t.Errorf("stats: %d rate limited, %d failures; want none", st.RateLimited, st.Failures)
 				}
-				if st.Requests[scheduler.EndpointControl] != uint64(len(calls)) {
-					t.Errorf("stats: %d control requests, fake saw %d", st.Requests[scheduler.EndpointControl], len(calls))
+				if st.Requests[cloud.EndpointControl] != uint64(len(calls)) {
+					t.Errorf("stats: %d control requests, fake saw %d", st.Requests[cloud.EndpointControl], len(calls))
 				}
 				t.Logf("%d commands, %d sent, %d coalesced", rep.next, len(calls), st.Coalesced)
 				rep.checkOnce()
@@ -285,7 +285,7 @@ func TestLatencyNeverOverspends(t *testing.T) {
 		if len(calls) != 151 {
 			t.Errorf("%d sent, want 151", len(calls))
 		}
-		checkBucket(t, "account control", instants(calls, scheduler.EndpointControl), scheduler.DefaultControlAccount)
+		checkBucket(t, "account control", instants(calls, cloud.EndpointControl), scheduler.DefaultControlAccount)
 		rep.checkOnce()
 	})
 }
@@ -304,7 +304,7 @@ func TestStateBucket(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		stop()
-		at := instants(f.Calls(), scheduler.EndpointState)
+		at := instants(f.Calls(), cloud.EndpointState)
 		checkBucket(t, "state x", at, scheduler.DefaultState)
 		// 30 at once, then one per 2 s: ~59 in 60 s.
 		if len(at) < 55 || len(at) > 61 {
@@ -351,7 +351,7 @@ func TestFairness(t *testing.T) {
 			t.Errorf("%d of the 30 other devices served in 5 s, want all (the account allows 60 commands)", others)
 		}
 		rep.checkOnce()
-		checkBucket(t, "account control", instants(f.Calls(), scheduler.EndpointControl), scheduler.PerSecond(12, 1))
+		checkBucket(t, "account control", instants(f.Calls(), cloud.EndpointControl), scheduler.PerSecond(12, 1))
 	})
 }
 

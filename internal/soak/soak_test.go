@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/cloud"
 )
 
 // artifacts is where the daemon's log and the samples are kept: with
@@ -91,8 +91,8 @@ loop:
 		res.warm = res.samples[0]
 	}
 	after := w.sim.Counts()
-	res.applied = after.Of(cloudsim.EndpointControl, 200) - before.Of(cloudsim.EndpointControl, 200)
-	res.refused = after.Total(cloudsim.EndpointControl) - before.Total(cloudsim.EndpointControl) - res.applied
+	res.applied = after.Of(cloud.EndpointControl, 200) - before.Of(cloud.EndpointControl, 200)
+	res.refused = after.Total(cloud.EndpointControl) - before.Total(cloud.EndpointControl) - res.applied
 	res.errorMsgs, res.errorTexts = w.watch.errors()
 	d.stop()
 	writeSamples(t, filepath.Join(dir, "samples.txt"), res.samples)
