@@ -64,9 +64,8 @@ func buildVersion(ldflags string, info *debug.BuildInfo, ok bool) string {
 // gcPercent is the garbage collector's target when GOGC is not set: the heap
 // may grow to 1.25 times what is live instead of Go's default of twice. The
 // daemon's live heap is small and it allocates slowly when idle, so
-// collecting more often costs next to nothing (1000 devices: idle CPU 0.53 %
-// of a core against 0.47 % at GOGC 100) and keeps resident memory under
-// 25 MB (about 27 MB at 50, 30 at 100; docs/reliability.md). GOGC and
+// collecting more often costs little CPU and keeps resident memory low (the
+// measurements are in docs/reliability.md, "Footprint"). GOGC and
 // GOMEMLIMIT in the environment still win.
 const gcPercent = 25
 

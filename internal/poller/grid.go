@@ -7,13 +7,10 @@ import "time"
 // whole multiples of it, so that the devices due in the same second go out
 // in one wake of the loop (in list order) instead of each in its own.
 //
-// Waking up is what an idle daemon spends its CPU on, not the reads: at
-// 1000 devices and 60 s, reads spread evenly meant ~17 wakes a second, each
-// a state read through net/http with its goroutine hand-offs and futex
-// wake-ups, and the daemon used ~1.3 % of a core (perf stat). A bare Go
-// net/http client on loopback making 17 requests a second used 0.93 % of a
-// core with them spread evenly, 0.40 % in groups of 4 every 250 ms and
-// 0.29 % with all 17 sent together once a second.
+// Waking up is what an idle daemon spends its CPU on, not the reads: each
+// read through net/http costs goroutine hand-offs and futex wake-ups, and
+// reads sent together share them (measured in docs/reliability.md and
+// docs/decisions.md, "one-second read grid").
 //
 // Reads a user waits for are not put on it: confirming reads after
 // commands, reads and scene or list refreshes on request, and the
