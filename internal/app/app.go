@@ -5,7 +5,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -236,23 +235,28 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, p parts) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	readySent := false
-	var lastInfo []byte
+	// bridge/info is built only when what it shows may have changed: the
+	// settings, the plan, or (once a minute) the counters.
+	type infoKey struct {
+		settings int
+		plan     poller.Plan
+	}
+	var lastInfo infoKey
 	var infoAt time.Time
 	sd := Systemd{Log: m.Log}
 	check := func() {
 		now := time.Now()
-		cfg, _, _ := p.set.snapshot()
-		sc, ps := p.sched.Stats(), p.poll.Stats()
-		p.mirror.SetDailyLimit(cfg.Cloud.DailyLimit)
-		p.mirror.PublishStats(bridgeStats(m.Version, sc, p.reg.Stats(), cfg.Cloud.DailyLimit, now))
-		if static := bridgeInfo(m.Version, p.set, ps, sc, false); !bytes.Equal(static, lastInfo) || now.Sub(infoAt) >= infoEvery {
-			lastInfo, infoAt = static, now
-			p.mirror.PublishInfo(bridgeInfo(m.Version, p.set, ps, sc, true))
+		limit := p.set.dailyLimit()
+		sc, ps, rs := p.sched.Stats(), p.poll.Stats(), p.reg.Stats()
+		p.mirror.SetDailyLimit(limit)
+		p.mirror.PublishStats(bridgeStats(m.Version, sc, rs, limit, now))
+		if key := (infoKey{p.set.version(), ps.Plan}); key != lastInfo || now.Sub(infoAt) >= infoEvery {
+			lastInfo, infoAt = key, now
+			p.mirror.PublishInfo(bridgeInfo(m.Version, p.set, ps, sc))
 		}
 		if !p.reg.Listed() {
 			sd.Status("waiting for the cloud's device list: %d failed tries", ps.ListFailures)
 		} else {
-			rs := p.reg.Stats()
 			sd.Status("%d devices, %d online, %d × 429 since start", rs.Devices, rs.Online, sc.RateLimited)
 		}
 		if !readySent && p.conn.Connected() && p.reg.Listed() {

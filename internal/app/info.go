@@ -31,10 +31,8 @@ type planJSON struct {
 	OverBudget bool   `json:"over_budget,omitempty"`
 }
 
-// bridgeInfo builds <base>/bridge/info; counters is false for the part
-// that changes only with settings (to tell a real change from the
-// counters moving).
-func bridgeInfo(version string, s *settings, p poller.Stats, sc scheduler.Stats, counters bool) []byte {
+// bridgeInfo builds <base>/bridge/info.
+func bridgeInfo(version string, s *settings, p poller.Stats, sc scheduler.Stats) []byte {
 	cfg, devs, opts := s.snapshot()
 	info := infoJSON{
 		BridgeInfo: discovery.BridgeInfo{
@@ -63,12 +61,10 @@ func bridgeInfo(version string, s *settings, p poller.Stats, sc scheduler.Stats,
 	if p.Plan.Needed > 0 {
 		info.Plan.Needed = config.FormatDuration(p.Plan.Needed)
 	}
-	if counters {
-		info.Poll.RequestsToday = sc.RequestsToday
-		if cfg.Cloud.DailyLimit > 0 {
-			left := max(cfg.Cloud.DailyLimit-sc.RequestsToday, 0)
-			info.Poll.QuotaLeft = &left
-		}
+	info.Poll.RequestsToday = sc.RequestsToday
+	if cfg.Cloud.DailyLimit > 0 {
+		left := max(cfg.Cloud.DailyLimit-sc.RequestsToday, 0)
+		info.Poll.QuotaLeft = &left
 	}
 	for id, d := range devs {
 		di := discovery.DeviceInfo{Disabled: d.Disabled, Name: d.Name}

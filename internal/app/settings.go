@@ -75,6 +75,7 @@ type settings struct {
 	mu      sync.Mutex
 	saved   savedOptions
 	applied config.Config // the environment with the overrides
+	changes int           // counts the changes, so readers can tell one happened
 }
 
 func newSettings(env config.Config, dir statedir.Dir, log zerolog.Logger, poll *poller.Poller, mirror *bridge.Mirror) *settings {
@@ -256,6 +257,7 @@ func (s *settings) SetOptions(raw json.RawMessage) (any, error) {
 		return nil, err
 	}
 	s.saved.Options, s.applied = next, cfg
+	s.changes++
 	s.applyLocked()
 	s.saveLocked()
 	s.log.Info().Interface("options", next).Msg("options changed over MQTT")
@@ -316,6 +318,7 @@ func (s *settings) SetDeviceOptions(id string, k capability.Key, raw json.RawMes
 	} else {
 		s.saved.Devices[id] = d
 	}
+	s.changes++
 	s.applyDevice(d)
 	s.saveLocked()
 	s.log.Info().Str("device", id).Interface("options", d).Msg("device options changed over MQTT")
@@ -345,6 +348,20 @@ func (s *settings) optionsLocked() map[string]any {
 		values["daily_limit"] = n
 	}
 	return map[string]any{"options": values, "sources": sources}
+}
+
+// version counts the changes of the settings.
+func (s *settings) version() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changes
+}
+
+// dailyLimit is the daily limit in force.
+func (s *settings) dailyLimit() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.applied.Cloud.DailyLimit
 }
 
 // snapshot returns the effective configuration and the device options.

@@ -34,13 +34,16 @@ type Mirror struct {
 	byKey         map[capability.Key]string // → topic id
 	order         []string                  // topic ids in list order
 	bridgeConfigs configHashes
-	lastStats     []byte
-	info          []byte                           // the retained bridge/info
-	options       map[capability.Key]DeviceOptions // by SetDeviceOptions
-	listed        bool                             // the first device list has arrived
-	listDirty     bool                             // scenes changed the device list; sent with a later stats
-	listSent      time.Time                        // when the device list was last published
-	resend        bool                             // a publish failed: republish everything with the next stats
+	// bridgeConfigsStale: the bridge's own configs may differ from those
+	// published (none yet, or the daily limit changed).
+	bridgeConfigsStale bool
+	lastStats          []byte
+	info               []byte                           // the retained bridge/info
+	options            map[capability.Key]DeviceOptions // by SetDeviceOptions
+	listed             bool                             // the first device list has arrived
+	listDirty          bool                             // scenes changed the device list; sent with a later stats
+	listSent           time.Time                        // when the device list was last published
+	resend             bool                             // a publish failed: republish everything with the next stats
 }
 
 // entry is what the mirror has published of one device.
@@ -60,7 +63,8 @@ func NewMirror(opt Options) *Mirror {
 	if opt.HAStatusTopic == "" {
 		opt.HAStatusTopic = "homeassistant/status"
 	}
-	return &Mirror{opt: opt, log: opt.Log, devices: map[string]*entry{}, byKey: map[capability.Key]string{}, options: map[capability.Key]DeviceOptions{}}
+	return &Mirror{opt: opt, log: opt.Log, devices: map[string]*entry{}, byKey: map[capability.Key]string{}, options: map[capability.Key]DeviceOptions{},
+		bridgeConfigsStale: true}
 }
 
 // message is one publication, collected and sent under the lock.
@@ -400,5 +404,8 @@ func (m *Mirror) PublishLog(p []byte) {
 func (m *Mirror) SetDailyLimit(n int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.opt.Discovery.DailyLimit = n
+	if m.opt.Discovery.DailyLimit != n {
+		m.opt.Discovery.DailyLimit = n
+		m.bridgeConfigsStale = true
+	}
 }

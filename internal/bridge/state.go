@@ -142,7 +142,11 @@ func (m *Mirror) PublishStats(s discovery.BridgeStats) {
 	resend := m.resend
 	m.resend = false
 	var msgs []message
-	msgs = append(msgs, m.bridgeConfigsLocked(false)...)
+	if m.bridgeConfigsStale {
+		// Built only when they may have changed: they are a dozen JSON
+		// documents, and stats go out every few seconds.
+		msgs = append(msgs, m.bridgeConfigsLocked(false)...)
+	}
 	if m.listDirty && time.Since(m.listSent) >= deviceListEvery {
 		msgs = append(msgs, m.deviceListLocked())
 	}
@@ -165,6 +169,7 @@ func (m *Mirror) bridgeConfigsLocked(force bool) []message {
 	}
 	var msgs []message
 	msgs, m.bridgeConfigs = m.bridgeConfigs.update(discovery.BridgeConfigs(m.opt.Discovery), force)
+	m.bridgeConfigsStale = false
 	return msgs
 }
 
