@@ -112,7 +112,15 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 		return answer{}, c.transportError(ctx, cl, 0, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
+	// One buffer of the announced size (io.ReadAll would grow one from 512
+	// bytes, copying each time): a read answer is a kilobyte or two.
+	size := int64(bytes.MinRead)
+	if n := resp.ContentLength; n > 0 && n <= c.maxBody {
+		size += n
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	_, err = buf.ReadFrom(io.LimitReader(resp.Body, c.maxBody+1))
+	data := buf.Bytes()
 	if err != nil {
 		return answer{}, c.transportError(ctx, cl, resp.StatusCode, err)
 	}
