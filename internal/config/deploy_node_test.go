@@ -67,3 +67,51 @@ console.log(JSON.stringify(out.map(m => m === null ? null : m.payload)));
 		}
 	}
 }
+
+// The flow's alert function turns the bridge's errors on bridge/logging into
+// one line and leaves warnings to its status.
+func TestNodeREDAlert(t *testing.T) {
+	nodeJS, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not installed (Debian: apt-get install nodejs); the nodered tag needs it")
+	}
+	_, byID := readFlow(t)
+	var alert string
+	for _, n := range byID {
+		if n.Name == "alert" {
+			alert = n.Func
+		}
+	}
+	if alert == "" {
+		t.Fatal("function node 'alert' not found")
+	}
+	script := `
+const statuses = [];
+const node = { status: s => statuses.push(s.text) };
+const alert = new Function('msg', 'node', ALERT);
+const out = [];
+out.push(alert({ payload: { level: 'error', message: 'the cloud refuses the API key' } }, node));
+out.push(alert({ payload: { level: 'warning', message: 'device unreachable', device: 'H6008/AA' } }, node));
+out.push(alert({ payload: 'not json' }, node));
+console.log(JSON.stringify({ out: out.map(m => m === null ? null : m.payload), statuses }));
+`
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	script = strings.NewReplacer("ALERT", q(alert)).Replace(script)
+	out, err := exec.CommandContext(t.Context(), nodeJS, "-e", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var got struct {
+		Out      []any    `json:"out"`
+		Statuses []string `json:"statuses"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out), &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(got.Out) != 3 || got.Out[0] != "cloud2mqtt error: the cloud refuses the API key" || got.Out[1] != nil || got.Out[2] != nil {
+		t.Errorf("alerts %v, want the error alone as a line", got.Out)
+	}
+	if len(got.Statuses) != 2 || !strings.Contains(got.Statuses[1], "warning: device unreachable (H6008/AA)") {
+		t.Errorf("statuses %q, want the warning shown", got.Statuses)
+	}
+}
