@@ -119,16 +119,16 @@ func TestDeviceOptionsOverMQTT(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(3)}})
 	d, id := h.firstLight()
-	configs := h.watch.topics("homeassistant/")
 	var mine []string
-	for tp := range configs {
-		if strings.Contains(tp, "/"+id+"/") {
-			mine = append(mine, tp)
+	h.watch.until(10*time.Second, "discovery configs of "+id, func() bool {
+		mine = mine[:0]
+		for tp := range h.watch.topics("homeassistant/") {
+			if strings.Contains(tp, "/"+id+"/") {
+				mine = append(mine, tp)
+			}
 		}
-	}
-	if len(mine) == 0 {
-		t.Fatalf("no discovery configs for %s", id)
-	}
+		return len(mine) > 0
+	})
 
 	if r := h.request("device/options", `{"device":"`+id+`","options":{"name":"Hall light"}}`); r["status"] != "ok" {
 		t.Fatalf("name: %v", r)
