@@ -183,7 +183,8 @@ func TestDeviceListLiveHeap(t *testing.T) {
 	}
 	live := int64(after) - int64(before)
 	t.Logf("1000 devices of %d models (%d-byte list): %d KB live after decoding", models, len(a.body), live/1024)
-	// Decoded one by one the list kept 4.8 MB alive; shared, 0.4 MB.
+	// The bound lies well between the figures with and without shared
+	// definitions (docs/reliability.md, "How the footprint came down").
 	if live > 1536<<10 {
 		t.Errorf("the decoded list keeps %d KB alive, want under 1.5 MB: do devices of one model still share their definitions?", live/1024)
 	}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"cloud2mqtt/internal/cloud"
 )
 
 // Limit is one token bucket: Rate tokens per second, up to Burst stored.
@@ -63,14 +65,15 @@ func (l Limits) withDefaults() Limits {
 	}
 }
 
-// Bucket names, as counted in Counts.RateLimited.
+// Bucket names, as counted in Counts.RateLimited. A bucket of one endpoint
+// is named after it (cloud.Endpoint*); control has two buckets.
 const (
-	BucketDevices        = "devices"
+	BucketDevices        = cloud.EndpointDevices
 	BucketControlAccount = "control-account"
 	BucketControlDevice  = "control-device"
-	BucketState          = "state"
-	BucketScenes         = "scenes"
-	BucketDIYScenes      = "diy-scenes"
+	BucketState          = cloud.EndpointState
+	BucketScenes         = cloud.EndpointScenes
+	BucketDIYScenes      = cloud.EndpointDIYScenes
 )
 
 // buckets holds every limiter. All access happens under Sim.mu, so a check

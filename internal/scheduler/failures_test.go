@@ -129,8 +129,8 @@ func TestRateLimitedRetriedUntilSent(t *testing.T) {
 // (reads: at most MaxAttempts times, TestReadFailures); rejected requests
 // (400, 404) are never retried.
 func TestFailures(t *testing.T) {
-	rejected := &cloud.APIError{Kind: cloud.ErrRequest, Endpoint: "control", HTTPStatus: 200, Code: 400, Msg: "parameter value out of range"}
-	notFound := &cloud.APIError{Kind: cloud.ErrNotFound, Endpoint: "control", Code: 404, Msg: "devices not exist"}
+	rejected := &cloud.APIError{Kind: cloud.ErrRequest, Endpoint: cloud.EndpointControl, HTTPStatus: 200, Code: 400, Msg: "parameter value out of range"}
+	notFound := &cloud.APIError{Kind: cloud.ErrNotFound, Endpoint: cloud.EndpointControl, Code: 404, Msg: "devices not exist"}
 	for _, tc := range []struct {
 		name     string
 		err      error
@@ -194,7 +194,7 @@ func TestFailures(t *testing.T) {
 func TestAuthHoldoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake()
-		unauthorized := &cloud.APIError{Kind: cloud.ErrAuth, Endpoint: "control", HTTPStatus: 401}
+		unauthorized := &cloud.APIError{Kind: cloud.ErrAuth, Endpoint: cloud.EndpointControl, HTTPStatus: 401}
 		f.fail = func(c call, n int) error {
 			if c.device == "a" && n == 0 {
 				return unauthorized

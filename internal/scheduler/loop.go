@@ -83,7 +83,7 @@ func (s *Scheduler) shutdown(cancelReq context.CancelFunc) error {
 	s.failQueuedLocked(now, ErrNotSent)
 	out := s.outbox
 	s.outbox = nil
-	inflight := s.inflight
+	inflight := s.requestsInFlight
 	s.mu.Unlock()
 	for _, f := range out {
 		f()
@@ -141,15 +141,15 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 		kept := s.ring[:0]
 		var served []*device
 		for _, d := range s.ring {
-			if len(d.cmds) == 0 {
+			if len(d.commands) == 0 {
 				d.inRing = false
 				continue
 			}
-			if d.busy[epControl] || s.inflight >= maxInFlight || !s.control.ready(now) {
+			if d.busy[epControl] || s.requestsInFlight >= maxInFlight || !s.control.ready(now) {
 				kept = append(kept, d)
 				continue
 			}
-			c := d.cmds[0]
+			c := d.commands[0]
 			if c.notBefore.After(now) {
 				wake = Earliest(wake, c.notBefore)
 				kept = append(kept, d)
@@ -161,19 +161,19 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 				kept = append(kept, d)
 				continue
 			}
-			d.cmds[0] = nil
-			d.cmds = d.cmds[1:]
+			d.commands[0] = nil
+			d.commands = d.commands[1:]
 			s.queuedCommands--
 			d.busy[epControl] = true
 			s.control.send()
 			b.send()
 			s.sentLocked(epControl, &c.attempt, now)
 			cmds = append(cmds, c)
-			if len(d.cmds) > 0 {
+			if len(d.commands) > 0 {
 				served = append(served, d)
 			} else {
 				d.inRing = false
-				d.cmds = nil
+				d.commands = nil
 			}
 		}
 		s.ring = append(kept, served...)
@@ -184,11 +184,11 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 
 	// Reads by priority, oldest first within one.
 	readSlots := s.cfg.MaxInFlight - s.cfg.CommandSlots
-	for p := range s.readQ {
-		l := &s.readQ[p]
+	for p := range s.readQueues {
+		l := &s.readQueues[p]
 		for e := l.Front(); e != nil; {
 			next := e.Next()
-			if s.readsInFlight >= readSlots || s.inflight >= maxInFlight {
+			if s.readsInFlight >= readSlots || s.requestsInFlight >= maxInFlight {
 				return cmds, reads, wake
 			}
 			r := e.Value.(*read)
@@ -220,41 +220,41 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 }
 
 func (s *Scheduler) sentLocked(ep endpoint, a *attempt, now time.Time) {
-	s.inflight++
+	s.requestsInFlight++
 	a.sent++
 	a.lastSent = now
 	if a.sent > 1 {
-		s.st.retries++
+		s.counts.retries++
 	}
-	s.st.requests[ep]++
-	if day := dayOf(now); day != s.st.day {
-		s.st.day, s.st.requestsToday = day, 0
+	s.counts.requests[ep]++
+	if day := dayOf(now); day != s.counts.day {
+		s.counts.day, s.counts.requestsToday = day, 0
 	}
-	s.st.requestsToday++
+	s.counts.requestsToday++
 }
 
 // failQueuedLocked reports every queued request with err.
 func (s *Scheduler) failQueuedLocked(now time.Time, err error) {
 	for _, d := range s.ring {
-		for _, c := range d.cmds {
+		for _, c := range d.commands {
 			res, report := c.result(err, now), c.report
 			s.outbox = append(s.outbox, func() { report(res) })
-			s.st.failures++
+			s.counts.failures++
 		}
-		d.cmds = nil
+		d.commands = nil
 		d.inRing = false
 	}
 	s.ring = nil
 	s.queuedCommands = 0
-	for p := range s.readQ {
-		l := &s.readQ[p]
+	for p := range s.readQueues {
+		l := &s.readQueues[p]
 		for e := l.Front(); e != nil; e = e.Next() {
 			r := e.Value.(*read)
 			r.dev.reads[r.ep] = nil
 			for _, w := range r.waiters {
 				s.outbox = append(s.outbox, func() { w(nil, err) })
 			}
-			s.st.failures++
+			s.counts.failures++
 		}
 		l.Init()
 	}
@@ -281,7 +281,7 @@ func (s *Scheduler) sendCommand(ctx context.Context, c *command) {
 	now := s.nowLocked()
 	d := c.dev
 	d.busy[epControl] = false
-	s.inflight--
+	s.requestsInFlight--
 	retry, err := s.settleLocked(now, epControl, d, &c.attempt, err, d.buckets[epControl], s.control)
 	var report func()
 	if retry {
@@ -304,7 +304,7 @@ func (s *Scheduler) sendCommand(ctx context.Context, c *command) {
 // was on the wire, that one takes its place and the old one is superseded.
 func (s *Scheduler) requeueCommandLocked(c *command, now time.Time) (report func()) {
 	d := c.dev
-	for i, n := range d.cmds {
+	for i, n := range d.commands {
 		if n.req.Instance != c.req.Instance {
 			continue
 		}
@@ -312,15 +312,15 @@ func (s *Scheduler) requeueCommandLocked(c *command, now time.Time) (report func
 			n.notBefore = c.notBefore
 		}
 		n.rateLimited = c.rateLimited
-		copy(d.cmds[1:i+1], d.cmds[:i])
-		d.cmds[0] = n
-		s.st.superseded++
+		copy(d.commands[1:i+1], d.commands[:i])
+		d.commands[0] = n
+		s.counts.superseded++
 		res, rep := c.result(ErrSuperseded, now), c.report
 		return func() { rep(res) }
 	}
-	d.cmds = append(d.cmds, nil)
-	copy(d.cmds[1:], d.cmds)
-	d.cmds[0] = c
+	d.commands = append(d.commands, nil)
+	copy(d.commands[1:], d.commands)
+	d.commands[0] = c
 	s.queuedCommands++
 	if !d.inRing {
 		d.inRing = true
@@ -349,7 +349,7 @@ func (s *Scheduler) sendRead(ctx context.Context, r *read) {
 	now := s.nowLocked()
 	d := r.dev
 	d.busy[r.ep] = false
-	s.inflight--
+	s.requestsInFlight--
 	s.readsInFlight--
 	retry, err := s.settleLocked(now, r.ep, d, &r.attempt, err, d.buckets[r.ep])
 	var waiters []func(any, error)
@@ -376,15 +376,15 @@ func (s *Scheduler) requeueReadLocked(r *read) {
 			q.notBefore = r.notBefore
 		}
 		q.rateLimited = r.rateLimited
-		if r.prio < q.prio {
-			s.readQ[q.prio].Remove(q.elem)
-			q.prio = r.prio
-			q.elem = s.readQ[q.prio].PushFront(q)
+		if r.priority < q.priority {
+			s.readQueues[q.priority].Remove(q.elem)
+			q.priority = r.priority
+			q.elem = s.readQueues[q.priority].PushFront(q)
 		}
 		return
 	}
 	d.reads[r.ep] = r
-	r.elem = s.readQ[r.prio].PushFront(r)
+	r.elem = s.readQueues[r.priority].PushFront(r)
 }
 
 // settleLocked accounts an answer (or failure) against the buckets the
@@ -412,8 +412,8 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 		for _, b := range buckets {
 			b.limited(now)
 		}
-		s.st.rateLimited++
-		s.st.lastRateLimited = now
+		s.counts.rateLimited++
+		s.counts.lastRateLimited = now
 		a.rateLimited++
 		wait := retryAfter
 		if wait <= 0 {
@@ -422,7 +422,7 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 		a.notBefore = now.Add(wait)
 		ev(s.log.Warn()).Dur("retry_after", retryAfter).Dur("wait", wait).Msg("scheduler: rate limited by the cloud (429), bucket emptied, will retry")
 		if s.closed {
-			s.st.failures++
+			s.counts.failures++
 			return false, fmt.Errorf("%w: %w", ErrNotSent, err)
 		}
 		return true, nil
@@ -438,21 +438,21 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 		}
 		s.authUntil = now.Add(s.cfg.AuthHoldoff)
 		s.authErr = err
-		s.st.failures++
+		s.counts.failures++
 		return false, err
 	case cloud.IsRejected(err):
 		s.authErr = nil // a 400 or 404 comes after the key was checked
-		s.st.failures++
+		s.counts.failures++
 		return false, err
 	}
 	a.failures++
 	if s.closed {
-		s.st.failures++
+		s.counts.failures++
 		return false, err
 	}
 	if a.giveUpAt.IsZero() && a.failures >= s.cfg.MaxAttempts || !a.giveUpAt.IsZero() && !now.Before(a.giveUpAt) {
 		ev(s.log.Warn()).Err(err).Msg("scheduler: giving up after transient failures")
-		s.st.failures++
+		s.counts.failures++
 		return false, fmt.Errorf("scheduler: gave up after %d attempts: %w", a.sent, err)
 	}
 	wait := s.backoff(a.failures)

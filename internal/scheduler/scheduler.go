@@ -85,16 +85,16 @@ func (e endpoint) String() string {
 // device holds one device's buckets and queued work. The account is a
 // device with an empty key (its epDevices bucket is the device-list budget).
 type device struct {
-	key     capability.Key
-	buckets [numEndpoints]*bucket
-	busy    [numEndpoints]bool // a request of that endpoint is on the wire
-	reads   [numEndpoints]*read
-	cmds    []*command // queued, one per instance, in order of first arrival
-	inRing  bool
+	key      capability.Key
+	buckets  [numEndpoints]*bucket
+	busy     [numEndpoints]bool // a request of that endpoint is on the wire
+	reads    [numEndpoints]*read
+	commands []*command // queued, one per instance, in order of first arrival
+	inRing   bool
 }
 
 func (d *device) idle(now time.Time) bool {
-	if d.inRing || len(d.cmds) > 0 {
+	if d.inRing || len(d.commands) > 0 {
 		return false
 	}
 	for i := range numEndpoints {
@@ -129,12 +129,12 @@ func (c *command) result(err error, now time.Time) CommandResult {
 
 type read struct {
 	attempt
-	ep      endpoint
-	dev     *device
-	prio    Priority
-	waiters []func(any, error)
-	queued  time.Time
-	elem    *list.Element
+	ep       endpoint
+	dev      *device
+	priority Priority
+	waiters  []func(any, error)
+	queued   time.Time
+	elem     *list.Element
 }
 
 // Scheduler sends every cloud request within the cloud's budgets. Create it
@@ -154,18 +154,18 @@ type Scheduler struct {
 	account           *device // device-list bucket and the device-list read
 	control           *bucket // account control bucket
 	ring              []*device
-	readQ             [PriorityRefresh + 1]list.List // queued reads by priority
+	readQueues        [PriorityRefresh + 1]list.List // queued reads by priority
 	queuedCommands    int                            // queued commands
 	queuedReadWaiters int                            // queued read waiters
-	inflight          int
-	readsInFlight     int // reads in flight
+	requestsInFlight  int                            // requests on the wire, commands and reads
+	readsInFlight     int                            // reads in flight
 	outbox            []func()
 
 	authUntil time.Time
 	authErr   error
 	lastSweep time.Time
 
-	st counters
+	counts counters
 }
 
 type counters struct {
@@ -192,10 +192,10 @@ func New(c Cloud, cfg Config, log zerolog.Logger) *Scheduler {
 		account: &device{},
 		control: newBucket(cfg.margin(cfg.ControlAccount)),
 	}
-	for i := range s.readQ {
-		s.readQ[i].Init()
+	for i := range s.readQueues {
+		s.readQueues[i].Init()
 	}
-	s.st.day, s.st.requestsToday = cfg.RequestsDay, max(cfg.RequestsToday, 0)
+	s.counts.day, s.counts.requestsToday = cfg.RequestsDay, max(cfg.RequestsToday, 0)
 	return s
 }
 
@@ -267,7 +267,7 @@ func (s *Scheduler) Control(req cloud.ControlRequest, report func(CommandResult)
 	}
 	now := s.nowLocked()
 	d := s.deviceLocked(req.SKU, req.Device)
-	for _, c := range d.cmds {
+	for _, c := range d.commands {
 		if c.req.Instance != req.Instance {
 			continue
 		}
@@ -279,8 +279,8 @@ func (s *Scheduler) Control(req cloud.ControlRequest, report func(CommandResult)
 		c.req, c.report, c.queued = req, report, now
 		c.sent, c.failures, c.lastSent = 0, 0, time.Time{}
 		c.giveUpAt = now.Add(s.cfg.CommandMaxAge)
-		s.st.coalesced++
-		s.st.superseded++
+		s.counts.coalesced++
+		s.counts.superseded++
 		s.signal()
 		return nil
 	}
@@ -289,7 +289,7 @@ func (s *Scheduler) Control(req cloud.ControlRequest, report func(CommandResult)
 	}
 	c := &command{req: req, report: report, dev: d, queued: now}
 	c.giveUpAt = now.Add(s.cfg.CommandMaxAge)
-	d.cmds = append(d.cmds, c)
+	d.commands = append(d.commands, c)
 	s.queuedCommands++
 	if !d.inRing {
 		d.inRing = true
@@ -370,18 +370,18 @@ func (s *Scheduler) submitRead(ep endpoint, sku, dev string, p Priority, w func(
 	s.queuedReadWaiters++
 	if r := d.reads[ep]; r != nil {
 		r.waiters = append(r.waiters, w)
-		s.st.coalesced++
-		if p < r.prio {
-			s.readQ[r.prio].Remove(r.elem)
-			r.prio = p
-			r.elem = s.readQ[p].PushBack(r)
+		s.counts.coalesced++
+		if p < r.priority {
+			s.readQueues[r.priority].Remove(r.elem)
+			r.priority = p
+			r.elem = s.readQueues[p].PushBack(r)
 		}
 		s.signal()
 		return nil
 	}
-	r := &read{ep: ep, dev: d, prio: p, waiters: []func(any, error){w}, queued: now}
+	r := &read{ep: ep, dev: d, priority: p, waiters: []func(any, error){w}, queued: now}
 	d.reads[ep] = r
-	r.elem = s.readQ[p].PushBack(r)
+	r.elem = s.readQueues[p].PushBack(r)
 	s.signal()
 	return nil
 }
@@ -437,30 +437,30 @@ func (s *Scheduler) Stats() Stats {
 	defer s.mu.Unlock()
 	now := s.nowLocked()
 	st := Stats{
-		Queued:           make(map[Priority]int, len(s.readQ)),
+		Queued:           make(map[Priority]int, len(s.readQueues)),
 		QueuedCommands:   s.queuedCommands,
 		QueuedReads:      s.queuedReadWaiters,
-		InFlight:         s.inflight,
-		InFlightCommands: s.inflight - s.readsInFlight,
+		InFlight:         s.requestsInFlight,
+		InFlightCommands: s.requestsInFlight - s.readsInFlight,
 		Devices:          len(s.devices),
-		Coalesced:        s.st.coalesced,
-		Superseded:       s.st.superseded,
-		RateLimited:      s.st.rateLimited,
-		LastRateLimited:  s.st.lastRateLimited,
-		Retries:          s.st.retries,
-		Failures:         s.st.failures,
+		Coalesced:        s.counts.coalesced,
+		Superseded:       s.counts.superseded,
+		RateLimited:      s.counts.rateLimited,
+		LastRateLimited:  s.counts.lastRateLimited,
+		Retries:          s.counts.retries,
+		Failures:         s.counts.failures,
 		Requests:         make(map[string]uint64, numEndpoints),
 	}
-	for p := range s.readQ {
-		st.Queued[Priority(p)] = s.readQ[p].Len()
+	for p := range s.readQueues {
+		st.Queued[Priority(p)] = s.readQueues[p].Len()
 	}
 	st.Queued[PriorityCommand] += s.queuedCommands
 	for ep := range numEndpoints {
-		st.Requests[ep.String()] = s.st.requests[ep]
+		st.Requests[ep.String()] = s.counts.requests[ep]
 	}
 	st.Day = dayOf(now)
-	if s.st.day == st.Day {
-		st.RequestsToday = s.st.requestsToday
+	if s.counts.day == st.Day {
+		st.RequestsToday = s.counts.requestsToday
 	}
 	if now.Before(s.authUntil) {
 		st.AuthHoldoffUntil = s.authUntil

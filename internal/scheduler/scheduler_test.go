@@ -21,11 +21,11 @@ func TestMain(m *testing.M) {
 }
 
 func rateLimited(retryAfter time.Duration) error {
-	return &cloud.APIError{Kind: cloud.ErrRateLimited, Endpoint: "control", HTTPStatus: 429, RetryAfter: retryAfter}
+	return &cloud.APIError{Kind: cloud.ErrRateLimited, Endpoint: cloud.EndpointControl, HTTPStatus: 429, RetryAfter: retryAfter}
 }
 
 func transient() error {
-	return &cloud.APIError{Kind: cloud.ErrTransient, Endpoint: "control", HTTPStatus: 503, Msg: "service unavailable"}
+	return &cloud.APIError{Kind: cloud.ErrTransient, Endpoint: cloud.EndpointControl, HTTPStatus: 503, Msg: "service unavailable"}
 }
 
 // A command submitted while the read slots are busy with slow polls is
