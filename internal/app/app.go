@@ -117,27 +117,37 @@ func (m *Main) Run(ctx context.Context) error {
 		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(), ClientID: cfg.MQTT.ClientID,
 		StateTopic: layout.BridgeState(), Logger: log,
 	}
-	// On every (re)connect: publish through this connection and republish
-	// everything retained (the broker may have lost it).
-	conn, err := mqtt.Connect(ctx, mcfg, func(c *mqtt.Client) { mirror.Connected(c) })
+	// On the first connect, subscribe before the client says "online" (a
+	// command sent on seeing it must be taken); on every (re)connect,
+	// publish through this connection and republish everything retained
+	// (the broker may have lost it).
+	var subscribed sync.Once
+	var subErr error
+	conn, err := mqtt.Connect(ctx, mcfg, func(c *mqtt.Client) {
+		subscribed.Do(func() {
+			for _, f := range br.Subscriptions() {
+				if subErr = c.Subscribe(f, 1, br.Handle); subErr != nil {
+					return
+				}
+			}
+		})
+		mirror.Connected(c)
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
+	if subErr != nil {
+		conn.Close(context.Background())
+		return subErr
+	}
 	// The broker is up and the state directory read: systemd may go on
 	// (the cloud may be unreachable for long at boot; the watchdog and
 	// /healthz watch the rest).
 	sd := Systemd{Log: log}
 	sd.Ready()
-	for _, f := range br.Subscriptions() {
-		if err := conn.Subscribe(f, 1, br.Handle); err != nil {
-			conn.Close(context.Background())
-			return err
-		}
-	}
-
 	m.mu.Lock()
 	m.sched, m.poll, m.conn, m.metrics = sched, poll, conn, met
 	m.mu.Unlock()

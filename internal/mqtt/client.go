@@ -17,8 +17,7 @@
 //   - Outbound: Publish puts the message on a queue and returns; one
 //     goroutine sends queued messages in order while the session is up and
 //     holds them while it is down, so state published while disconnected is
-//     sent, in order, after the next connect (after the birth message). A
-//     full queue makes Publish fail with ErrQueueFull.
+//     sent, in order, after the next connect. A full queue makes Publish fail with ErrQueueFull.
 package mqtt
 
 import (
@@ -79,7 +78,7 @@ type Client struct {
 	onConnect func(*Client)
 
 	connected chan struct{} // paho's on-connect, coalesced (capacity 1)
-	firstUp   chan struct{} // closed when the first session is set up (birth, subscriptions, onConnect)
+	firstUp   chan struct{} // closed when the first session is set up (subscriptions, onConnect, birth)
 	out       *outQueue
 	flush     chan struct{} // closed by Close: publish what is queued, then stop
 	flushed   chan struct{} // closed by the publisher when it stops
@@ -89,7 +88,7 @@ type Client struct {
 	mu       sync.Mutex
 	subs     []*subscription
 	pending  []inMsg
-	ready    chan struct{} // closed while the session is up and birth was sent
+	ready    chan struct{} // closed while the session is up (the publisher may send)
 	resumed  chan struct{} // closed once paho has taken stock of its store after connecting
 	armed    bool          // resumed is waiting for the store's All (reconnects)
 	gen      uint64        // incremented on each connection loss
@@ -108,12 +107,13 @@ type Client struct {
 // ConnectRetryInterval.
 //
 // On every connection, including reconnections, the Client (on its own
-// goroutine) publishes "online" retained on cfg.StateTopic, subscribes again
-// to every filter given to Subscribe, and then calls onConnect (may be nil),
-// where the bridge republishes discovery and states. The first call returns
-// before Connect does. onConnect must return promptly; it may call Publish
-// and Subscribe (through its argument: Connect has not returned yet the
-// first time).
+// goroutine) subscribes again to every filter given to Subscribe, calls
+// onConnect (may be nil), where the bridge subscribes the first time and
+// republishes discovery and states, and then publishes "online" retained on
+// cfg.StateTopic: once "online" is out, a command sent is taken. The first
+// call returns before Connect does. onConnect must return promptly; it may
+// call Publish and Subscribe (through its argument: Connect has not returned
+// yet the first time).
 func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Client, error) {
 	cfg, err := cfg.normalized()
 	if err != nil {
@@ -201,7 +201,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		c.mu.Unlock()
 	case <-ctx.Done():
 	}
-	// Connected; wait for the session (birth, subscriptions, onConnect) so
+	// Connected; wait for the session (subscriptions, onConnect, birth) so
 	// that a Subscribe after Connect takes effect at once.
 	select {
 	case <-c.firstUp:

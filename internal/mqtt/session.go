@@ -12,7 +12,7 @@ import (
 	"github.com/eclipse/paho.mqtt.golang/packets"
 )
 
-// session handles each (re)connection: birth, resubscription, onConnect.
+// session handles each (re)connection: resubscription, onConnect, birth.
 func (c *Client) session() {
 	defer c.wg.Done()
 	for {
@@ -57,12 +57,6 @@ func (c *Client) session() {
 		}
 		c.log.Info().Bool("reconnect", !first).Msg("connected to MQTT broker")
 
-		if c.cfg.StateTopic != "" {
-			tok := c.pc.Publish(c.cfg.StateTopic, 1, true, Online)
-			if err := c.wait(tok, gen); err != nil {
-				c.log.Warn().Err(err).Str("topic", c.cfg.StateTopic).Msg("could not publish the online state")
-			}
-		}
 		// Opening the gate and taking the subscriptions in one step: a
 		// Subscribe racing with this either is in subs or sees the gate open
 		// and subscribes itself.
@@ -92,6 +86,15 @@ func (c *Client) session() {
 		}
 		if c.onConnect != nil {
 			c.callOnConnect()
+		}
+		// "online" last: whoever sees it (Home Assistant, a test, a
+		// flow) may send a command at once, and the subscriptions that
+		// take it are in place by now.
+		if c.cfg.StateTopic != "" {
+			tok := c.pc.Publish(c.cfg.StateTopic, 1, true, Online)
+			if err := c.wait(tok, gen); err != nil {
+				c.log.Warn().Err(err).Str("topic", c.cfg.StateTopic).Msg("could not publish the online state")
+			}
 		}
 		select {
 		case <-c.firstUp:

@@ -154,9 +154,6 @@ func (r *Registry) SetDevices(list []capability.Device) ListChange {
 			delete(r.devices, k)
 		}
 	}
-	if !r.listed {
-		close(r.listedC)
-	}
 	r.list, r.listed = keys, true
 	if ch.Any() {
 		all := make([]capability.Device, len(keys))
@@ -165,6 +162,11 @@ func (r *Registry) SetDevices(list []capability.Device) ListChange {
 		}
 		r.changes++
 		r.sink.Devices(all, ch.Added, ch.Removed)
+	}
+	if ch.First {
+		// After the sink: whoever waits for the first list (commands held
+		// at start) finds the devices' topics known.
+		close(r.listedC)
 	}
 	return ch
 }

@@ -388,3 +388,38 @@ func TestSaveAndRestore(t *testing.T) {
 		t.Errorf("a restore after the cloud's list changed things: %+v", got)
 	}
 }
+
+// firstListSink checks, when told of the device list, that those who wait
+// for the first list have not been woken yet.
+type firstListSink struct {
+	sink
+	reg       *Registry
+	wokeEarly bool
+}
+
+func (s *firstListSink) Devices(all, added, removed []capability.Device) {
+	select {
+	case <-s.reg.FirstList():
+		s.wokeEarly = true
+	default:
+	}
+	s.sink.Devices(all, added, removed)
+}
+
+// TestFirstListWakesAfterTheSink: a command held at start is released when
+// the first list is in; by then the publishing side must know the devices,
+// or the command is answered "unknown device".
+func TestFirstListWakesAfterTheSink(t *testing.T) {
+	s := &firstListSink{}
+	r := New(s, zerolog.Nop())
+	s.reg = r
+	r.SetDevices([]capability.Device{light("A")})
+	if s.wokeEarly {
+		t.Error("FirstList was closed before the sink was told of the devices: a held command would find no device")
+	}
+	select {
+	case <-r.FirstList():
+	default:
+		t.Error("FirstList not closed after the first list")
+	}
+}
