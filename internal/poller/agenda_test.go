@@ -61,7 +61,7 @@ func TestRequestsOnOneDeviceAmongMany(t *testing.T) {
 		list := numbered(n)
 		f := newFake(list...)
 		// One device falls due every second: D007's reads at 7, 207, 407 s.
-		h := start(t, f, Config{Interval: n * time.Second, ListInterval: time.Hour})
+		h := start(t, f, Config{Interval: n * time.Second, ListInterval: time.Hour, Grid: time.Second})
 
 		sleepUntil(h, 50500*time.Millisecond)
 		h.p.Confirm("H6072", "D030") // read at 30 s, next due at 230 s; confirmed at 52.5 s
@@ -119,7 +119,7 @@ func TestDevicesRemovedAndAddedAgain(t *testing.T) {
 		const n, end = 200, 599
 		list := numbered(n)
 		f := newFake(list...)
-		h := start(t, f, Config{Interval: n * time.Second, ListInterval: time.Minute})
+		h := start(t, f, Config{Interval: n * time.Second, ListInterval: time.Minute, Grid: time.Second})
 
 		gone := func(i int) bool { return i >= 50 && i < 100 }
 		var kept []capability.Device

@@ -2,28 +2,72 @@ package poller
 
 import "time"
 
-// readGrid is the grid every periodic instant is put on: the periodic state
-// reads, the first reads of new devices and the scene rounds all fall due on
-// whole multiples of it, so that the devices due in the same second go out
-// in one wake of the loop (in list order) instead of each in its own.
+// readGrid is the finest grid: the first reads of new devices, a device
+// enabled again and every interval fall on whole multiples of it. Periodic
+// reads and scene rounds fall on a coarser grid when the account is small
+// (see periodicGrid), so that the devices due together go out in one wake
+// of the loop (in list order) instead of each in its own.
 //
 // Waking up is what an idle daemon spends its CPU on, not the reads: each
 // read through net/http costs goroutine hand-offs and futex wake-ups, and
-// reads sent together share them (measured in docs/reliability.md and
-// docs/decisions.md, "one-second read grid").
+// reads sent together share them (measured in docs/benchmarks.md,
+// docs/reliability.md and docs/decisions.md, "one-second read grid",
+// "a grid that grows for small accounts").
 //
-// Reads a user waits for are not put on it: confirming reads after
+// Reads a user waits for are not put on a grid: confirming reads after
 // commands, reads and scene or list refreshes on request, and the
 // MinInterval floor keep their exact instants.
 const readGrid = time.Second
 
-// onGrid returns t rounded up to the next whole multiple of readGrid (on
+// readsPerWake is how many periodic reads the grid aims to send in one wake
+// of the loop; maxGrid and minSlots bound the grid so that an interval keeps
+// several instants (the reads stay spread) and a read is never batched far
+// from where an even spread would put it.
+const (
+	readsPerWake = 5
+	maxGrid      = 10 * time.Second
+	minSlots     = 6
+)
+
+// periodicGrid returns the grid of the periodic reads of n devices read
+// every interval: the widest that puts about readsPerWake reads in each of
+// its instants, at most maxGrid and interval/minSlots, and a whole number
+// of seconds that divides the interval (so that a device read on the grid
+// is read again exactly one interval later, still on it). It is readGrid
+// for large accounts and short intervals.
+func periodicGrid(interval time.Duration, n int) time.Duration {
+	if n <= 0 || interval <= 0 {
+		return readGrid
+	}
+	want := min(interval*readsPerWake/time.Duration(n), interval/minSlots, maxGrid)
+	return fitGrid(want, interval)
+}
+
+// fitGrid returns the widest whole number of seconds, at most g, that
+// divides interval; readGrid when there is none wider.
+func fitGrid(g, interval time.Duration) time.Duration {
+	if interval%readGrid != 0 {
+		return readGrid
+	}
+	secs := int64(interval / readGrid)
+	for s := int64(g / readGrid); s > 1; s-- {
+		if secs%s == 0 {
+			return time.Duration(s) * readGrid
+		}
+	}
+	return readGrid
+}
+
+// onGrid returns t rounded up to the next whole multiple of readGrid.
+func onGrid(t time.Time) time.Time { return onGridOf(t, readGrid) }
+
+// onGridOf returns t rounded up to the next whole multiple of g (on
 // absolute time); a t already on the grid is returned as is. It keeps t's
 // monotonic clock reading, so timers set from it are not affected by
 // changes of the wall clock.
-func onGrid(t time.Time) time.Time {
-	if past := t.Sub(t.Truncate(readGrid)); past > 0 {
-		return t.Add(readGrid - past)
+func onGridOf(t time.Time, g time.Duration) time.Time {
+	if past := t.Sub(t.Truncate(g)); past > 0 {
+		return t.Add(g - past)
 	}
 	return t
 }
@@ -35,6 +79,15 @@ func gridUp(d time.Duration) time.Duration {
 		return d + readGrid - rest
 	}
 	return d
+}
+
+// gridOf is the grid of the device's periodic reads: the poller's, or for a
+// device with an interval of its own, the widest that divides it.
+func (p *Poller) gridOf(d *device) time.Duration {
+	if d.own > 0 {
+		return fitGrid(p.grid, d.own)
+	}
+	return p.grid
 }
 
 // periodBase is what the device's next periodic read is counted from after

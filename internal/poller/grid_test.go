@@ -54,11 +54,12 @@ func TestOnGrid(t *testing.T) {
 
 // checkGridBatches checks reads of n devices at interval made from the
 // grid instant first until end: every device read exactly once per interval
-// in list order (device i at grid instant i×slots/n), and every grid second
-// in [first, end) sends n/slots or one more. at gives a read's grid instant.
-func checkGridBatches(t *testing.T, list []capability.Device, reads []call, interval time.Duration, first, end time.Time, at func(call) time.Time) {
+// in list order (device i at grid instant i×slots/n), and every instant of
+// the grid in [first, end) sends n/slots or one more. at gives a read's grid
+// instant.
+func checkGridBatches(t *testing.T, list []capability.Device, reads []call, interval, grid time.Duration, first, end time.Time, at func(call) time.Time) {
 	t.Helper()
-	n, slots := len(list), int(interval/readGrid)
+	n, slots := len(list), int(interval/grid)
 	byDevice := map[string][]time.Time{}
 	batches := map[time.Time]int{}
 	for _, r := range reads {
@@ -66,15 +67,15 @@ func checkGridBatches(t *testing.T, list []capability.Device, reads []call, inte
 			t.Errorf("%s: periodic read at priority %v", r.device, r.prio)
 		}
 		g := at(r)
-		if !g.Equal(g.Truncate(readGrid)) {
-			t.Fatalf("%s: read at %v, off the one-second grid", r.device, g)
+		if !g.Equal(g.Truncate(grid)) {
+			t.Fatalf("%s: read at %v, off the %v grid", r.device, g, grid)
 		}
 		byDevice[r.device] = append(byDevice[r.device], g)
 		batches[g]++
 	}
 	for i, d := range list {
 		got := byDevice[d.Device]
-		slot := first.Add(time.Duration(i*slots/n) * readGrid)
+		slot := first.Add(time.Duration(i*slots/n) * grid)
 		var want []time.Time
 		for at := slot; at.Before(end); at = at.Add(interval) {
 			want = append(want, at)
@@ -89,15 +90,15 @@ func checkGridBatches(t *testing.T, list []capability.Device, reads []call, inte
 		}
 	}
 	lo, hi := n/slots, (n+slots-1)/slots
-	seconds := 0
-	for at := first; at.Before(end); at = at.Add(readGrid) {
-		seconds++
+	instants := 0
+	for at := first; at.Before(end); at = at.Add(grid) {
+		instants++
 		if k := batches[at]; k < lo || k > hi {
 			t.Errorf("%d reads at %v, want %d to %d", k, at.Sub(first), lo, hi)
 		}
 	}
-	if len(batches) != seconds {
-		t.Errorf("reads at %d instants, want one batch each second from %v to %v: %d", len(batches), first, end, seconds)
+	if len(batches) != instants {
+		t.Errorf("reads at %d instants, want one batch every %v from %v to %v: %d", len(batches), grid, first, end, instants)
 	}
 }
 
@@ -120,7 +121,7 @@ func TestThousandDevicesBatchedOnGrid(t *testing.T) {
 
 		at := func(c call) time.Time { return c.at }
 		reads := firstReadsAtOnce(t, list, f.reads(""), first, at)
-		checkGridBatches(t, list, reads, time.Minute, first.Add(time.Minute), end, at)
+		checkGridBatches(t, list, reads, time.Minute, readGrid, first.Add(time.Minute), end, at)
 
 		// The scene rounds of the devices with scenes went out with their
 		// first reads, in the same batch.
@@ -137,6 +138,61 @@ func TestThousandDevicesBatchedOnGrid(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSmallAccountsOnAWiderGrid: at 100 devices and 60 s the periodic reads
+// go out every 3 s, 5 at a time, each device exactly 60 s apart; the first
+// reads still go out at once.
+func TestSmallAccountsOnAWiderGrid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 100
+		list := numbered(n)
+		f := newFake(list...)
+		f.latency = 300 * time.Millisecond
+		h := start(t, f, Config{Interval: time.Minute, ListInterval: time.Hour})
+		// The list arrives at 0.3 s: every device is read at 1 s, then the
+		// reads fill the 3 s grid from 63 s.
+		first := h.t0.Add(time.Second)
+		periodic := h.t0.Add(3*time.Second + time.Minute)
+		end := periodic.Add(3 * time.Minute)
+		time.Sleep(time.Until(end) - 500*time.Millisecond)
+		h.stop()
+		if g := h.p.grid; g != 3*time.Second {
+			t.Fatalf("grid of 100 devices at 1 min: %v, want 3s", g)
+		}
+		at := func(c call) time.Time { return c.at }
+		reads := firstReadsAtOnce(t, list, f.reads(""), first, at)
+		checkGridBatches(t, list, reads, time.Minute, 3*time.Second, periodic, end, at)
+	})
+}
+
+func TestPeriodicGrid(t *testing.T) {
+	for _, tc := range []struct {
+		interval time.Duration
+		devices  int
+		want     time.Duration
+		why      string
+	}{
+		{time.Minute, 1000, time.Second, "17 reads a second already share each wake"},
+		{time.Minute, 100, 3 * time.Second, "5 reads a wake"},
+		{time.Minute, 20, 10 * time.Second, "at most maxGrid"},
+		{time.Minute, 1, 10 * time.Second, "at most maxGrid"},
+		{30 * time.Second, 4, 5 * time.Second, "at least minSlots instants an interval"},
+		{10 * time.Second, 5, time.Second, "10/6 s is less than 2 s"},
+		{61 * time.Second, 20, time.Second, "no wider whole second divides 61 s"},
+		{45 * time.Second, 60, 3 * time.Second, "45×5/60 = 3.75 s, down to whole seconds that divide 45 s"},
+		{50 * time.Second, 60, 2 * time.Second, "50×5/60 = 4.2 s; 4 s does not divide 50 s, 2 s does"},
+		{time.Hour, 50, 10 * time.Second, "at most maxGrid"},
+		{time.Minute, 0, time.Second, "no devices"},
+	} {
+		got := periodicGrid(tc.interval, tc.devices)
+		if got != tc.want {
+			t.Errorf("periodicGrid(%v, %d) = %v, want %v (%s)", tc.interval, tc.devices, got, tc.want, tc.why)
+		}
+		if tc.interval%got != 0 {
+			t.Errorf("periodicGrid(%v, %d) = %v does not divide the interval", tc.interval, tc.devices, got)
+		}
+	}
 }
 
 // firstReadsAtOnce checks that every device's first read went out at start,
@@ -214,36 +270,42 @@ func TestLateWakesKeepTheGrid(t *testing.T) {
 		return c.at.Truncate(readGrid)
 	}
 	reads := firstReadsAtOnce(t, list, s.reads, first, at)
-	checkGridBatches(t, list, reads, DefaultInterval, first.Add(DefaultInterval), end, at)
+	checkGridBatches(t, list, reads, DefaultInterval, readGrid, first.Add(DefaultInterval), end, at)
 }
 
 // TestConfirmOffGrid: a confirming read is not put on the grid, and the
 // device's next periodic read is: at least an interval after the
-// confirming read and less than a grid step more.
+// confirming read and less than a grid step more. Four devices at 1 min
+// read on a 10 s grid (periodicGrid).
 func TestConfirmOffGrid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(devs(4)...)
 		f.latency = 200 * time.Millisecond
 		h := start(t, f, Config{Interval: time.Minute, ConfirmDelay: 2 * time.Second, ListInterval: time.Hour})
+		const grid = 10 * time.Second
 		// The list arrives at 0.2 s: every device read at 1 s, then
-		// periodic reads at 61, 76, 91 and 106 s.
+		// periodic reads spread over the interval after, on the 10 s
+		// grid: at 70, 80, 100 and 110 s.
 		sleepUntil(h, 20300*time.Millisecond)
 		h.p.Confirm("H6072", "D01") // off the grid: confirmed at 22.3 s
 		sleepUntil(h, 100*time.Second)
 		h.p.Confirm("H6072", "D02") // on the grid: confirmed at 102 s
-		sleepUntil(h, 250*time.Second)
+		sleepUntil(h, 245*time.Second)
 		h.stop()
+		if got := h.p.grid; got != grid {
+			t.Fatalf("grid of 4 devices at 1 min: %v, want %v", got, grid)
+		}
 
 		for _, tc := range []struct {
 			device  string
 			confirm time.Duration
 			want    []time.Duration
 		}{
-			{"D00", 0, secs(1, 61, 121, 181, 241)},
-			// 22.3 + 60 = 82.3 s, rounded up to 83 s.
-			{"D01", 22300 * time.Millisecond, secs(1, 22.3, 83, 143, 203)},
-			{"D02", 102 * time.Second, secs(1, 91, 102, 162, 222)},
-			{"D03", 0, secs(1, 106, 166, 226)},
+			{"D00", 0, secs(1, 70, 130, 190)},
+			// 22.3 + 60 = 82.3 s, rounded up to the grid: 90 s.
+			{"D01", 22300 * time.Millisecond, secs(1, 22.3, 90, 150, 210)},
+			{"D02", 102 * time.Second, secs(1, 100, 102, 170, 230)},
+			{"D03", 0, secs(1, 110, 170, 230)},
 		} {
 			reads := f.reads(tc.device)
 			checkCalls(t, h, "state", tc.device, tc.want)
@@ -252,16 +314,15 @@ func TestConfirmOffGrid(t *testing.T) {
 				if confirm := at == tc.confirm; confirm != (r.prio == scheduler.PriorityConfirm) {
 					t.Errorf("%s: read at %v at priority %v", tc.device, at, r.prio)
 				}
-				if r.prio != scheduler.PriorityPoll {
+				if r.prio != scheduler.PriorityPoll || i == 0 {
 					continue
 				}
-				if !r.at.Equal(r.at.Truncate(readGrid)) {
+				if !r.at.Equal(r.at.Truncate(grid)) {
 					t.Errorf("%s: periodic read at %v, off the grid", tc.device, at)
 				}
 				if i > 1 { // the second read is the device's place in the spread
-
-					if g := r.at.Sub(reads[i-1].at); g < time.Minute || g >= time.Minute+readGrid {
-						t.Errorf("%s: periodic read at %v, %v after the read before, want [1m, 1m1s)", tc.device, at, g)
+					if g := r.at.Sub(reads[i-1].at); g < time.Minute || g >= time.Minute+grid {
+						t.Errorf("%s: periodic read at %v, %v after the read before, want [1m, 1m10s)", tc.device, at, g)
 					}
 				}
 			}

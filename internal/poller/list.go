@@ -103,12 +103,13 @@ func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 	// are spread evenly over the grid instants of the interval after the
 	// next, in list order (so no device is read again sooner than one
 	// interval), and the periodic reads keep that spread.
-	base, slots := onGrid(now), max(int64(p.interval/readGrid), 1)
+	base := onGrid(now)
+	spreadBase, slots := onGridOf(now, p.grid), max(int64(p.interval/p.grid), 1)
 	for i, dev := range added {
 		d := p.devices[dev.Key()]
-		spread := base.Add(p.interval + time.Duration(int64(i)*slots/int64(len(added)))*readGrid)
+		spread := spreadBase.Add(p.interval + time.Duration(int64(i)*slots/int64(len(added)))*p.grid)
 		if d.own > 0 {
-			spread = base.Add(d.own)
+			spread = onGridOf(now.Add(d.own), p.gridOf(d))
 		}
 		d.nextPoll, d.secondRead, d.nextScenes = base, spread, base
 		p.schedule(d)
@@ -140,6 +141,16 @@ func (p *Poller) replan() {
 	cfg.OwnIntervals = own
 	interval, plan := PlanInterval(n, cfg)
 	p.interval, p.plan = interval, plan
+	// The grid counts every periodic read: the devices with an interval of
+	// their own as the share of a device at the common interval they are.
+	readers := float64(n)
+	for _, o := range own {
+		readers += float64(interval) / float64(max(o, MinInterval))
+	}
+	p.grid = periodicGrid(interval, int(readers+0.5))
+	if cfg.Grid > 0 {
+		p.grid = fitGrid(cfg.Grid, interval)
+	}
 	switch {
 	case plan.OverBudget:
 		p.log.Error().EmbedObject(plan).
@@ -147,6 +158,6 @@ func (p *Poller) replan() {
 	case plan.Limit > 0:
 		p.log.Info().EmbedObject(plan).Msg("poller: poll interval planned for the daily limit")
 	default:
-		p.log.Info().Int("devices", n).Stringer("interval", interval).Msg("poller: poll interval")
+		p.log.Info().Int("devices", n).Stringer("interval", interval).Stringer("grid", p.grid).Msg("poller: poll interval")
 	}
 }

@@ -47,7 +47,9 @@ func TestDeviceOptions(t *testing.T) {
 		sleepUntil(h, 12*time.Minute)
 		h.stop()
 		checkCalls(t, h, "state", "D00", secs(0, 180, 360, 540, 720))
-		checkCalls(t, h, "state", "D01", secs(0, 601, 661))
+		// Enabled again: read at once (on the 1 s grid), then on the
+		// periodic grid (10 s for one device at 1 min).
+		checkCalls(t, h, "state", "D01", secs(0, 601, 670))
 	})
 }
 

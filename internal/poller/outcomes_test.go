@@ -214,7 +214,7 @@ func TestReadInFlightDoesNotUndoOptimisticValue(t *testing.T) {
 			return mkState("H6072", device, true, map[string]any{capability.InstancePower: power.Load()}), nil
 		})
 		h := start(t, f, Config{Interval: time.Minute})
-		time.Sleep(61*time.Second + 500*time.Millisecond) // list at 1s, reads at 1s and 61s: that one is in flight, answering power 0
+		time.Sleep(70*time.Second + 500*time.Millisecond) // list at 1s, reads at 1s and 70s (the 10 s grid): that one is in flight, answering power 0
 		h.setOptimistic("H6072", "D00", map[string]any{capability.InstancePower: 1})
 		power.Store(1)
 		h.p.Confirm("H6072", "D00")

@@ -8,9 +8,9 @@
 // planned for a daily limit, debounced confirming reads after commands, and
 // back-off for offline and failing devices. It knows nothing of MQTT.
 //
-// Periodic reads and scene rounds are batched on a one-second grid (see
-// readGrid): the devices due in the same second go out in one wake of the
-// loop instead of one wake each. Waking up costs far more than the reads
+// Periodic reads and scene rounds are batched on a grid (see readGrid and
+// periodicGrid): the devices due at the same grid instant go out in one wake
+// of the loop instead of one wake each. Waking up costs far more than the reads
 // themselves, so this is what keeps an idle daemon cheap. Reads a user
 // waits for (confirming reads after commands, reads and refreshes on
 // request) are not batched.
@@ -107,6 +107,10 @@ type Config struct {
 	// FailuresBeforeUnreachable is how many reads in a row must fail before
 	// the device is reported unreachable.
 	FailuresBeforeUnreachable int
+	// Grid is the grid of periodic reads and scene rounds; 0 (the
+	// default) lets the poller choose it from the interval and the number
+	// of devices (periodicGrid). Tests of other timings fix it at 1 s.
+	Grid time.Duration
 	// OwnIntervals are the intervals of the devices with one of their own
 	// (SetDeviceOptions): the plan counts their reads as a fixed cost and
 	// spreads the rest over the other devices. Set by the poller.
@@ -245,6 +249,7 @@ type Poller struct {
 	running       bool
 	stopped       bool
 	interval      time.Duration
+	grid          time.Duration // of periodic reads and scene rounds (periodicGrid)
 	plan          Plan
 	devices       map[capability.Key]*device
 	options       map[capability.Key]DeviceOptions // by SetDeviceOptions, also for devices not listed yet
@@ -275,8 +280,8 @@ func New(s Scheduler, store Store, cfg Config, log zerolog.Logger) *Poller {
 	interval, plan := PlanInterval(0, cfg)
 	return &Poller{s: s, store: store, cfg: cfg, log: log,
 		kick:     make(chan struct{}, 1),
-		interval: interval,
-		plan:     plan, devices: make(map[capability.Key]*device),
+		interval: interval, grid: readGrid,
+		plan: plan, devices: make(map[capability.Key]*device),
 		options: make(map[capability.Key]DeviceOptions),
 	}
 }

@@ -33,7 +33,7 @@ func (p *Poller) stepRead(now time.Time, d *device) {
 		// Not accepted (overload, shutdown): the device is not at fault, so
 		// no failure is counted; try again one interval later.
 		p.log.Debug().Err(err).Stringer("device", d.dev).Msg("poller: state read not accepted")
-		d.nextPoll = onGrid(d.periodBase(now).Add(p.interval))
+		d.nextPoll = onGridOf(d.periodBase(now).Add(p.interval), p.gridOf(d))
 		p.emitDone(waiters, fmt.Errorf("poller: read %s: %w", d.dev, err))
 		return
 	}
@@ -92,7 +92,7 @@ func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err err
 	if !d.secondRead.IsZero() {
 		next, d.secondRead = d.secondRead, time.Time{}
 	}
-	d.nextPoll = onGrid(latest(next, now.Add(MinInterval)))
+	d.nextPoll = onGridOf(latest(next, now.Add(MinInterval)), p.gridOf(d))
 	p.schedule(d)
 	p.emitDone(waiters, wrapRead(d.dev, err))
 }

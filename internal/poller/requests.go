@@ -151,10 +151,11 @@ func (p *Poller) SetDeviceOptions(k capability.Key, o DeviceOptions) {
 	d.own, d.disabled = o.Interval, o.Disabled
 	p.replan()
 	now := time.Now()
-	if wasDisabled && !d.disabled {
-		d.nextPoll = onGrid(now)
-	}
 	p.rescheduleAll(now)
+	if wasDisabled && !d.disabled {
+		d.nextPoll = onGrid(now) // at once, not at its place on the grid
+		p.schedule(d)
+	}
 	p.wake()
 }
 
@@ -182,7 +183,7 @@ func (p *Poller) SetConfig(c Config) {
 func (p *Poller) rescheduleAll(now time.Time) {
 	for _, d := range p.devices {
 		if !d.lastSent.IsZero() {
-			d.nextPoll = onGrid(latest(d.lastSent.Add(p.deviceInterval(d)), now))
+			d.nextPoll = onGridOf(latest(d.lastSent.Add(p.deviceInterval(d)), now), p.gridOf(d))
 			d.secondRead = time.Time{}
 		}
 		p.schedule(d)

@@ -70,11 +70,11 @@ func (p *Poller) onScenes(now time.Time, d *device, diyKind bool, sc cloud.Scene
 	if r.err != nil {
 		d.sceneFailures++
 		retry := scheduler.Backoff(sceneRetry, p.cfg.SceneInterval, d.sceneFailures)
-		d.nextScenes = onGrid(now.Add(retry))
+		d.nextScenes = onGridOf(now.Add(retry), p.grid)
 		p.log.Info().Err(r.err).Stringer("device", d.dev).Stringer("retry_in", retry).Msg("poller: scene fetch failed")
 	} else {
 		d.sceneFailures = 0
-		d.nextScenes = onGrid(now.Add(p.cfg.SceneInterval))
+		d.nextScenes = onGridOf(now.Add(p.cfg.SceneInterval), p.grid)
 	}
 	p.schedule(d)
 	p.store.SetScenes(d.dev.Key(), r.light, r.lightOK, r.diy, r.diyOK)
