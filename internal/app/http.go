@@ -9,15 +9,16 @@ import (
 	"net/http"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // serveHTTP serves /healthz and /metrics on addr until ctx ends and returns
 // the base URL it listens on.
 func (m *Main) serveHTTP(ctx context.Context, wg *sync.WaitGroup, addr string, met *metrics) (string, error) {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		met.write(w)
+	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		ok, reasons, details := m.health()
 		w.Header().Set("Content-Type", "application/json")

@@ -2,12 +2,14 @@ package app
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
+	vm "github.com/VictoriaMetrics/metrics"
 
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/discovery"
@@ -17,45 +19,64 @@ import (
 	"cloud2mqtt/internal/scheduler"
 )
 
-// metrics are the daemon's Prometheus metrics, on a registry of its own (no
-// globals: two daemons in one test process do not collide).
+// metrics are the daemon's Prometheus metrics, in a set of its own (no
+// globals: two daemons in one test process do not collide). The series and
+// their names are the public interface; the library behind them was chosen
+// for its size (docs/decisions.md, "metrics library").
 type metrics struct {
-	reg      *prometheus.Registry
-	requests *prometheus.CounterVec
-	limited  prometheus.Counter
-	latency  prometheus.Histogram
-	commands *prometheus.CounterVec
+	set     *vm.Set
+	limited *vm.Counter
+	latency *vm.PrometheusHistogram
+	ok      *vm.Counter
+	supers  *vm.Counter
+	failed  *vm.Counter
+
+	mu       sync.Mutex
+	requests map[requestKey]*vm.Counter // made on first use: the endpoints and statuses seen
 }
 
+type requestKey struct {
+	endpoint string
+	status   int
+}
+
+// labelValue escapes a Prometheus label value.
+var labelValue = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
 func newMetrics(version string) *metrics {
+	set := vm.NewSet()
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cloud2mqtt_cloud_requests_total", Help: "Requests sent to the cloud, by endpoint and HTTP status (0: no answer).",
-		}, []string{"endpoint", "status"}),
-		limited: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cloud2mqtt_cloud_rate_limited_total", Help: "Answers 429 (too many requests) from the cloud.",
-		}),
-		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "cloud2mqtt_command_latency_seconds",
-			Help:    "From an MQTT command's arrival to its control request being sent to the cloud.",
-			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}),
-		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cloud2mqtt_commands_total", Help: "Commands by outcome: ok, superseded (a newer value replaced it), failed.",
-		}, []string{"outcome"}),
+		set:      set,
+		limited:  set.NewCounter("cloud2mqtt_cloud_rate_limited_total"),
+		latency:  set.NewPrometheusHistogramExt("cloud2mqtt_command_latency_seconds", []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}),
+		ok:       set.NewCounter(`cloud2mqtt_commands_total{outcome="ok"}`),
+		supers:   set.NewCounter(`cloud2mqtt_commands_total{outcome="superseded"}`),
+		failed:   set.NewCounter(`cloud2mqtt_commands_total{outcome="failed"}`),
+		requests: make(map[requestKey]*vm.Counter),
 	}
-	m.reg.MustRegister(m.requests, m.limited, m.latency, m.commands,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: "cloud2mqtt_build_info", Help: "The running version.",
-		ConstLabels: prometheus.Labels{"version": version}})
-	info.Set(1)
-	m.reg.MustRegister(info)
+	set.NewGauge(`cloud2mqtt_build_info{version="`+labelValue.Replace(version)+`"}`, func() float64 { return 1 })
 	return m
 }
 
+// write writes every series in Prometheus's text format, the Go runtime's
+// and the process's (go_*, process_*) after the daemon's own.
+func (m *metrics) write(w io.Writer) {
+	m.set.WritePrometheus(w)
+	vm.WriteProcessMetrics(w)
+}
+
+// observeRequest counts a cloud request by endpoint and status (0: no
+// answer).
 func (m *metrics) observeRequest(endpoint string, status int) {
-	m.requests.WithLabelValues(endpoint, strconv.Itoa(status)).Inc()
+	k := requestKey{endpoint, status}
+	m.mu.Lock()
+	c := m.requests[k]
+	if c == nil {
+		c = m.set.GetOrCreateCounter(`cloud2mqtt_cloud_requests_total{endpoint="` + labelValue.Replace(endpoint) + `",status="` + strconv.Itoa(status) + `"}`)
+		m.requests[k] = c
+	}
+	m.mu.Unlock()
+	c.Inc()
 	if status == http.StatusTooManyRequests {
 		m.limited.Inc()
 	}
@@ -64,52 +85,53 @@ func (m *metrics) observeRequest(endpoint string, status int) {
 func (m *metrics) observeCommand(r scheduler.CommandResult) {
 	switch {
 	case r.Err == nil:
-		m.commands.WithLabelValues("ok").Inc()
+		m.ok.Inc()
 	case errors.Is(r.Err, scheduler.ErrSuperseded):
-		m.commands.WithLabelValues("superseded").Inc()
+		m.supers.Inc()
 	default:
-		m.commands.WithLabelValues("failed").Inc()
+		m.failed.Inc()
 	}
 	if !r.Sent.IsZero() && !r.Queued.IsZero() {
-		m.latency.Observe(r.Sent.Sub(r.Queued).Seconds())
+		m.latency.Update(r.Sent.Sub(r.Queued).Seconds())
 	}
 }
 
 // register adds the gauges read from the running parts at scrape time.
 func (m *metrics) register(sched *scheduler.Scheduler, poll *poller.Poller, reg *registry.Registry, conn *mqtt.Client) {
-	gauge := func(name, help string, f func() float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
-	}
+	gauge := func(name string, f func() float64) { m.set.NewGauge(name, f) }
 	tokens := func(f func(scheduler.Tokens) float64) func() float64 {
 		return func() float64 { return f(sched.Stats().Tokens) }
 	}
-	m.reg.MustRegister(
-		gauge("cloud2mqtt_queue_depth", "Requests waiting for budget.", func() float64 {
-			s := sched.Stats()
-			return float64(s.QueuedCommands + s.QueuedReads)
-		}),
-		gauge("cloud2mqtt_in_flight", "Requests on the wire.", func() float64 { return float64(sched.Stats().InFlight) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cloud2mqtt_coalesced_total",
-			Help: "Submissions merged into a queued request (newer command values, duplicate reads)."},
-			func() float64 { s := sched.Stats(); return float64(s.Coalesced + s.Superseded) }),
-		gauge("cloud2mqtt_requests_today", "Cloud requests sent since local midnight.", func() float64 { return float64(sched.Stats().RequestsToday) }),
-		gauge("cloud2mqtt_tokens_device_list", "Tokens left in the account's device-list bucket.", tokens(func(t scheduler.Tokens) float64 { return t.DeviceList })),
-		gauge("cloud2mqtt_tokens_control_account", "Tokens left in the account's control bucket.", tokens(func(t scheduler.Tokens) float64 { return t.ControlAccount })),
-		gauge("cloud2mqtt_tokens_control_device_min", "Fewest tokens left in any device's control bucket.", tokens(func(t scheduler.Tokens) float64 { return t.ControlDeviceMin })),
-		gauge("cloud2mqtt_tokens_state_min", "Fewest tokens left in any device's state bucket.", tokens(func(t scheduler.Tokens) float64 { return t.StateMin })),
-		gauge("cloud2mqtt_tokens_scenes_min", "Fewest tokens left in any device's scenes bucket.", tokens(func(t scheduler.Tokens) float64 { return t.ScenesMin })),
-		gauge("cloud2mqtt_devices", "Devices on the account.", func() float64 { return float64(reg.Stats().Devices) }),
-		gauge("cloud2mqtt_devices_online", "Devices online and reachable.", func() float64 { return float64(reg.Stats().Online) }),
-		gauge("cloud2mqtt_state_age_seconds", "Age of the oldest device state (seconds since its last successful read).",
-			func() float64 { return reg.Stats().OldestState.Seconds() }),
-		gauge("cloud2mqtt_poll_interval_seconds", "The poll interval in use.", func() float64 { return poll.Stats().Interval.Seconds() }),
-		gauge("cloud2mqtt_mqtt_connected", "1 while connected to the broker.", func() float64 {
-			if conn.Connected() {
-				return 1
-			}
-			return 0
-		}),
-	)
+	// Requests waiting for budget.
+	gauge("cloud2mqtt_queue_depth", func() float64 {
+		s := sched.Stats()
+		return float64(s.QueuedCommands + s.QueuedReads)
+	})
+	// Requests on the wire.
+	gauge("cloud2mqtt_in_flight", func() float64 { return float64(sched.Stats().InFlight) })
+	// Submissions merged into a queued request (newer command values,
+	// duplicate reads): a counter, read from the scheduler.
+	gauge("cloud2mqtt_coalesced_total", func() float64 { s := sched.Stats(); return float64(s.Coalesced + s.Superseded) })
+	gauge("cloud2mqtt_requests_today", func() float64 { return float64(sched.Stats().RequestsToday) })
+	// Tokens left in the account's buckets, and the fewest left in any
+	// device's.
+	gauge("cloud2mqtt_tokens_device_list", tokens(func(t scheduler.Tokens) float64 { return t.DeviceList }))
+	gauge("cloud2mqtt_tokens_control_account", tokens(func(t scheduler.Tokens) float64 { return t.ControlAccount }))
+	gauge("cloud2mqtt_tokens_control_device_min", tokens(func(t scheduler.Tokens) float64 { return t.ControlDeviceMin }))
+	gauge("cloud2mqtt_tokens_state_min", tokens(func(t scheduler.Tokens) float64 { return t.StateMin }))
+	gauge("cloud2mqtt_tokens_scenes_min", tokens(func(t scheduler.Tokens) float64 { return t.ScenesMin }))
+	gauge("cloud2mqtt_devices", func() float64 { return float64(reg.Stats().Devices) })
+	// Devices online and reachable.
+	gauge("cloud2mqtt_devices_online", func() float64 { return float64(reg.Stats().Online) })
+	// Age of the oldest device state: seconds since its last successful read.
+	gauge("cloud2mqtt_state_age_seconds", func() float64 { return reg.Stats().OldestState.Seconds() })
+	gauge("cloud2mqtt_poll_interval_seconds", func() float64 { return poll.Stats().Interval.Seconds() })
+	gauge("cloud2mqtt_mqtt_connected", func() float64 {
+		if conn.Connected() {
+			return 1
+		}
+		return 0
+	})
 }
 
 // bridgeStats fills the bridge device's diagnostic entities.
