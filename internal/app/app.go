@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -245,6 +246,7 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, p parts) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	readySent := false
+	readsDone, settled := false, false
 	// bridge/info is built only when what it shows may have changed: the
 	// settings, the plan, or (once a minute) the counters.
 	type infoKey struct {
@@ -272,6 +274,22 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, p parts) {
 		if !readySent && p.conn.Connected() && p.reg.Listed() {
 			readySent = true
 			close(ready)
+		}
+		switch {
+		case settled:
+		case readsDone && !p.mirror.ListPending():
+			// The start's burst is over: every device read once, the
+			// device list with the scenes republished, and one more
+			// tick for what they published to go out. Its memory (a
+			// large account's discovery configs, first answers and
+			// device lists) goes back to the system now rather than at
+			// the scavenger's slow pace: minutes of a resident peak
+			// otherwise (docs/reliability.md).
+			settled = true
+			debug.FreeOSMemory()
+			m.Log.Debug().Int("devices", ps.Devices).Msg("start-up reads done; memory of the start returned to the system")
+		case p.reg.Listed() && ps.Reads >= uint64(ps.Devices):
+			readsDone = true
 		}
 	}
 	// Until ready, look often: the first device list should show at once.

@@ -247,6 +247,14 @@ func (m *Mirror) disabled(k capability.Key) bool {
 // interval, and on a large account each republish is over a megabyte.
 const deviceListEvery = 30 * time.Second
 
+// ListPending reports whether a republish of the device list waits for its
+// turn (deviceListEvery).
+func (m *Mirror) ListPending() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.listDirty
+}
+
 // deviceListLocked is the retained device list, to be sent now.
 func (m *Mirror) deviceListLocked() message {
 	m.listDirty = false
