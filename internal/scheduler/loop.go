@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -35,6 +36,27 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	timer.Stop()
 	defer timer.Stop()
 
+	// Reads go to long-lived workers, as many as requests may be in
+	// flight (so handing one over never blocks): decoding an answer grows
+	// a goroutine's stack, and a new goroutine per read paid for copying
+	// it every time (docs/benchmarks.md). Commands keep a goroutine each:
+	// they are rare and their latency is what a user sees.
+	readJobs := make(chan *read, s.cfg.MaxInFlight)
+	var workers sync.WaitGroup
+	for range s.cfg.MaxInFlight {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for r := range readJobs {
+				s.sendRead(reqCtx, r)
+			}
+		}()
+	}
+	defer func() { // after shutdown has waited for the reads in flight
+		close(readJobs)
+		workers.Wait()
+	}()
+
 	var cmds []*command
 	var reads []*read
 	for {
@@ -58,7 +80,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		for _, r := range reads {
 			s.wg.Add(1)
-			go s.sendRead(reqCtx, r)
+			readJobs <- r
 		}
 		clear(cmds)
 		clear(reads)
