@@ -400,13 +400,21 @@ func (c *checker) run(ctx context.Context, o options, bridgeBeforeHA bool) (*rep
 	}
 	for _, e := range ents {
 		if nodeRes(e) == bridgeRes {
+			// A button is "unknown" until pressed; no 429 has a time.
 			s, ok := c.haState(e.id)
-			if !ok || s == "unavailable" || (s == "unknown" && !strings.HasSuffix(e.id, "last_429")) {
+			if !ok || s == "unavailable" || (s == "unknown" && e.component != "button" && !strings.HasSuffix(e.id, "last_429")) {
 				bridgeRes.fail("%s state %q", e.id, s)
 			}
 		}
 	}
 	wg.Wait()
+	var mine []*haEntity
+	for _, e := range ents {
+		if nodeRes(e) == bridgeRes {
+			mine = append(mine, e)
+		}
+	}
+	c.bridgeControls(mine, bridgeRes)
 
 	// 3. one device goes offline and comes back
 	if devs := c.sim.Devices(); len(devs) > 0 {
@@ -450,7 +458,7 @@ func (c *checker) segments(ctx context.Context, ents []*haEntity, byNode map[str
 	if err := c.ha.restart(); err != nil {
 		return err
 	}
-	rep.notes = append(rep.notes, fmt.Sprintf("segment lights: %d disabled by default; enabled %d in the entity registry (what the UI's enable does) and restarted Home Assistant", len(segs), n))
+	rep.notes = append(rep.notes, fmt.Sprintf("entities disabled by default (segment lights, each device's poll interval and Read now): %d; enabled %d in the entity registry (what the UI's enable does) and restarted Home Assistant", len(segs), n))
 	// after the restart every enabled entity must come back with a fresh state
 	err = eventually(4*time.Minute, func() error {
 		if ctx.Err() != nil {
@@ -498,8 +506,17 @@ func (c *checker) segments(ctx context.Context, ents []*haEntity, byNode map[str
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i, e := range mine {
-				d.segment(e, i == 0)
+			first := true
+			for _, e := range mine {
+				switch e.object {
+				case "read_now":
+					d.readNow(e)
+				case "poll_interval":
+					d.pollInterval(e)
+				default:
+					d.segment(e, first)
+					first = false
+				}
 			}
 		}()
 	}

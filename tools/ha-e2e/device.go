@@ -177,9 +177,19 @@ func (d *devCheck) checkAll(ents []*haEntity) {
 		case "sensor":
 			d.sensor(e)
 		case "switch":
+			if _, ok := musicMember(e); ok {
+				d.musicAutoColour(e)
+				continue
+			}
 			d.switchEntity(e)
 		case "light":
+			if _, ok := musicMember(e); ok {
+				d.musicColour(e)
+				continue
+			}
 			d.light(e)
+		case "button":
+			d.readNow(e)
 		case "select":
 			d.selectEntity(e)
 		case "number":
