@@ -247,6 +247,29 @@ func TestControlChangesState(t *testing.T) {
 	}
 }
 
+// TestColourZeroesColourTemperature: as the live cloud reports it, a light
+// showing a colour has a colour temperature of 0; a white shows its own.
+func TestColourZeroesColourTemperature(t *testing.T) {
+	h := start(t, Options{})
+	for _, step := range []struct {
+		instance string
+		value    int
+		wantCT   int64
+	}{
+		{capability.InstanceColorTemperatureK, 4000, 4000},
+		{capability.InstanceColorRGB, 0x00ff00, 0},
+		{capability.InstanceColorTemperatureK, 3000, 3000},
+	} {
+		if r := h.control(stripSKU, stripID, capability.TypeColorSetting, step.instance, step.value); r.code() != 200 {
+			t.Fatalf("control %s: %s", step.instance, r.raw)
+		}
+		got := stateValues(t, h.state(stripSKU, stripID))
+		if !capability.Equal(got[capability.InstanceColorTemperatureK], step.wantCT) {
+			t.Errorf("after %s=%d the colour temperature reads %v, want %d", step.instance, step.value, got[capability.InstanceColorTemperatureK], step.wantCT)
+		}
+	}
+}
+
 func TestStateAnswer(t *testing.T) {
 	h := start(t, Options{})
 	// Set every unqueryable kind, then check they still read "".

@@ -270,7 +270,9 @@ func (r *Registry) SetOptimistic(k capability.Key, instance string, value any) {
 			delete(d.values, scene)
 		}
 		if _, hasCT := d.listed.Capability(capability.InstanceColorTemperatureK); hasCT && instance == capability.InstanceColorRGB {
+			// Optimistic too: a read in flight still has the old temperature.
 			d.values[capability.InstanceColorTemperatureK] = int64(0)
+			d.optimistic[capability.InstanceColorTemperatureK] = r.seq
 			changed[capability.InstanceColorTemperatureK] = int64(0)
 		}
 	case capability.InstanceLightScene, capability.InstanceDIYScene, capability.InstanceSnapshot:

@@ -228,6 +228,7 @@ func TestColourEndsScenes(t *testing.T) {
 	r.SetDevices([]capability.Device{a})
 	r.ApplyState(a.Key(), state(true, map[string]any{"lightScene": 1, capability.InstanceColorTemperatureK: 4000}), r.Seq())
 	s.take()
+	inFlight := r.Seq() // a read sent before the colour command
 	r.SetOptimistic(a.Key(), capability.InstanceColorRGB, 0xff0000)
 	got := s.take()
 	if len(got) != 1 {
@@ -236,6 +237,16 @@ func TestColourEndsScenes(t *testing.T) {
 	v := got[0].values
 	if _, ok := v["lightScene"]; ok || !capability.Equal(v[capability.InstanceColorTemperatureK], int64(0)) || !capability.Equal(v["colorRgb"], int64(0xff0000)) {
 		t.Errorf("values after a colour: %v", v)
+	}
+	// The read in flight answers with the white still showing: Home
+	// Assistant would switch back to colour temperature mode (seen in a
+	// real Home Assistant until the next read).
+	r.ApplyState(a.Key(), state(true, map[string]any{capability.InstanceColorRGB: 0xffffff, capability.InstanceColorTemperatureK: 4000}), inFlight)
+	if got := s.take(); len(got) != 0 {
+		t.Errorf("a read sent before the colour command changed %+v", got)
+	}
+	if v, _ := r.Value(a.Key(), capability.InstanceColorTemperatureK); !capability.Equal(v, int64(0)) {
+		t.Errorf("colour temperature %v after a read sent before the colour, want 0", v)
 	}
 	r.SetOptimistic(a.Key(), capability.InstanceLightScene, 1)
 	if v := s.take()[0].values; !capability.Equal(v["lightScene"], int64(1)) {
