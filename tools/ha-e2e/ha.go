@@ -152,7 +152,7 @@ func (h *hass) enable(uids map[string]bool) (int, error) {
 
 // Problems in Home Assistant's log that do not concern the bridge: the
 // check's own set-up (no pip, the paho 1.x shim, the automation's dropped
-// calls, which serialCall resends) and the deprecation notes
+// calls, which serialCall resends, the state stream's task at a restart) and the deprecation notes
 // Home Assistant 2025.1 prints when a service call uses the old colour
 // temperature arguments the check tries on purpose.
 var knownLogLines = []*regexp.Regexp{
@@ -162,6 +162,9 @@ var knownLogLines = []*regexp.Regexp{
 	// ha-check's automation drops a call while the previous one runs; the
 	// check sees the line and sends the call again (serialCall)
 	regexp.MustCompile(`\[homeassistant\.components\.automation\.e2e_command_driver\] e2e command driver: Already running`),
+	// ha-check's mqtt_statestream (how the check reads states) is still
+	// publishing when the check restarts Home Assistant with many entities
+	regexp.MustCompile(`coro=<async_setup\.<locals>\._state_publisher\(\) running at .*/mqtt_statestream/__init__\.py:\d+>.* was still running after final writes shutdown stage`),
 }
 
 var logLevel = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ (WARNING|ERROR|CRITICAL) `)

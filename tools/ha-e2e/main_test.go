@@ -38,6 +38,7 @@ func TestLogProblems(t *testing.T) {
 		"  File x",
 		"2026-11-22 03:02:53.004 WARNING (MainThread) [homeassistant.components.light] Got `kelvin` argument in `turn_on` service, which is deprecated",
 		"2026-11-22 03:02:54.005 WARNING (MainThread) [homeassistant.helpers.template] Template variable warning: 'dict object' has no attribute 'x'",
+		"2026-11-25 00:27:40.101 WARNING (MainThread) [homeassistant.core] Task <Task pending name='listen state_changed' coro=<async_setup.<locals>._state_publisher() running at /opt/ha/homeassistant/components/mqtt_statestream/__init__.py:89> wait_for=<Future pending cb=[Task.task_wakeup()]> cb=[set.remove()]> was still running after final writes shutdown stage; Integrations should cancel non-critical tasks when receiving the stop event to prevent delaying shutdown",
 	}, "\n") + "\n"
 	if err := os.MkdirAll(filepath.Join(dir, "opt/hacfg"), 0o755); err != nil {
 		t.Fatal(err)
