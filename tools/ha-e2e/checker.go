@@ -30,6 +30,8 @@ type checker struct {
 	logf    func(string, ...any)
 	layout  topic.Layout
 	callMu  sync.Mutex
+	// dailyLimit is the bridge's CLOUD_DAILY_LIMIT (0: none).
+	dailyLimit int
 }
 
 // serialCall hands Home Assistant one service call at a time: the e2e

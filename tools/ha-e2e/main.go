@@ -50,6 +50,9 @@ type options struct {
 	timeout   time.Duration
 	segments  bool
 	bridgeBin string
+	// dailyLimit is the bridge's CLOUD_DAILY_LIMIT (0: none); with one,
+	// its "Quota left today" sensor exists and is checked.
+	dailyLimit int
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -69,6 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.timeout, "step-timeout", 20*time.Second, "how long one expectation may take to come true")
 	fs.BoolVar(&o.segments, "segments", true, "restart Home Assistant with the (disabled by default) segment lights enabled and drive them")
 	fs.StringVar(&o.bridgeBin, "bridge", "", "bridge binary to run (default: go build ./cmd/bridge)")
+	fs.IntVar(&o.dailyLimit, "daily-limit", 0, "CLOUD_DAILY_LIMIT for the bridge (0: none); with one, the bridge's \"Quota left today\" sensor is created and checked")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -266,13 +270,16 @@ func check(ctx context.Context, root string, o options, logf func(string, ...any
 
 	env := append(os.Environ(), "CLOUD_BASE_URL="+simURL, "CLOUD_API_KEY="+key, "MQTT_URL="+broker,
 		"POLL_INTERVAL=2s", "LOG_FORMAT=json")
+	if o.dailyLimit > 0 {
+		env = append(env, fmt.Sprintf("CLOUD_DAILY_LIMIT=%d", o.dailyLimit))
+	}
 	bridge, err := startProc("bridge", filepath.Join(o.work, "bridge.log"), env, bin)
 	if err != nil {
 		return nil, err
 	}
 	defer bridge.stop()
 
-	c := &checker{cl: cl, st: st, sim: sim, timeout: o.timeout, logf: logf,
+	c := &checker{cl: cl, st: st, sim: sim, timeout: o.timeout, logf: logf, dailyLimit: o.dailyLimit,
 		ha: &hass{script: o.hassSh, root: o.haRoot, port: mport}}
 	if err := c.waitDiscovery(ctx, bridge); err != nil {
 		return nil, err

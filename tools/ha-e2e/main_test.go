@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/topic"
 
 	"go.uber.org/goleak"
 )
@@ -64,5 +65,29 @@ func TestKelvinBoundsFromMireds(t *testing.T) {
 	}
 	if k := roundIn(lo+(hi-lo)/3, lo, hi); k != 4300 {
 		t.Errorf("roundIn = %d", k)
+	}
+}
+
+// The quota sensor must show bridge/stats' quota left, within the limit.
+func TestWantQuotaLeft(t *testing.T) {
+	c := &checker{st: newStore(), layout: topic.New("cloud2mqtt"), dailyLimit: 10000}
+	const eid = "sensor.bridge_cloud2mqtt_quota_left"
+	ha := "hastate/sensor/bridge_cloud2mqtt_quota_left/state"
+	if err := c.wantQuotaLeft(eid); err == nil {
+		t.Error("no bridge/stats yet, but the quota was accepted")
+	}
+	c.st.put(c.layout.BridgeStats(), []byte(`{"quota_left":9876}`))
+	c.st.put(ha, []byte("9876.0"))
+	if err := c.wantQuotaLeft(eid); err != nil {
+		t.Errorf("HA shows bridge/stats' 9876: %v", err)
+	}
+	c.st.put(ha, []byte("9875"))
+	if err := c.wantQuotaLeft(eid); err == nil {
+		t.Error("HA shows 9875 against bridge/stats' 9876, but it was accepted")
+	}
+	c.st.put(c.layout.BridgeStats(), []byte(`{"quota_left":20000}`))
+	c.st.put(ha, []byte("20000"))
+	if err := c.wantQuotaLeft(eid); err == nil {
+		t.Error("a quota above the daily limit was accepted")
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/discovery"
 )
 
 // requestsSince counts the simulator's answered requests to endpoint (of
@@ -75,12 +76,16 @@ func pressed(c *checker, eid string, t time.Time) error {
 
 // bridgeControls drives the bridge's own entities: each button, the log
 // level and the poll interval (both set back afterwards), and reads the
-// rate-limited sensor.
+// rate-limited and (with a daily limit) quota sensors.
 func (c *checker) bridgeControls(ents []*haEntity, r *devResult) {
 	d := &devCheck{c: c, id: "bridge", r: r}
 	devices := len(c.sim.Devices())
+	quota := false
 	for _, e := range ents {
 		switch {
+		case e.component == "sensor" && e.object == "quota_left":
+			quota = true
+			d.state(e, func() error { return c.wantQuotaLeft(e.id) })
 		case e.component == "button" && e.object == "refresh":
 			d.call(e.id, "button.press", nil, func(since time.Time) error {
 				if n := c.requestsSince(cloud.EndpointDevices, "", since); n == 0 {
@@ -145,6 +150,23 @@ func (c *checker) bridgeControls(ents []*haEntity, r *devResult) {
 			d.state(e, func() error { return d.wantState(e.id, "off") })
 		}
 	}
+	if c.dailyLimit > 0 && !quota {
+		r.fail("CLOUD_DAILY_LIMIT=%d but Home Assistant has no \"Quota left today\" sensor", c.dailyLimit)
+	}
+}
+
+// wantQuotaLeft: Home Assistant shows the quota left of the bridge's last
+// bridge/stats, a number within the daily limit.
+func (c *checker) wantQuotaLeft(eid string) error {
+	m, ok := c.st.get(c.layout.BridgeStats())
+	var stats discovery.BridgeStats
+	if !ok || json.Unmarshal(m.payload, &stats) != nil || stats.QuotaLeft == nil {
+		return fmt.Errorf("bridge/stats has no quota_left with CLOUD_DAILY_LIMIT=%d", c.dailyLimit)
+	}
+	if left := *stats.QuotaLeft; left <= 0 || left > c.dailyLimit {
+		return fmt.Errorf("bridge/stats quota_left %d, want within 1..%d", left, c.dailyLimit)
+	}
+	return wantNumberState(c, eid, float64(*stats.QuotaLeft))
 }
 
 // readNow presses a device's "Read now" button (enabled after the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Developer check (not CI): run tools/ha-e2e against the demo catalogue and
-# every shared fixture catalogue, one after the other (one Home Assistant).
+# Developer check (not CI): run tools/ha-e2e against the demo catalogue (also
+# with a daily limit) and every fixture catalogue, one after the other (one Home Assistant).
 # Needs root, mosquitto and shared/tools/ha-check set up. Prints the Markdown
 # of docs/ha-check.md's results; exits 1 when any catalogue failed.
 #   tools/ha-e2e/run-all.sh [output-dir]
@@ -21,6 +21,8 @@ run() { # name catalogue [extra flags]
   cat "$out/$name.md"
 }
 run demo -catalogue demo
+# the demo again with a daily limit: the "Quota left today" sensor exists
+run demo_daily_limit -catalogue demo -daily-limit 1000000 -segments=false
 for f in list_devices list_devices_2 list_devices_issue4; do
   run "$f" -catalogue "$fixtures/$f.json" -scenes "$fixtures/scenes.json"
 done
