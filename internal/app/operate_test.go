@@ -57,7 +57,7 @@ func TestOptionsOverMQTT(t *testing.T) {
 	dir := t.TempDir()
 	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(2)},
 		env: map[string]string{"STATE_DIR": dir, "POLL_INTERVAL": "2s"}})
-	info(h, func(m map[string]any) bool {
+	first := info(h, func(m map[string]any) bool {
 		return m["version"] == "test" && m["poll"].(map[string]any)["interval_seconds"] == float64(2)
 	})
 	d, _ := h.firstLight()
@@ -71,11 +71,20 @@ func TestOptionsOverMQTT(t *testing.T) {
 		t.Errorf("an unknown option: %v, want the known ones named", bad)
 	}
 
+	// All or nothing: a good log level beside a bad interval is not applied.
+	bad = h.request("options", `{"options":{"log_level":"error","poll_interval":"1s"}}`)
+	if bad["status"] != "error" {
+		t.Errorf("a request with one bad option: %v", bad)
+	}
+
 	ok := h.request("options", `{"options":{"poll_interval":"5s"}}`)
 	if ok["status"] != "ok" {
 		t.Fatalf("poll_interval 5s: %v", ok)
 	}
 	m := info(h, func(m map[string]any) bool { return m["poll"].(map[string]any)["interval_seconds"] == float64(5) })
+	if m["log_level"] != first["log_level"] {
+		t.Errorf("log level %v after a refused request set it, want %v as before", m["log_level"], first["log_level"])
+	}
 	if m["sources"].(map[string]any)["poll_interval"] != "mqtt" {
 		t.Errorf("bridge/info does not say the interval came over MQTT: %v", m["sources"])
 	}
