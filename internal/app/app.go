@@ -246,7 +246,7 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, p parts) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	readySent := false
-	readsDone, settled := false, false
+	readsDone, listOut, settled := false, false, false
 	// bridge/info is built only when what it shows may have changed: the
 	// settings, the plan, or (once a minute) the counters.
 	type infoKey struct {
@@ -277,13 +277,18 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, p parts) {
 		}
 		switch {
 		case settled:
-		case readsDone && !p.mirror.ListPending():
-			// The start's burst is over: every device read once, the
-			// device list with the scenes republished, and one more
-			// tick for what they published to go out. Its memory (a
-			// large account's discovery configs, first answers and
-			// device lists) goes back to the system now rather than at
-			// the scavenger's slow pace: minutes of a resident peak
+		case readsDone && !p.mirror.ListPending() && !listOut:
+			// The device list with the scenes may have been handed to
+			// the connection in this very check (PublishStats above):
+			// wait a tick for it to go out, or the collection below
+			// would find it still held and size the heap to it.
+			listOut = true
+		case listOut:
+			// The start's burst is over: every device read once and
+			// the device list with the scenes out. Its memory (a large
+			// account's discovery configs, first answers and device
+			// lists) goes back to the system now rather than at the
+			// scavenger's slow pace: minutes of a resident peak
 			// otherwise (docs/reliability.md).
 			settled = true
 			debug.FreeOSMemory()
