@@ -103,9 +103,8 @@ func (m *Mirror) sendLocked(msgs []message) {
 func (m *Mirror) Devices(all, added, removed []capability.Device) {
 	m.mu.Lock()
 	m.listed = true
-	var msgs []message
 	for _, d := range removed {
-		msgs = append(msgs, m.removeLocked(d.Key())...)
+		m.sendLocked(m.removeLocked(d.Key()))
 	}
 	m.order = m.order[:0]
 	for _, d := range all {
@@ -123,10 +122,12 @@ func (m *Mirror) Devices(all, added, removed []capability.Device) {
 		e := m.devices[id]
 		e.dev = d
 		m.order = append(m.order, id)
-		msgs = append(msgs, m.discoveryLocked(e, false)...)
+		// Sent device by device: the connection drains them while the
+		// next are built, so a large account's first list (thousands of
+		// configs, megabytes of JSON) is never all in memory at once.
+		m.sendLocked(m.discoveryLocked(e, false))
 	}
-	msgs = append(msgs, m.deviceListLocked())
-	m.sendLocked(msgs)
+	m.sendLocked([]message{m.deviceListLocked()})
 	m.mu.Unlock()
 	for _, d := range added {
 		m.log.Info().Str("device", d.String()).Str("name", d.Name).Str("type", d.Type).
