@@ -471,6 +471,9 @@ func Normalize(raw []byte) (any, error) {
 	if v, ok := normalizeScalar(raw); ok {
 		return v, nil
 	}
+	if v, ok := normalizeFlatObject(raw); ok {
+		return v, nil
+	}
 	return normalizeFull(raw)
 }
 

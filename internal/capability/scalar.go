@@ -1,10 +1,13 @@
 package capability
 
-import "unicode/utf8"
+import (
+	"bytes"
+	"strconv"
+	"unicode/utf8"
+)
 
-// normalizeScalar is Normalize for the plain scalars most values are: whole
-// numbers that fit an int64 without question, booleans, null and strings
-// without escapes. ok is false for anything else, which Normalize decodes in
+// normalizeScalar is Normalize for the plain scalars most values are:
+// numbers, booleans, null and strings without escapes. ok is false for anything else, which Normalize decodes in
 // full. Its results are those of the full decoding (FuzzNormalize checks).
 func normalizeScalar(raw []byte) (v any, ok bool) {
 	raw = trimJSONSpace(raw)
@@ -34,35 +37,163 @@ func normalizeScalar(raw []byte) (v any, ok bool) {
 		}
 		return string(s), true
 	}
-	digits, neg := raw, false
-	if digits[0] == '-' {
-		digits, neg = digits[1:], true
-	}
-	// At most 18 digits cannot overflow an int64; JSON allows no leading zero.
-	if len(digits) == 0 || len(digits) > 18 || (digits[0] == '0' && len(digits) > 1) {
+	if !jsonNumber(raw) {
 		return nil, false
 	}
-	var n int64
-	for _, b := range digits {
-		if b < '0' || b > '9' {
-			return nil, false
+	// What the full decoding does with a json.Number, without its copies.
+	if len(raw) <= 18 && bytes.IndexAny(raw, ".eE") < 0 {
+		// At most 18 characters of digits cannot overflow an int64.
+		var n int64
+		digits := raw
+		if raw[0] == '-' {
+			digits = raw[1:]
 		}
-		n = n*10 + int64(b-'0')
+		for _, b := range digits {
+			n = n*10 + int64(b-'0')
+		}
+		if raw[0] == '-' {
+			n = -n
+		}
+		return n, true
 	}
-	if neg {
-		n = -n
+	s := string(raw)
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return i, true
 	}
-	return n, true
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return s, true
+	}
+	if f == float64(int64(f)) && f >= -9e15 && f <= 9e15 {
+		return int64(f), true
+	}
+	return f, true
+}
+
+// jsonNumber reports whether b is a number as JSON spells it:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func jsonNumber(b []byte) bool {
+	digits := func(i int) int { // the index after a run of digits from i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digits(i + 1)
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(b)
 }
 
 // trimJSONSpace trims the whitespace JSON allows around a value.
 func trimJSONSpace(b []byte) []byte {
-	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-	for len(b) > 0 && isSpace(b[0]) {
+	for len(b) > 0 && isJSONSpace(b[0]) {
 		b = b[1:]
 	}
-	for len(b) > 0 && isSpace(b[len(b)-1]) {
+	for len(b) > 0 && isJSONSpace(b[len(b)-1]) {
 		b = b[:len(b)-1]
 	}
 	return b
 }
+
+// normalizeFlatObject is Normalize for an object whose members are all plain
+// scalars (a work mode with its value, a target temperature: most struct
+// values), without a JSON decoder, which allocates a read buffer for every
+// value. ok is false for anything else, which Normalize decodes in full;
+// where it answers, its result is the full decoding's (FuzzNormalize checks).
+func normalizeFlatObject(raw []byte) (m map[string]any, ok bool) {
+	rest := trimJSONSpace(raw)
+	if len(rest) < 2 || rest[0] != '{' || rest[len(rest)-1] != '}' {
+		return nil, false
+	}
+	rest = trimJSONSpace(rest[1 : len(rest)-1])
+	m = make(map[string]any, 4)
+	for len(rest) > 0 {
+		key, after, ok := plainString(rest)
+		if !ok {
+			return nil, false
+		}
+		rest = trimJSONSpace(after)
+		if len(rest) == 0 || rest[0] != ':' {
+			return nil, false
+		}
+		rest = trimJSONSpace(rest[1:])
+		end := 0
+		if len(rest) > 0 && rest[0] == '"' {
+			_, after, ok := plainString(rest)
+			if !ok {
+				return nil, false
+			}
+			end = len(rest) - len(after)
+		} else {
+			for end < len(rest) && !isJSONSpace(rest[end]) && rest[end] != ',' {
+				end++
+			}
+		}
+		v, ok := normalizeScalar(rest[:end])
+		if !ok {
+			return nil, false
+		}
+		m[key] = v // the last of a repeated key wins, as in the full decoding
+		rest = trimJSONSpace(rest[end:])
+		if len(rest) == 0 {
+			break
+		}
+		if rest[0] != ',' {
+			return nil, false
+		}
+		if rest = trimJSONSpace(rest[1:]); len(rest) == 0 {
+			return nil, false // a trailing comma
+		}
+	}
+	return m, true
+}
+
+// plainString reads the JSON string at the start of b when it has no escape
+// and no control character and is valid UTF-8: its text and what follows.
+func plainString(b []byte) (s string, rest []byte, ok bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return "", nil, false
+	}
+	for i := 1; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			if !utf8.Valid(b[1:i]) {
+				return "", nil, false
+			}
+			return string(b[1:i]), b[i+1:], true
+		case c < 0x20 || c == '\\':
+			return "", nil, false
+		}
+	}
+	return "", nil, false
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

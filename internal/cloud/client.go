@@ -90,7 +90,7 @@ type Config struct {
 	BaseURL    string         // CLOUD_BASE_URL, e.g. https://host (paths /router/api/v1/... appended)
 	APIKey     string         // CLOUD_API_KEY; sent in KeyHeader, never logged
 	KeyHeader  string         // default "Service-API-Key"
-	HTTPClient *http.Client   // default: DefaultTimeout per request
+	HTTPClient *http.Client   // its Transport and Timeout (default: DefaultTimeout per request); redirects are never followed
 	Logger     zerolog.Logger // warnings about odd answers, debug lines per request
 }
 
@@ -126,10 +126,15 @@ type Client struct {
 	base    string // scheme://host[/prefix], no trailing slash
 	key     string
 	header  string
-	http    *http.Client
-	log     zerolog.Logger
-	now     func() time.Time
-	maxBody int64
+	headers http.Header // every request's, shared read-only: built once, not per request
+	// The configured client's transport and timeout, used directly: Do would
+	// copy the headers for redirects (which are never followed) and arm a
+	// second timer for every request.
+	transport http.RoundTripper
+	timeout   time.Duration
+	log       zerolog.Logger
+	now       func() time.Time
+	maxBody   int64
 
 	mu   sync.Mutex
 	seen map[string]struct{} // warnings already logged
@@ -154,25 +159,24 @@ func New(cfg Config) (*Client, error) {
 	if !validHeaderName(header) {
 		return nil, fmt.Errorf("cloud: the key header name %q is not a valid HTTP header name: use letters, digits and '-', e.g. %s", header, DefaultKeyHeader)
 	}
-	var hc http.Client
-	if cfg.HTTPClient != nil {
-		hc = *cfg.HTTPClient // a copy shares the transport, lets us refuse redirects
-	} else {
-		hc.Timeout = DefaultTimeout
-	}
-	if hc.CheckRedirect == nil {
-		// A redirect would carry the key header to wherever it points.
-		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	transport, timeout := http.DefaultTransport, DefaultTimeout
+	if hc := cfg.HTTPClient; hc != nil {
+		timeout = hc.Timeout
+		if hc.Transport != nil {
+			transport = hc.Transport
+		}
 	}
 	return &Client{
-		base:    base,
-		key:     cfg.APIKey,
-		header:  header,
-		http:    &hc,
-		log:     cfg.Logger.With().Str("component", "cloud").Logger(),
-		now:     time.Now,
-		maxBody: MaxResponseBytes,
-		seen:    make(map[string]struct{}),
+		base:      base,
+		key:       cfg.APIKey,
+		header:    header,
+		headers:   http.Header{http.CanonicalHeaderKey(header): {cfg.APIKey}, "Content-Type": {"application/json"}, "Accept": {"application/json"}},
+		transport: transport,
+		timeout:   timeout,
+		log:       cfg.Logger.With().Str("component", "cloud").Logger(),
+		now:       time.Now,
+		maxBody:   MaxResponseBytes,
+		seen:      make(map[string]struct{}),
 	}, nil
 }
 

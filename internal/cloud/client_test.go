@@ -187,8 +187,8 @@ func TestNewDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.header != DefaultKeyHeader || c.http.Timeout != DefaultTimeout || c.base != "https://cloud.example" || c.maxBody != 8<<20 {
-		t.Errorf("defaults: header %q timeout %v base %q max body %d", c.header, c.http.Timeout, c.base, c.maxBody)
+	if c.header != DefaultKeyHeader || c.timeout != DefaultTimeout || c.base != "https://cloud.example" || c.maxBody != 8<<20 {
+		t.Errorf("defaults: header %q timeout %v base %q max body %d", c.header, c.timeout, c.base, c.maxBody)
 	}
 }
 

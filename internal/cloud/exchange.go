@@ -98,16 +98,22 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, cl.ep.method, c.base+cl.ep.path, body)
+	reqCtx := ctx // ctx's own end is told apart from the client's timeout
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		reqCtx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel() // after the body is read: the timeout covers it too
+	}
+	req, err := http.NewRequestWithContext(reqCtx, cl.ep.method, c.base+cl.ep.path, body)
 	if err != nil {
 		return answer{}, cl.fail(ErrRequest, "the request cannot be built", err)
 	}
-	req.Header.Set(c.header, c.key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
+	req.Header = c.headers
 
 	start := time.Now()
-	resp, err := c.http.Do(req)
+	// A redirect is answered as it is: following it would carry the key
+	// header to wherever it points.
+	resp, err := c.transport.RoundTrip(req)
 	if err != nil {
 		return answer{}, c.transportError(ctx, cl, 0, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 
 	"cloud2mqtt/internal/capability"
 )
@@ -13,32 +14,23 @@ import (
 // each answer some ten times: the envelope into a map, the payload, every
 // capability, its state and its value each on its own, so that one odd
 // member costs only itself. Nearly every real answer is plain, so
-// readStateFast first decodes the whole answer in one json.Unmarshal into
-// typed structs and normalises each value from its raw bytes. Where it meets
-// anything unusual — a decoding error, a code that is not the plain number
-// 200, a capability without an instance, a member that could be read
-// differently by the two ways of decoding — it gives up and the robust
-// decoding reads the answer from scratch. Wherever it answers, its answer is
-// the robust one (the differential tests and FuzzDecodeState check that).
+// readStateFast first checks the answer is valid JSON and then reads it in
+// one pass without reflection (plainState), normalising each value from its
+// raw bytes. Where it meets anything unusual — a code that is not the plain
+// number 200, a capability without an instance, a known member repeated or
+// spelt in another case, an escape in a key or a name — it gives up and the robust decoding reads the
+// answer from scratch. Wherever it answers, its answer is the robust one
+// (the differential tests and FuzzDecodeState check that).
 
-// fastStateAnswer is the part of a state answer a success needs.
-type fastStateAnswer struct {
-	Code    *int              `json:"code"` // nil when absent or null; a string or fraction fails the decode
-	Payload *fastStatePayload `json:"payload"`
+// plainState is the part of a plain state answer a success needs.
+type plainState struct {
+	sku, device  string
+	capabilities []plainCapState
 }
 
-type fastStatePayload struct {
-	SKU          string         `json:"sku"`
-	Device       string         `json:"device"`
-	Capabilities []fastCapState `json:"capabilities"`
-}
-
-type fastCapState struct {
-	Type     string `json:"type"`
-	Instance string `json:"instance"`
-	State    struct {
-		Value json.RawMessage `json:"value"`
-	} `json:"state"`
+type plainCapState struct {
+	typ, instance string
+	value         []byte // the raw value; nil when absent
 }
 
 // readState decodes a state answer: by the fast path when it can, else by
@@ -56,30 +48,26 @@ func (c *Client) readStateFast(cl call, a answer) (st DeviceState, ok bool) {
 	if a.status < 200 || a.status > 299 {
 		return DeviceState{}, false
 	}
-	var ans fastStateAnswer
-	if err := json.Unmarshal(a.body, &ans); err != nil || ans.Code == nil || *ans.Code != 200 || ans.Payload == nil {
+	p, ok := readPlainState(a.body)
+	if !ok {
 		return DeviceState{}, false
 	}
-	p := ans.Payload
-	if (p.SKU != "" && !strings.EqualFold(p.SKU, cl.sku)) || (p.Device != "" && !strings.EqualFold(p.Device, cl.device)) {
+	if (p.sku != "" && !strings.EqualFold(p.sku, cl.sku)) || (p.device != "" && !strings.EqualFold(p.device, cl.device)) {
 		return DeviceState{}, false
 	}
-	caps := make([]CapabilityState, 0, len(p.Capabilities))
-	for _, fc := range p.Capabilities {
-		if fc.Instance == "" {
+	caps := make([]CapabilityState, 0, len(p.capabilities))
+	for _, pc := range p.capabilities {
+		if pc.instance == "" {
 			return DeviceState{}, false
 		}
 		var v any
-		if len(fc.State.Value) > 0 {
+		if pc.value != nil {
 			var err error
-			if v, err = capability.Normalize(fc.State.Value); err != nil {
+			if v, err = capability.Normalize(pc.value); err != nil {
 				return DeviceState{}, false
 			}
 		}
-		caps = append(caps, CapabilityState{Type: capability.NormalizeType(fc.Type), Instance: fc.Instance, State: StateValue{Value: v}})
-	}
-	if !plainMembers(a.body) {
-		return DeviceState{}, false
+		caps = append(caps, CapabilityState{Type: capability.NormalizeType(pc.typ), Instance: pc.instance, State: StateValue{Value: v}})
 	}
 	// The same log lines, in the same order, as the robust decoding.
 	for _, cs := range caps {
@@ -88,82 +76,236 @@ func (c *Client) readStateFast(cl call, a answer) (st DeviceState, ok bool) {
 	return DeviceState{SKU: cl.sku, Device: cl.device, Capabilities: caps}, true
 }
 
-// plainMembers reports whether a state answer (valid JSON) has none of the
-// members on which the typed decoding of readStateFast and the robust
-// decoding could disagree. The robust decoding reads the envelope into a map,
-// so its keys match exactly and the last of a repeated key wins, while a
-// struct matches keys without regard to case and decodes a repeated object
-// member into what the first left behind. So the answer is plain when:
-//   - at the top level, every key equal to "code" or "payload" regardless of
-//     case is spelt exactly so, and appears once;
-//   - in each object one level down (the payload) "capabilities", and in each
-//     object three levels down (a capability) "state", appear at most once,
-//     in any case;
-//   - no string down to the capabilities' level has an escape, which could
-//     spell any of these keys.
-//
-// Strings are not told from keys: a value spelling one of these names only
-// sends the answer the robust way, which is always right.
-func plainMembers(body []byte) bool {
-	depth := 0
-	var code, payload, capabilities, state int
-	for i := 0; i < len(body); i++ {
-		switch body[i] {
-		case '{', '[':
-			depth++
-			switch depth {
-			case 2:
-				capabilities = 0
-			case 4:
-				state = 0
-			}
-		case '}', ']':
-			depth--
-		case '"':
-			start := i + 1
-			escaped := false
-			for i++; i < len(body) && body[i] != '"'; i++ {
-				if body[i] == '\\' {
-					escaped = true
-					i++
-				}
-			}
-			if depth > 4 {
-				continue
-			}
-			if escaped {
-				return false
-			}
-			s := body[start:min(i, len(body))]
-			switch depth {
-			case 1:
-				if foldsTo(s, "code") && (string(s) != "code" || code > 0) {
+// readPlainState reads a state answer when it is plain (see above); ok is
+// false for anything else. The members it reads are matched exactly, and a
+// member spelt so that encoding/json would match it to one of them
+// regardless of case makes it give up, as does a second one of the same.
+func readPlainState(body []byte) (p plainState, ok bool) {
+	if !json.Valid(body) {
+		return p, false
+	}
+	r := plainReader{b: body}
+	var code, payload bool
+	ok = r.object(func(key []byte) bool {
+		switch {
+		case string(key) == "code" && !code:
+			code = true
+			return r.token() == "200"
+		case string(key) == "payload" && !payload:
+			payload = true
+			return r.payload(&p)
+		case foldsTo(key, "code") || foldsTo(key, "payload"):
+			return false
+		}
+		r.skip()
+		return true
+	})
+	return p, ok && code && payload
+}
+
+func (r *plainReader) payload(p *plainState) bool {
+	var sku, device, caps bool
+	return r.object(func(key []byte) bool {
+		switch {
+		case string(key) == "sku" && !sku:
+			sku = true
+			return r.name(&p.sku)
+		case string(key) == "device" && !device:
+			device = true
+			return r.name(&p.device)
+		case string(key) == "capabilities" && !caps:
+			caps = true
+			return r.null() || r.array(func() bool {
+				var c plainCapState
+				ok := r.capability(&c)
+				p.capabilities = append(p.capabilities, c)
+				return ok
+			})
+		case foldsTo(key, "sku") || foldsTo(key, "device") || foldsTo(key, "capabilities"):
+			return false
+		}
+		r.skip()
+		return true
+	})
+}
+
+func (r *plainReader) capability(c *plainCapState) bool {
+	var typ, instance, state bool
+	return r.object(func(key []byte) bool {
+		switch {
+		case string(key) == "type" && !typ:
+			typ = true
+			return r.name(&c.typ)
+		case string(key) == "instance" && !instance:
+			instance = true
+			return r.name(&c.instance)
+		case string(key) == "state" && !state:
+			state = true
+			var value bool
+			return r.null() || r.object(func(key []byte) bool {
+				switch {
+				case string(key) == "value" && !value:
+					value = true
+					start := r.i
+					r.skip()
+					c.value = r.b[start:r.i]
+					return true
+				case foldsTo(key, "value"):
 					return false
 				}
-				if foldsTo(s, "payload") && (string(s) != "payload" || payload > 0) {
-					return false
-				}
-				if string(s) == "code" {
-					code++
-				} else if string(s) == "payload" {
-					payload++
-				}
-			case 2:
-				if foldsTo(s, "capabilities") {
-					if capabilities++; capabilities > 1 {
-						return false
-					}
-				}
-			case 4:
-				if foldsTo(s, "state") {
-					if state++; state > 1 {
-						return false
-					}
-				}
-			}
+				r.skip()
+				return true
+			})
+		case foldsTo(key, "type") || foldsTo(key, "instance") || foldsTo(key, "state"):
+			return false
+		}
+		r.skip()
+		return true
+	})
+}
+
+// plainReader walks JSON that json.Valid accepted, so it checks only what
+// tells a plain answer from another.
+type plainReader struct {
+	b []byte
+	i int
+}
+
+func (r *plainReader) space() {
+	for r.i < len(r.b) && isSpace(r.b[r.i]) {
+		r.i++
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// object calls member for each member of the object at r, with r at the
+// member's value, which member must read; false when r is not at an object
+// or member says no.
+func (r *plainReader) object(member func(key []byte) bool) bool {
+	if r.space(); r.i >= len(r.b) || r.b[r.i] != '{' {
+		return false
+	}
+	r.i++
+	for {
+		if r.space(); r.b[r.i] == '}' {
+			r.i++
+			return true
+		}
+		key, ok := r.plainString()
+		if !ok {
+			return false
+		}
+		r.space()
+		r.i++ // the colon
+		if !member(key) {
+			return false
+		}
+		if r.space(); r.b[r.i] == ',' {
+			r.i++
 		}
 	}
-	return true
+}
+
+// array calls element for each element of the array at r, with r at it.
+func (r *plainReader) array(element func() bool) bool {
+	if r.space(); r.i >= len(r.b) || r.b[r.i] != '[' {
+		return false
+	}
+	r.i++
+	for {
+		if r.space(); r.b[r.i] == ']' {
+			r.i++
+			return true
+		}
+		if !element() {
+			return false
+		}
+		if r.space(); r.b[r.i] == ',' {
+			r.i++
+		}
+	}
+}
+
+// name reads a string without escapes that is valid UTF-8 (what the typed
+// decoding would return unchanged) into s; null leaves s as it is.
+func (r *plainReader) name(s *string) bool {
+	if r.null() {
+		return true
+	}
+	b, ok := r.plainString()
+	if ok {
+		*s = string(b)
+	}
+	return ok
+}
+
+// plainString reads the string at r; ok is false (and r is left anywhere)
+// when r is not at a string or the string has an escape or invalid UTF-8.
+func (r *plainReader) plainString() (s []byte, ok bool) {
+	if r.i >= len(r.b) || r.b[r.i] != '"' {
+		return nil, false
+	}
+	end := bytes.IndexByte(r.b[r.i+1:], '"')
+	if end < 0 {
+		return nil, false
+	}
+	s = r.b[r.i+1 : r.i+1+end]
+	r.i += end + 2
+	return s, bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s)
+}
+
+// null reads a null if r is at one.
+func (r *plainReader) null() bool {
+	if r.space(); bytes.HasPrefix(r.b[r.i:], []byte("null")) {
+		r.i += len("null")
+		return true
+	}
+	return false
+}
+
+// token reads a number, true, false or null.
+func (r *plainReader) token() string {
+	r.space()
+	start := r.i
+	for r.i < len(r.b) && !isSpace(r.b[r.i]) && r.b[r.i] != ',' && r.b[r.i] != '}' && r.b[r.i] != ']' {
+		r.i++
+	}
+	return string(r.b[start:r.i])
+}
+
+// skip reads one value of any kind.
+func (r *plainReader) skip() {
+	r.space()
+	depth := 0
+	for r.i < len(r.b) {
+		switch r.b[r.i] {
+		case '"':
+			r.i++
+			for r.b[r.i] != '"' {
+				if r.b[r.i] == '\\' {
+					r.i++
+				}
+				r.i++
+			}
+			r.i++
+		case '{', '[':
+			depth++
+			r.i++
+		case '}', ']':
+			depth--
+			r.i++
+		default:
+			if depth == 0 {
+				r.token()
+				return
+			}
+			r.i++
+		}
+		if depth == 0 {
+			return
+		}
+	}
 }
 
 // foldsTo reports whether encoding/json would match s to a struct field

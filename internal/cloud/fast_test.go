@@ -67,10 +67,10 @@ var stateCases = []stateCase{
 	{"other members anywhere", `{"requestId":"r","msg":5,"MSG":"x","message":{"a":1},"data":{"code":1,"payload":2},"code":200,` +
 		`"payload":{"extra":[1,2],"sku":"H7143","capabilities":[{"instance":"x","state":{"value":1,"other":2},"more":"things"}]}}`, true},
 	{"members of the struct levels in other case", `{"code":200,"payload":{"SKU":"H7143","Capabilities":[` +
-		`{"TYPE":"devices.capabilities.on_off","Instance":"powerSwitch","State":{"VALUE":1}}]}}`, true},
-	{"value repeated", `{"code":200,` + statePayload(`{"instance":"x","state":{"value":1,"value":2}}`) + `}`, true},
-	{"value repeated with null", `{"code":200,` + statePayload(`{"instance":"x","state":{"value":1,"Value":null}}`) + `}`, true},
-	{"names repeated", `{"code":200,"payload":{"sku":"H1","sku":"H7143","capabilities":[{"instance":"a","instance":"b","type":"x","type":null}]}}`, true},
+		`{"TYPE":"devices.capabilities.on_off","Instance":"powerSwitch","State":{"VALUE":1}}]}}`, false},
+	{"value repeated", `{"code":200,` + statePayload(`{"instance":"x","state":{"value":1,"value":2}}`) + `}`, false},
+	{"value repeated with null", `{"code":200,` + statePayload(`{"instance":"x","state":{"value":1,"Value":null}}`) + `}`, false},
+	{"names repeated", `{"code":200,"payload":{"sku":"H1","sku":"H7143","capabilities":[{"instance":"a","instance":"b","type":"x","type":null}]}}`, false},
 	{"light-H6072", "", true}, // filled in from the fixtures
 
 	{"code in other case", `{"Code":200,` + statePayload(plainCap) + `}`, false},
@@ -241,25 +241,39 @@ func TestStateFastPathLogsUnknownTypesOnce(t *testing.T) {
 	}
 }
 
-func TestPlainMembers(t *testing.T) {
+// TestReadPlainState: what the one-pass reader takes and what it leaves to
+// the robust decoding.
+func TestReadPlainState(t *testing.T) {
 	tests := []struct {
 		body string
 		want bool
 	}{
-		{`{"code":200,"payload":{"capabilities":[{"state":{"value":"\""}}]}}`, true},
+		{`{"code":200,"payload":{"capabilities":[{"instance":"a","state":{"value":"\""}}]}}`, true},
 		{`{"code":200,"payload":{"capabilities":[]},"data":{"capabilities":1,"code":2}}`, true},
-		{`{"code":200,"payload":{"capabilities":[{"state":1},{"state":2}]}}`, true},
-		{`{"code":200,"payload":{"capabilities":[{"state":1,"STATE":2}]}}`, false},
-		{`{"code":200,"code":200}`, false},
-		{`{"cODe":200}`, false},
-		{`{"code":200,"pa\"yload":1}`, false},
-		{`{"payload":{"capabilities":1,"capabilitieſ":2}}`, false},
-		{`{"payload":{},"x":{"capabilities":1,"capabilities":2}}`, false}, // conservative: not told from the payload
-		{`{"msg":"\u0063ode"}`, false},                                    // conservative: an escape at the top
+		{` {"msg":"\u0063ode\"", "code" : 200 , "payload" : {"sku":"H1","x":[{"a":[1,{"b":null}]}],"capabilities":[]} } `, true},
+		{`{"code":200,"payload":{"capabilities":[{"state":{"value":{"a":[1,"]"]}}}]}}`, true},
+		{`{"code":200,"payload":{"capabilities":[{"state":1}]}}`, false},
+		{`{"code":200,"payload":{"capabilities":[{"state":{},"STATE":{}}]}}`, false},
+		{`{"code":200,"payload":{"capabilities":[{"state":{"value":1,"value":2}}]}}`, false},
+		{`{"code":200,"payload":{"capabilities":[null]}}`, false},
+		{`{"code":200,"payload":{"sku":null,"capabilities":null}}`, true},
+		{`{"code":200,"payload":{"capabilities":[{"instance":"a","type":null,"state":null}]}}`, true},
+		{`{"code":200,"payload":{"SKU":"H1"}}`, false},
+		{`{"code":200,"payload":{"sku":"H\u0031"}}`, false},
+		{"{\"code\":200,\"payload\":{\"sku\":\"\xff\"}}", false},
+		{`{"code":200,"code":200,"payload":{}}`, false},
+		{`{"code":200.0,"payload":{}}`, false},
+		{`{"code":"200","payload":{}}`, false},
+		{`{"cODe":200,"payload":{}}`, false},
+		{`{"code":200,"pa\"yload":1,"payload":{}}`, false},
+		{`{"code":200,"payload":{"capabilities":[],"capabilitieſ":[]}}`, false},
+		{`{"code":200,"payload":{}`, false}, // not JSON
+		{`{"code":200}`, false},
+		{`[{"code":200,"payload":{}}]`, false},
 	}
 	for _, tt := range tests {
-		if got := plainMembers([]byte(tt.body)); got != tt.want {
-			t.Errorf("plainMembers(%s) = %v, want %v", tt.body, got, tt.want)
+		if _, got := readPlainState([]byte(tt.body)); got != tt.want {
+			t.Errorf("readPlainState(%s) answered %v, want %v", tt.body, got, tt.want)
 		}
 	}
 }
