@@ -121,7 +121,7 @@ func (e *APIError) Error() string {
 }
 
 // Unwrap gives errors.Is/As the underlying cause (for example
-// context.DeadlineExceeded or a *url.Error).
+// context.DeadlineExceeded or a *net.OpError).
 func (e *APIError) Unwrap() error { return e.Err }
 
 func kindOf(err error) (ErrorKind, *APIError) {
