@@ -33,7 +33,7 @@ func (r *Registry) Save() Saved {
 	s := Saved{Devices: make([]SavedDevice, 0, len(r.list))}
 	for _, k := range r.list {
 		d := r.devices[k]
-		sd := SavedDevice{Device: d.listed, Light: d.light, DIY: d.diy, Scenes: d.scenesKnown,
+		sd := SavedDevice{Device: d.listed, Light: d.light.options(), DIY: d.diy.options(), Scenes: d.scenesKnown,
 			Online: d.online, Read: d.read, At: d.lastRead}
 		if len(d.values) > 0 {
 			sd.Values = make(map[string]json.RawMessage, len(d.values))
@@ -84,8 +84,8 @@ func (r *Registry) Restore(s Saved) {
 			continue // a repeated entry
 		}
 		if sd.Scenes {
-			d.light, d.diy, d.scenesKnown = sd.Light, sd.DIY, true
-			d.merged = mergeScenes(d.listed, d.light, d.diy)
+			d.light, d.diy, d.scenesKnown = r.sceneLists.intern(sd.Light), r.sceneLists.intern(sd.DIY), true
+			d.merged = mergeScenes(d.listed, d.light.options(), d.diy.options())
 			r.sink.Scenes(d.view())
 		}
 		if !sd.Read {

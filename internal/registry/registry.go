@@ -76,7 +76,7 @@ type device struct {
 	read       bool
 	lastRead   time.Time
 
-	light, diy  []capability.Option
+	light, diy  *sceneList // shared with other devices; read-only
 	scenesKnown bool
 }
 
@@ -89,13 +89,14 @@ type Registry struct {
 	sink Sink
 	log  zerolog.Logger
 
-	mu      sync.Mutex
-	devices map[capability.Key]*device
-	list    []capability.Key // cloud order
-	listed  bool
-	listedC chan struct{} // closed with the first list
-	seq     uint64
-	now     func() time.Time
+	mu         sync.Mutex
+	devices    map[capability.Key]*device
+	sceneLists sceneLists
+	list       []capability.Key // cloud order
+	listed     bool
+	listedC    chan struct{} // closed with the first list
+	seq        uint64
+	now        func() time.Time
 
 	changes, saved uint64 // changes made, and how many of them Save has seen
 }
@@ -144,7 +145,7 @@ func (r *Registry) SetDevices(list []capability.Device) ListChange {
 		}
 		if !reflect.DeepEqual(d.listed, dev) {
 			d.listed = dev
-			d.merged = mergeScenes(dev, d.light, d.diy)
+			d.merged = mergeScenes(dev, d.light.options(), d.diy.options())
 			ch.Changed = append(ch.Changed, dev)
 		}
 	}
@@ -302,17 +303,17 @@ func (r *Registry) SetScenes(k capability.Key, light []capability.Option, lightO
 		return
 	}
 	changed := false
-	if lightOK && (!d.scenesKnown || !optionsEqual(d.light, light)) {
-		d.light, changed = light, true
+	if lightOK && (!d.scenesKnown || !optionsEqual(d.light.options(), light)) {
+		d.light, changed = r.sceneLists.intern(light), true
 	}
-	if diyOK && (!d.scenesKnown || !optionsEqual(d.diy, diy)) {
-		d.diy, changed = diy, true
+	if diyOK && (!d.scenesKnown || !optionsEqual(d.diy.options(), diy)) {
+		d.diy, changed = r.sceneLists.intern(diy), true
 	}
 	if lightOK || diyOK {
 		d.scenesKnown = true
 	}
 	if changed {
-		d.merged = mergeScenes(d.listed, d.light, d.diy)
+		d.merged = mergeScenes(d.listed, d.light.options(), d.diy.options())
 		r.changes++
 		r.sink.Scenes(d.view())
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -433,4 +434,49 @@ func TestFirstListWakesAfterTheSink(t *testing.T) {
 	default:
 		t.Error("FirstList not closed after the first list")
 	}
+}
+
+// sceneOptions is a scene list as a light's scene answer decodes it.
+func sceneOptions(id int64) []capability.Option {
+	return []capability.Option{
+		{Name: "Sunrise", Value: map[string]any{"id": id, "paramId": int64(2)}},
+		{Name: "Sunset", Value: map[string]any{"id": id + 1, "paramId": int64(3)}},
+	}
+}
+
+// Lights of one model share one copy of their scene list, decoded once per
+// light; a list with the same names and other values stays its own.
+func TestEqualSceneListsShared(t *testing.T) {
+	r, _ := newRegistry()
+	a, b, c := light("A"), light("B"), light("C")
+	r.SetDevices([]capability.Device{a, b, c})
+	r.SetScenes(a.Key(), sceneOptions(1), true, nil, false)
+	r.SetScenes(b.Key(), sceneOptions(1), true, sceneOptions(1), true)
+	r.SetScenes(c.Key(), sceneOptions(7), true, nil, false)
+	da, db, dc := r.devices[a.Key()], r.devices[b.Key()], r.devices[c.Key()]
+	if da.light == nil || da.light != db.light || db.diy != da.light {
+		t.Errorf("equal scene lists of two lights are held twice: %p %p %p", da.light, db.light, db.diy)
+	}
+	if dc.light == da.light {
+		t.Error("a list with other scene ids was given another light's list")
+	}
+	d, _ := r.Device(c.Key())
+	opts := d.Capabilities[4].Parameters.Options
+	if len(opts) != 3 || opts[1].Name != "Sunrise" || opts[1].Value.(map[string]any)["id"] != int64(7) {
+		t.Errorf("light C's merged scenes: %+v, want Listed then its own Sunrise (id 7) and Sunset", opts)
+	}
+}
+
+// A scene list no device holds any more is forgotten.
+func TestSceneListsForgetUnused(t *testing.T) {
+	var s sceneLists
+	s.intern([]capability.Option{{Name: "Aurora", Value: int64(1)}})
+	s.intern(sceneOptions(1))
+	held := s.intern(sceneOptions(2))
+	runtime.GC()
+	s.sweep()
+	if n := len(s.byNames[hashNames(held.opts)]); len(s.byNames) != 1 || n != 1 || s.intern(sceneOptions(2)) != held {
+		t.Errorf("after a collection %d name sets and %d lists of the held one's names are kept, want only the held list", len(s.byNames), n)
+	}
+	runtime.KeepAlive(held)
 }

@@ -31,6 +31,7 @@ import (
 
 var (
 	binary    = flag.String("bin", "", "a bridge binary to measure instead of building cmd/bridge from this checkout")
+	sceneFile = flag.String("scenes", "", "a scenes-endpoint answer (JSON) the simulator serves for every light, as lights of one model get the same list (e.g. ../../testdata/scenes.json); default: a short list of its own per light")
 	daemonEnv = flag.String("env", "", "extra environment of the daemon, KEY=VALUE[,KEY=VALUE...], e.g. GOMEMLIMIT=20MiB")
 )
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http/httptest"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -32,6 +33,15 @@ func generateCatalogue(t testing.TB, n int) *cloudsim.Catalogue {
 	c, err := cloudsim.Household(n)
 	if err != nil {
 		t.Fatalf("soak: %v", err)
+	}
+	if *sceneFile != "" {
+		b, err := os.ReadFile(*sceneFile)
+		if err != nil {
+			t.Fatalf("soak: -scenes: %v", err)
+		}
+		if c.DefaultScenes, err = cloudsim.ParseSceneList(b); err != nil {
+			t.Fatalf("soak: -scenes %s: %v", *sceneFile, err)
+		}
 	}
 	return c
 }
