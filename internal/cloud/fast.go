@@ -90,7 +90,7 @@ func readPlainState(body []byte) (p plainState, ok bool) {
 		switch {
 		case string(key) == "code" && !code:
 			code = true
-			return r.token() == "200"
+			return string(r.token()) == "200"
 		case string(key) == "payload" && !payload:
 			payload = true
 			return r.payload(&p)
@@ -265,13 +265,13 @@ func (r *plainReader) null() bool {
 }
 
 // token reads a number, true, false or null.
-func (r *plainReader) token() string {
+func (r *plainReader) token() []byte {
 	r.space()
 	start := r.i
 	for r.i < len(r.b) && !isSpace(r.b[r.i]) && r.b[r.i] != ',' && r.b[r.i] != '}' && r.b[r.i] != ']' {
 		r.i++
 	}
-	return string(r.b[start:r.i])
+	return r.b[start:r.i]
 }
 
 // skip reads one value of any kind.
