@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 
@@ -69,12 +70,29 @@ func buildVersion(ldflags string, info *debug.BuildInfo, ok bool) string {
 // GOMEMLIMIT in the environment still win.
 const gcPercent = 25
 
+// maxProcs is the number of Ps (threads running Go code at once) when
+// GOMAXPROCS is not set. The daemon's work is at most a hundred small
+// requests and publishes a second: one P does it, and every extra P costs
+// idle CPU (threads woken to look for work each time a reply arrives) and
+// per-P caches, without making a command faster (docs/benchmarks.md,
+// "Threads"). GOMAXPROCS in the environment still wins.
+const maxProcs = 1
+
+// tuneRuntime applies gcPercent and maxProcs unless the environment sets
+// GOGC or GOMAXPROCS.
+func tuneRuntime(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
+	if getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(maxProcs)
+	}
+}
+
 func main() {
 	info, ok := debug.ReadBuildInfo()
 	version = buildVersion(version, info, ok)
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
-	}
+	tuneRuntime(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	stop()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -61,6 +62,31 @@ func TestBuildVersion(t *testing.T) {
 				t.Errorf("buildVersion = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestRuntimeTunedUnlessTheEnvironmentSaysOtherwise(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+
+	runtime.GOMAXPROCS(3)
+	debug.SetGCPercent(100)
+	tuneRuntime(func(string) string { return "" })
+	if got := runtime.GOMAXPROCS(0); got != maxProcs {
+		t.Errorf("GOMAXPROCS unset: %d Ps, want %d", got, maxProcs)
+	}
+	if got := debug.SetGCPercent(100); got != gcPercent {
+		t.Errorf("GOGC unset: GC percent %d, want %d", got, gcPercent)
+	}
+
+	runtime.GOMAXPROCS(3)
+	set := map[string]string{"GOGC": "100", "GOMAXPROCS": "3"}
+	tuneRuntime(func(k string) string { return set[k] })
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Errorf("GOMAXPROCS=3 in the environment: %d Ps, want 3 (the user's setting)", got)
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC=100 in the environment: GC percent %d, want 100", got)
 	}
 }
 
