@@ -53,6 +53,7 @@ type Main struct {
 	metrics *metrics
 	httpURL string
 	ready   chan struct{}
+	tune    func(*scheduler.Config, *poller.Config) // tests shorten hold-offs (export_test.go)
 }
 
 // Run runs the daemon until ctx ends, then shuts down in order: the poller
@@ -90,6 +91,13 @@ func (m *Main) Run(ctx context.Context) error {
 	if s := readSpent(dir, log); s.Requests > 0 {
 		scfg.RequestsToday, scfg.RequestsDay = s.Requests, s.Day
 	}
+	pcfg := poller.Config{
+		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
+		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval,
+	}
+	if m.tune != nil {
+		m.tune(&scfg, &pcfg)
+	}
 	sched := scheduler.New(client, scfg, log.With().Str("component", "scheduler").Logger())
 
 	mirror := bridge.NewMirror(bridge.Options{
@@ -106,10 +114,7 @@ func (m *Main) Run(ctx context.Context) error {
 	})
 	reg := registry.New(mirror, log.With().Str("component", "registry").Logger())
 	restoreState(dir, reg, log)
-	poll := poller.New(sched, reg, poller.Config{
-		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
-		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval,
-	}, log.With().Str("component", "poller").Logger())
+	poll := poller.New(sched, reg, pcfg, log.With().Str("component", "poller").Logger())
 	set := newSettings(cfg, dir, log, poll, mirror)
 	set.apply()
 	br := bridge.New(mirror, reg, poll, sched, set)
