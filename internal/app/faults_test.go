@@ -319,7 +319,7 @@ func TestCloudFaults(t *testing.T) {
 				sched: func(c *scheduler.Config) {
 					c.RetryBase, c.RetryMax, c.MaxAttempts = 100*time.Millisecond, time.Second, 2
 				},
-				poll:  func(c *poller.Config) { c.OfflineMaxInterval = c.Interval },
+				poll: func(c *poller.Config) { c.OfflineMaxInterval = c.Interval },
 			})
 			ids := h.ids()
 			availability(h.watch, wait, "online", ids...)
