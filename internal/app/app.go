@@ -53,7 +53,9 @@ type Main struct {
 	metrics *metrics
 	httpURL string
 	ready   chan struct{}
-	tune    func(*scheduler.Config, *poller.Config) // tests shorten hold-offs (export_test.go)
+	// tuneConfigs, set by tests (export_test.go), shortens hold-offs and
+	// back-offs in the scheduler's and the poller's configuration.
+	tuneConfigs func(*scheduler.Config, *poller.Config)
 }
 
 // Run runs the daemon until ctx ends, then shuts down in order: the poller
@@ -95,8 +97,8 @@ func (m *Main) Run(ctx context.Context) error {
 		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
 		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval,
 	}
-	if m.tune != nil {
-		m.tune(&scfg, &pcfg)
+	if m.tuneConfigs != nil {
+		m.tuneConfigs(&scfg, &pcfg)
 	}
 	sched := scheduler.New(client, scfg, log.With().Str("component", "scheduler").Logger())
 

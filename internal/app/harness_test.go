@@ -119,7 +119,7 @@ func (h *harness) newMain(cfg config.Config) *app.Main {
 	log := zerolog.New(zerolog.MultiLevelWriter(h.logs, forward)).With().Timestamp().Logger()
 	m := &app.Main{Config: cfg, Version: "test", Log: log, LogForward: forward}
 	if h.sched != nil || h.poll != nil {
-		m.Tune(func(s *scheduler.Config, p *poller.Config) {
+		m.TuneConfigs(func(s *scheduler.Config, p *poller.Config) {
 			if h.sched != nil {
 				h.sched(s)
 			}
