@@ -13,7 +13,10 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// notifySocket listens where systemd would and collects what it is told.
+// notifySocket listens where systemd would and collects what it is told:
+// read returns the messages that arrive within timeout. Sd-notify messages
+// are sent synchronously, so what a call sent is there at once: drained
+// with drain, a timeout that only ends the reading.
 func notifySocket(t *testing.T) func(timeout time.Duration) []string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "notify")
@@ -38,12 +41,15 @@ func notifySocket(t *testing.T) func(timeout time.Duration) []string {
 	}
 }
 
+// drain is how long read waits for more once the messages sent are in.
+const drain = 50 * time.Millisecond
+
 func TestSystemdReadyAndStopping(t *testing.T) {
 	read := notifySocket(t)
 	sd := Systemd{Log: zerolog.Nop()}
 	sd.Ready()
 	sd.Stopping()
-	got := read(500 * time.Millisecond)
+	got := read(drain)
 	if len(got) != 2 || got[0] != "READY=1" || got[1] != "STOPPING=1" {
 		t.Errorf("notifications %q, want READY=1 then STOPPING=1", got)
 	}
@@ -55,7 +61,7 @@ func TestSystemdStatus(t *testing.T) {
 	sd.Status("waiting for the cloud's device list: %d failed tries", 3)
 	sd.Status("waiting for the cloud's device list: %d failed tries", 3) // not repeated
 	sd.Status("%d devices, %d × 429 since start", 18, 0)
-	got := read(500 * time.Millisecond)
+	got := read(drain)
 	want := []string{"STATUS=waiting for the cloud's device list: 3 failed tries", "STATUS=18 devices, 0 × 429 since start"}
 	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("notifications %q, want %q", got, want)
