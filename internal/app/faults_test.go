@@ -313,13 +313,15 @@ func TestCloudFaults(t *testing.T) {
 			h := startHarness(t, harnessOptions{
 				sim: cloudsim.Options{Catalogue: firstDevices(2)},
 				env: map[string]string{"CLOUD_TIMEOUT": "500ms"},
-				// Short back-offs and two attempts a read: the test waits
-				// for three failed reads and for the next read after the
-				// fault, not for the production defaults' back-offs.
+				// Short back-offs, two attempts a read and two failed
+				// reads to unavailable: the test waits for the failed
+				// reads and for the next read after the fault, not for
+				// the production defaults' back-offs (the counts are the
+				// poller's and the scheduler's own tests').
 				sched: func(c *scheduler.Config) {
 					c.RetryBase, c.RetryMax, c.MaxAttempts = 100*time.Millisecond, time.Second, 2
 				},
-				poll: func(c *poller.Config) { c.OfflineMaxInterval = c.Interval },
+				poll: func(c *poller.Config) { c.OfflineMaxInterval, c.FailuresBeforeUnreachable = c.Interval, 2 },
 			})
 			ids := h.ids()
 			availability(h.watch, wait, "online", ids...)
