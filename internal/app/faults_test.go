@@ -434,6 +434,7 @@ func TestAPIKeyRevokedAndRestored(t *testing.T) {
 	h := startHarness(t, harnessOptions{
 		sim:   cloudsim.Options{Catalogue: firstDevices(2)},
 		sched: func(c *scheduler.Config) { c.AuthHoldoff = holdoff },
+		poll:  func(c *poller.Config) { c.FailuresBeforeUnreachable = 2 },
 	})
 	ids := h.ids()
 	availability(h.watch, wait, "online", ids...)
