@@ -430,11 +430,11 @@ func TestRateLimitStorm(t *testing.T) {
 // default) is set short, so the test waits for the recovery, not the clock.
 func TestAPIKeyRevokedAndRestored(t *testing.T) {
 	t.Parallel()
-	const holdoff = 5 * time.Second
+	const holdoff = 3 * time.Second
 	h := startHarness(t, harnessOptions{
 		sim:   cloudsim.Options{Catalogue: firstDevices(2)},
 		sched: func(c *scheduler.Config) { c.AuthHoldoff = holdoff },
-		poll:  func(c *poller.Config) { c.FailuresBeforeUnreachable = 2 },
+		poll:  func(c *poller.Config) { c.FailuresBeforeUnreachable, c.OfflineMaxInterval = 2, c.Interval },
 	})
 	ids := h.ids()
 	availability(h.watch, wait, "online", ids...)
