@@ -54,8 +54,9 @@ type Main struct {
 	httpURL string
 	ready   chan struct{}
 	// tuneConfigs, set by tests (export_test.go), shortens hold-offs and
-	// back-offs in the scheduler's and the poller's configuration.
-	tuneConfigs func(*scheduler.Config, *poller.Config)
+	// back-offs in the scheduler's, the poller's and the MQTT client's
+	// configuration.
+	tuneConfigs func(*scheduler.Config, *poller.Config, *mqtt.Config)
 }
 
 // Run runs the daemon until ctx ends, then shuts down in order: the poller
@@ -97,8 +98,13 @@ func (m *Main) Run(ctx context.Context) error {
 		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
 		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval,
 	}
+	mcfg := mqtt.Config{
+		URL: env.mqttURL, CAFile: cfg.MQTT.CAFile, CertFile: cfg.MQTT.CertFile, KeyFile: cfg.MQTT.KeyFile,
+		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(), ClientID: cfg.MQTT.ClientID,
+		StateTopic: layout.BridgeState(), Logger: log,
+	}
 	if m.tuneConfigs != nil {
-		m.tuneConfigs(&scfg, &pcfg)
+		m.tuneConfigs(&scfg, &pcfg, &mcfg)
 	}
 	sched := scheduler.New(client, scfg, log.With().Str("component", "scheduler").Logger())
 
@@ -120,11 +126,6 @@ func (m *Main) Run(ctx context.Context) error {
 	set := newSettings(cfg, dir, log, poll, mirror)
 	set.apply()
 	br := bridge.New(mirror, reg, poll, sched, set)
-	mcfg := mqtt.Config{
-		URL: env.mqttURL, CAFile: cfg.MQTT.CAFile, CertFile: cfg.MQTT.CertFile, KeyFile: cfg.MQTT.KeyFile,
-		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(), ClientID: cfg.MQTT.ClientID,
-		StateTopic: layout.BridgeState(), Logger: log,
-	}
 	// On the first connect, subscribe before the client says "online" (a
 	// command sent on seeing it must be taken); on every (re)connect,
 	// publish through this connection and republish everything retained

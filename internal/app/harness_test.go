@@ -19,6 +19,7 @@ import (
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/logging"
+	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/mqtttest"
 	"cloud2mqtt/internal/poller"
 	"cloud2mqtt/internal/scheduler"
@@ -119,7 +120,7 @@ func (h *harness) newMain(cfg config.Config) *app.Main {
 	log := zerolog.New(zerolog.MultiLevelWriter(h.logs, forward)).With().Timestamp().Logger()
 	m := &app.Main{Config: cfg, Version: "test", Log: log, LogForward: forward}
 	if h.sched != nil || h.poll != nil {
-		m.TuneConfigs(func(s *scheduler.Config, p *poller.Config) {
+		m.TuneConfigs(func(s *scheduler.Config, p *poller.Config, _ *mqtt.Config) {
 			if h.sched != nil {
 				h.sched(s)
 			}
