@@ -152,7 +152,9 @@ func Load(environ map[string]string) (Config, error) {
 	}
 	cfg := Config{unparsed: map[string]string{}}
 	var problems []error
-	if err := env.ParseWithOptions(&cfg, env.Options{Environment: environ}); err != nil {
+	opts := env.Options{Environment: environ,
+		FuncMap: map[reflect.Type]env.ParserFunc{reflect.TypeFor[time.Duration](): parseEnvDuration}}
+	if err := env.ParseWithOptions(&cfg, opts); err != nil {
 		problems = append(problems, parseProblems(err, environ, cfg.unparsed)...)
 	}
 
@@ -206,7 +208,8 @@ func parseProblems(err error, environ map[string]string, unparsed map[string]str
 		want := "a valid value"
 		switch pe.Type {
 		case reflect.TypeFor[time.Duration]():
-			want = "a duration: a number with a unit, like 90s, 10m or 6h"
+			out = append(out, durationError(name, environ[name]))
+			continue
 		case reflect.TypeFor[int]():
 			want = "a whole number"
 		case reflect.TypeFor[bool]():

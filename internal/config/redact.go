@@ -190,12 +190,30 @@ func (c Config) Table() [][2]string {
 		case f.v.Name == "MQTT_PASSWORD" && c.passwordSource != "":
 			val += " (from " + c.passwordSource + ")"
 		}
+		if note := c.unused(f.v.Name); note != "" {
+			val = strings.TrimSpace(val + " (not used: " + note + ")")
+		}
 		rows = append(rows, [2]string{f.v.Name, val})
 	}
 	if c.Demo {
 		rows = append(rows, [2]string{"demo", "true"})
 	}
 	return rows
+}
+
+// unused says why a setting has no effect in this configuration, so that
+// the startup log and the -check report do not show an address the bridge
+// does not use (the default MQTT_URL while the demo's embedded broker runs).
+func (c Config) unused(name string) string {
+	switch {
+	case c.Demo && (name == "CLOUD_BASE_URL" || name == "CLOUD_API_KEY"):
+		return "-demo runs a simulated cloud"
+	case c.Demo && name == "MQTT_URL":
+		return "-demo starts the embedded broker on MQTT_LISTEN"
+	case !c.Demo && !c.Embedded() && name == "MQTT_LISTEN":
+		return "only for MQTT_URL=embedded"
+	}
+	return ""
 }
 
 // display is one setting's printable value.
