@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/caarlos0/env/v11"
@@ -99,8 +100,8 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage: bridge [flags]            run the daemon
-       bridge [flags] devices    print the account's devices and capabilities
+const usage = `usage: cloud2mqtt [flags]            run the daemon
+       cloud2mqtt [flags] devices    print the account's devices and capabilities
 
 Configuration comes from the environment; see config.example.env.
 
@@ -114,7 +115,7 @@ const exitConfig = 78
 
 // run is the whole program, testable: it returns the exit code.
 func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
+	fs := flag.NewFlagSet("cloud2mqtt", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	showVersion := fs.Bool("version", false, "print the version and exit")
@@ -132,7 +133,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	}
 	sub := fs.Arg(0)
 	if sub != "" && sub != "devices" {
-		fmt.Fprintf(stderr, "bridge: unknown command %q\n", sub)
+		fmt.Fprintf(stderr, "cloud2mqtt: unknown command %q\n", sub)
 		fs.Usage()
 		return 2
 	}
@@ -170,12 +171,12 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 1
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "bridge: the configuration has problems:\n%v\n(run with -check for a full report)\n", err)
+		fmt.Fprintf(stderr, "cloud2mqtt: the configuration has problems:\n%s(run with -check for a full report)\n", problemLines(err))
 		return exitConfig
 	}
 	if sub == "devices" {
 		if err := app.Devices(ctx, cfg, stdout, log); err != nil {
-			fmt.Fprintf(stderr, "bridge: %v\n", err)
+			fmt.Fprintf(stderr, "cloud2mqtt: %v\n", err)
 			return 1
 		}
 		return 0
@@ -187,4 +188,14 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 1
 	}
 	return 0
+}
+
+// problemLines is a configuration error as indented lines, one a problem,
+// without the package prefix the first line carries.
+func problemLines(err error) string {
+	var b strings.Builder
+	for _, line := range strings.Split(err.Error(), "\n") {
+		b.WriteString("  " + strings.TrimPrefix(line, "config: ") + "\n")
+	}
+	return b.String()
 }

@@ -24,7 +24,7 @@ func serveEvents(ctx context.Context, sim *cloudsim.Sim, addr, key string, every
 	}
 	b, err := broker.Start(ctx, broker.Options{Addr: addr, Users: map[string]string{key: key}, Logger: zerolog.Nop()})
 	if err != nil {
-		return nil, fmt.Errorf("cloudsim: start the events broker on %s: %w", addr, err)
+		return nil, fmt.Errorf("cloudsim: start the events broker: %w; choose another -events-addr", err)
 	}
 	pub, err := mqtt.Connect(ctx, mqtt.Config{URL: b.URL(), Username: key, Password: key,
 		ClientID: "cloudsim-events", Logger: zerolog.Nop()}, nil)

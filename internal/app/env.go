@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"cloud2mqtt/internal/bridge"
@@ -41,7 +43,7 @@ func (m *Main) environment(ctx context.Context) (*environment, error) {
 	if cfg.Demo || cfg.Embedded() {
 		b, err := broker.Start(ctx, broker.Options{Addr: cfg.MQTT.Listen, Logger: m.Log})
 		if err != nil {
-			return fail(fmt.Errorf("app: start the embedded broker on MQTT_LISTEN=%s: %w (is another broker using the port? set MQTT_LISTEN to a free address)", cfg.MQTT.Listen, err))
+			return fail(fmt.Errorf("app: the embedded broker cannot listen on MQTT_LISTEN=%s: %w; %s", cfg.MQTT.Listen, err, listenHint(err)))
 		}
 		env.closers = append(env.closers, func() { _ = b.Close() })
 		env.mqttURL = b.URL()
@@ -67,6 +69,20 @@ func (m *Main) environment(ctx context.Context) (*environment, error) {
 	env.events = func(ctx context.Context, mirror *bridge.Mirror) { demoEvents(ctx, sim, mirror) }
 	m.printDemo(env)
 	return env, nil
+}
+
+// listenHint says how to fix MQTT_LISTEN after the embedded broker could not
+// listen on it.
+func listenHint(err error) string {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return "another program (another broker?) uses that port: stop it, or set MQTT_LISTEN to a free address like 127.0.0.1:1884"
+	case errors.Is(err, syscall.EACCES):
+		return "a port below 1024 needs privileges: set MQTT_LISTEN to a port above 1023, like 127.0.0.1:1883"
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return "that address is not one of this machine's: set MQTT_LISTEN to one of its addresses, like 127.0.0.1:1883"
+	}
+	return "set MQTT_LISTEN to a free address of this machine, like 127.0.0.1:1883"
 }
 
 // cloudEvents subscribes to the cloud's event broker.

@@ -82,7 +82,8 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	b := &Broker{srv: srv, tls: opts.TLSConfig != nil, log: log}
 	tcp := listeners.NewTCP(listeners.Config{Type: listeners.TypeTCP, ID: "tcp", Address: opts.Addr, TLSConfig: opts.TLSConfig})
 	if err := srv.AddListener(tcp); err != nil {
-		return nil, fmt.Errorf("broker: listen on %s: %w (is another broker running there? choose another MQTT_LISTEN)", opts.Addr, err)
+		// The caller names its setting and the fix (MQTT_LISTEN, -events-addr).
+		return nil, fmt.Errorf("broker: listen on %s: %w", opts.Addr, err)
 	}
 	b.addr = tcp.Address()
 	if opts.WSAddr != "" {
