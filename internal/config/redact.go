@@ -190,7 +190,9 @@ func (c Config) Table() [][2]string {
 		case f.v.Name == "MQTT_PASSWORD" && c.passwordSource != "":
 			val += " (from " + c.passwordSource + ")"
 		}
-		if note := c.unused(f.v.Name); note != "" {
+		if shown, ok := c.inEffect(f.v.Name); ok {
+			val = shown
+		} else if note := c.unused(f.v.Name); note != "" {
 			val = strings.TrimSpace(val + " (not used: " + note + ")")
 		}
 		rows = append(rows, [2]string{f.v.Name, val})
@@ -201,16 +203,28 @@ func (c Config) Table() [][2]string {
 	return rows
 }
 
-// unused says why a setting has no effect in this configuration, so that
-// the startup log and the -check report do not show an address the bridge
-// does not use (the default MQTT_URL while the demo's embedded broker runs).
+// inEffect is what the bridge uses instead of a setting's value in -demo,
+// so that the startup log and the -check report do not show an address the
+// bridge does not use (the default MQTT_URL while the demo's embedded broker
+// runs). The embedded broker's real address is logged once it listens.
+func (c Config) inEffect(name string) (string, bool) {
+	if !c.Demo {
+		return "", false
+	}
+	switch name {
+	case "CLOUD_BASE_URL":
+		return "the simulated cloud (-demo)", true
+	case "CLOUD_API_KEY":
+		return "the simulator's (-demo)", true
+	case "MQTT_URL":
+		return EmbeddedBroker + " (-demo: the embedded broker on MQTT_LISTEN)", true
+	}
+	return "", false
+}
+
+// unused says why a setting has no effect in this configuration.
 func (c Config) unused(name string) string {
-	switch {
-	case c.Demo && (name == "CLOUD_BASE_URL" || name == "CLOUD_API_KEY"):
-		return "-demo runs a simulated cloud"
-	case c.Demo && name == "MQTT_URL":
-		return "-demo starts the embedded broker on MQTT_LISTEN"
-	case !c.Demo && !c.Embedded() && name == "MQTT_LISTEN":
+	if name == "MQTT_LISTEN" && !c.Demo && !c.Embedded() {
 		return "only for MQTT_URL=embedded"
 	}
 	return ""
