@@ -38,6 +38,16 @@ func main() {
 	}
 }
 
+// bridgeEnv is the bridge's environment for this simulator, to copy into a
+// shell (the key is the simulator's, not a secret).
+func bridgeEnv(addr, header, key string) string {
+	s := "CLOUD_BASE_URL=http://" + addr + " CLOUD_API_KEY=" + key
+	if header != cloudsim.DefaultKeyHeader {
+		s += " CLOUD_API_KEY_HEADER=" + header
+	}
+	return s
+}
+
 // run serves the simulator until ctx ends.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("cloudsim", flag.ContinueOnError)
@@ -91,7 +101,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "cloudsim: serving %d devices at http://%s\n", len(sim.Devices()), ln.Addr())
-	fmt.Fprintf(stdout, "cloudsim: CLOUD_BASE_URL=http://%s %s: %s\n", ln.Addr(), *header, *key)
+	fmt.Fprintf(stdout, "cloudsim: for the bridge: %s\n", bridgeEnv(ln.Addr().String(), *header, *key))
 
 	if *eventsAddr != "" {
 		stopEvents, err := serveEvents(ctx, sim, *eventsAddr, *key, *eventEvery, stdout)

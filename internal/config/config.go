@@ -58,7 +58,7 @@ type Config struct {
 
 // Cloud is how to reach the vendor's cloud API.
 type Cloud struct {
-	BaseURL    string        `env:"CLOUD_BASE_URL" redact:"url" doc:"Base address of the cloud API, http(s)://host; required unless -demo (paths /router/api/v1/... are appended)"`
+	BaseURL    string        `env:"CLOUD_BASE_URL" redact:"url" doc:"Base address of the cloud API, scheme and host only, like https://host (the bridge appends /router/api/v1/...); required unless -demo"`
 	APIKey     Secret        `env:"CLOUD_API_KEY" doc:"API key for the cloud (secret); or CLOUD_API_KEY_FILE, or the systemd credential cloud_api_key"`
 	APIKeyFile string        `env:"CLOUD_API_KEY_FILE" doc:"File holding the API key (absolute path; trailing newlines are ignored); not together with CLOUD_API_KEY"`
 	KeyHeader  string        `env:"CLOUD_API_KEY_HEADER" envDefault:"Service-API-Key" doc:"HTTP header that carries the API key"`
