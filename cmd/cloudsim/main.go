@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/config"
 )
 
 func main() {
@@ -61,7 +62,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	empty429 := fs.Bool("empty-429-body", false, "answer 429 with an empty body")
 	seed := fs.Uint64("seed", 1, "seed of the sensor drift and fractional faults")
 	eventsAddr := fs.String("events-addr", "", "also serve device events from an embedded MQTT broker on this address (empty: off)")
-	eventEvery := fs.Duration("event-every", 30*time.Second, "with -events-addr: how often a random device event is raised")
+	eventEvery := 30 * time.Second
+	fs.Func("event-every", "with -events-addr: how often a random device event is raised: seconds (30) or a duration (30s, 1m); default 30s", func(v string) (err error) {
+		eventEvery, err = config.ParseDurationFor("-event-every", v)
+		return err
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,7 +109,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "cloudsim: for the bridge: %s\n", bridgeEnv(ln.Addr().String(), *header, *key))
 
 	if *eventsAddr != "" {
-		stopEvents, err := serveEvents(ctx, sim, *eventsAddr, *key, *eventEvery, stdout)
+		stopEvents, err := serveEvents(ctx, sim, *eventsAddr, *key, eventEvery, stdout)
 		if err != nil {
 			return err
 		}
