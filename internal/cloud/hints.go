@@ -83,7 +83,7 @@ func networkHint(err error) string {
 	case errors.As(err, &dns):
 		return "the host name in CLOUD_BASE_URL cannot be looked up: check this machine's DNS and network, and the host name in CLOUD_BASE_URL"
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return "nothing answers at the host and port of CLOUD_BASE_URL: check CLOUD_BASE_URL (https:// is port 443 unless it names one) and that the service is up"
+		return "nothing answers at the host and port of CLOUD_BASE_URL: check the host and port in CLOUD_BASE_URL (without a port, https:// means 443 and http:// 80) and that the service is up"
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
 		return "the host in CLOUD_BASE_URL cannot be reached: check this machine's network and CLOUD_BASE_URL"
 	case errors.As(err, &record):

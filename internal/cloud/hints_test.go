@@ -92,6 +92,21 @@ func (timeoutError) Error() string   { return "i/o timeout" }
 func (timeoutError) Timeout() bool   { return true }
 func (timeoutError) Temporary() bool { return true }
 
+// A server that takes the connection and never answers: the client's own
+// timeout (CLOUD_TIMEOUT) names the address and the setting.
+func TestHintForNoAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(hang))
+	t.Cleanup(srv.Close)
+	c, err := New(Config{BaseURL: srv.URL, APIKey: testKey, HTTPClient: &http.Client{Timeout: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.ListDevices(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "no answer in time: check CLOUD_BASE_URL") || !strings.Contains(err.Error(), "CLOUD_TIMEOUT") {
+		t.Errorf("got %v", err)
+	}
+}
+
 // A device's own "not found" still points at the device, and the key's
 // refusal at the key; a server error needs no hint.
 func TestHintsByKind(t *testing.T) {
