@@ -279,6 +279,9 @@ func (s *settings) SetOptions(raw json.RawMessage) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := maps.Clone(s.saved.Options)
+	if next == nil {
+		next = map[string]string{}
+	}
 	var problems []string
 	for _, name := range slices.Sorted(maps.Keys(in)) {
 		if _, ok := optionVars[name]; !ok {
