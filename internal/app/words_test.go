@@ -1,12 +1,17 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/config"
 )
 
 // TestOptionDurationsOneRule: over MQTT, as in the environment, 60, "60",
@@ -86,5 +91,25 @@ func TestOptionErrorQuotesABoundedExcerpt(t *testing.T) {
 	_, _, err := optionString("poll_interval", json.RawMessage(big))
 	if err == nil || len(err.Error()) > 200 {
 		t.Errorf("got %d bytes: %.120v", len(err.Error()), err)
+	}
+}
+
+// TestEmbeddedBrokerPortTaken: the error names MQTT_LISTEN and one fix, once.
+func TestEmbeddedBrokerPortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	m := &Main{Config: config.Config{MQTT: config.MQTT{URL: config.EmbeddedBroker, Listen: ln.Addr().String()}}, Log: zerolog.Nop()}
+	env, err := m.environment(context.Background())
+	if err == nil {
+		env.close()
+		t.Fatal("the embedded broker listened on a port in use")
+	}
+	msg := err.Error()
+	if strings.Count(msg, "MQTT_LISTEN=") != 1 || strings.Count(msg, "another program (another broker?) uses that port") != 1 ||
+		strings.Contains(msg, "is another broker") {
+		t.Errorf("got %q", msg)
 	}
 }
