@@ -13,6 +13,7 @@ import (
 // fakeSource is a Source whose figures a test sets.
 type fakeSource struct {
 	mu       sync.Mutex
+	reads    int // calls of Devices and Budget
 	devices  []DeviceDetail
 	budget   Budget
 	problems *ProblemLog
@@ -55,6 +56,7 @@ func newFakeSource() *fakeSource {
 func (f *fakeSource) Devices() []Device {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.reads++
 	out := make([]Device, len(f.devices))
 	for i, d := range f.devices {
 		out[i] = d.Device
@@ -77,6 +79,7 @@ func (f *fakeSource) Device(id string) (DeviceDetail, bool) {
 func (f *fakeSource) Budget() Budget {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.reads++
 	b := f.budget
 	b.Buckets = slices.Clone(b.Buckets)
 	return b
@@ -146,4 +149,10 @@ func (a *fakeActions) log() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.calls)
+}
+
+func (f *fakeSource) readCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reads
 }

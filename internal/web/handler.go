@@ -126,6 +126,10 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /api/login", h.login)
 	m.HandleFunc("POST /api/logout", h.logout)
 	m.HandleFunc("POST /api/actions/{action}", h.action)
+	m.HandleFunc("/api/actions/{action}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, "web: actions are POSTs")
+	})
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "web: no such API endpoint "+r.URL.Path+"; see docs/web.md")
 	})
@@ -154,14 +158,18 @@ func (h *Handler) serveFile(name string) http.HandlerFunc {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"status":"error","error":"web: cannot encode the answer"}`)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // served as application/json with nosniff
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"status":"error","error":"web: cannot encode the answer"}` + "\n")
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(buf.Bytes())
 }
 
 // writeError answers like the MQTT responses: {"status":"error","error":…}.

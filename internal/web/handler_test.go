@@ -324,3 +324,5 @@ func readAll(t *testing.T, r io.Reader) string {
 	}
 	return string(b)
 }
+
+func jsonOf(w *httptest.ResponseRecorder, v any) error { return json.Unmarshal(w.Body.Bytes(), v) }
