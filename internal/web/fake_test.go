@@ -23,7 +23,10 @@ var t0 = time.Date(2026, 11, 25, 14, 30, 0, 0, time.UTC)
 
 func ptr[T any](v T) *T { return &v }
 
-func newFakeSource() *fakeSource {
+func newFakeSource() *fakeSource { return newFakeSourceAt(t0) }
+
+// newFakeSourceAt is the fake account as seen at t0.
+func newFakeSourceAt(t0 time.Time) *fakeSource {
 	onOff := capability.Capability{Type: "devices.capabilities.on_off", Instance: "powerSwitch",
 		Parameters: &capability.Parameters{DataType: "ENUM", Options: []capability.Option{{Name: "on", Value: 1}, {Name: "off", Value: 0}}}}
 	bright := capability.Capability{Type: "devices.capabilities.range", Instance: "brightness",

@@ -184,7 +184,7 @@ function renderDevices() {
       cell("status", "", statusBadge(d)),
       cell("path", "", d.path),
       cell("when", "Read", w),
-      cell("num", "Every", fmtDuration(d.poll_interval) + (d.own_interval ? " (own)" : "")),
+      cell("num", "", fmtDuration(d.poll_interval) + (d.own_interval ? " (own)" : "")),
       cell("err", "", d.last_error || ""),
     );
     frag.append(tr);
@@ -321,10 +321,14 @@ function niceMax(v) {
 const groups = ["state", "control", "list", "scenes", "other"];
 let lastChart = "";
 function renderChart(hours) {
-  const key = JSON.stringify(hours);
+  // Drawn at the container's width, so that the text keeps its size on a
+  // phone.
+  const W = Math.max(280, Math.round($("chart").clientWidth || 720));
+  const key = W + JSON.stringify(hours);
   if (key === lastChart) return;
   lastChart = key;
-  const W = 720, H = 220, L = 44, R = 8, T = 10, B = 24;
+  const H = W < 500 ? 170 : 220, L = 40, R = 8, T = 10, B = 24;
+  const every = W < 500 ? 6 : 3;
   const totals = hours.map((h) => groups.reduce((s, g) => s + (h[g] || 0), 0));
   const max = niceMax(Math.max(1, ...totals));
   const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "Requests per hour by endpoint, last 24 hours" });
@@ -350,8 +354,9 @@ function renderChart(hours) {
       g.append(svg("rect", { x: x, y: y, width: bw * 0.76, height: Math.max(bh, 0.5), class: "s-" + k }));
     }
     root.append(g);
-    if (i % 3 === 2 || i === hours.length - 1) {
-      root.append(svg("text", { x: L + i * bw + bw / 2, y: H - 8, "text-anchor": "middle" },
+    const last = i === hours.length - 1;
+    if ((hours.length - 1 - i) % every === 0) {
+      root.append(svg("text", { x: last ? W - R : L + i * bw + bw / 2, y: H - 8, "text-anchor": last ? "end" : "middle" },
         start.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })));
     }
   });
@@ -431,6 +436,7 @@ function connect() {
 // ---- wiring -------------------------------------------------------------
 
 function init() {
+  window.addEventListener("resize", () => { if (state.budget) renderChart(state.budget.hourly || []); });
   $("filter").addEventListener("input", (e) => { state.filter = e.target.value; renderDevices(); });
   for (const th of document.querySelectorAll("#device-table th")) {
     th.querySelector("button").addEventListener("click", () => {
