@@ -403,7 +403,14 @@ function renderProblems() {
 function connect() {
   const es = new EventSource("api/events");
   const live = $("live");
-  es.onopen = () => { live.textContent = "live"; live.className = "pill pill-live"; };
+  let opened = false;
+  es.onopen = () => {
+    live.textContent = "live";
+    live.className = "pill pill-live";
+    // A bridge restarted has a new CSRF token: read the session again.
+    if (opened) loadSession().catch(() => {});
+    opened = true;
+  };
   es.onerror = () => { live.textContent = "reconnecting…"; live.className = "pill pill-wait"; };
   es.addEventListener("snapshot", (e) => {
     const s = JSON.parse(e.data);
