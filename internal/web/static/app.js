@@ -24,8 +24,9 @@ function el(tag, cls, text) {
   return e;
 }
 
-const nf = new Intl.NumberFormat();
-const fmtNum = (n) => (n === null || n === undefined ? "–" : nf.format(Math.round(n)));
+// Plain digits, whatever the locale: the figures read the same as in
+// bridge/stats and /api/budget, and copy as numbers.
+const fmtNum = (n) => (n === null || n === undefined ? "–" : String(Math.round(n)));
 
 function fmtDuration(sec) {
   if (sec === null || sec === undefined) return "–";
