@@ -19,7 +19,7 @@ func (s staticSource) Device(id string) (web.DeviceDetail, bool) {
 	}
 	return web.DeviceDetail{Device: s.Devices()[0], Values: map[string]any{"powerSwitch": int64(1)}}, true
 }
-func (staticSource) Budget() web.Budget         { return web.Budget{RequestsToday: 42, DailyLimit: 10000} }
+func (staticSource) Budget() web.Budget        { return web.Budget{RequestsToday: 42, DailyLimit: 10000} }
 func (s staticSource) Problems() []web.Problem { return s.problems.Problems() }
 
 // How the app mounts the page beside /healthz and /metrics, and feeds the
