@@ -424,3 +424,33 @@ func TestBrowserActionsOff(t *testing.T) {
 	}
 	b.noErrors(t)
 }
+
+// TestBrowserManyDevices: a large account (1000 devices, a tenth of them
+// changing every second) is shown whole and kept live.
+func TestBrowserManyDevices(t *testing.T) {
+	now := time.Now()
+	src, hist := demoSource(now)
+	proto := src.devices[0]
+	src.devices = nil
+	for i := range 1000 {
+		d := proto
+		d.ID, d.Name = fmt.Sprintf("light_%04d", i), fmt.Sprintf("Light %04d", i)
+		src.devices = append(src.devices, d)
+	}
+	url := serve(t, src, &fakeActions{src: src}, hist, "", "")
+	b := newBrowser(t)
+	start := time.Now()
+	b.do(t, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(url), chromedp.WaitReady(`body[data-ready="1"]`))
+	t.Logf("loaded in %v", time.Since(start))
+	if n := eval[int](t, b, `new Set([...document.querySelectorAll("#device-rows td.name")].map(e => e.textContent)).size`); n != 1000 {
+		t.Fatalf("%d device names on the page, want 1000", n)
+	}
+	for i := range 100 {
+		src.update(fmt.Sprintf("light_%04d", i*10), func(d *DeviceDetail) { d.LastRead = ptr(time.Now()) })
+	}
+	src.update("light_0999", func(d *DeviceDetail) { d.Name = "Light 0999 (renamed)" })
+	start = time.Now()
+	b.waitFor(t, "the renamed device", `[...document.querySelectorAll("#device-rows td.name")].some(e => e.textContent === "Light 0999 (renamed)")`)
+	t.Logf("change seen in %v", time.Since(start))
+	b.noErrors(t)
+}

@@ -17,6 +17,17 @@ const state = {
   ageCells: [],
 };
 
+// setText changes a node's text only when it differs: a live page must
+// not rewrite a thousand unchanged cells a second.
+function setText(e, v) {
+  v = String(v);
+  if (e.textContent !== v) e.textContent = v;
+}
+
+function setClass(e, v) {
+  if (e.className !== v) e.className = v;
+}
+
 function el(tag, cls, text) {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
@@ -47,11 +58,19 @@ function fmtAge(iso) {
   return Math.round(sec / 86400) + " days ago";
 }
 
+// Formatters made once: toLocale*String builds one per call, which a
+// thousand rows a second cannot afford.
+const timeFmt = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+const dateTimeFmt = new Intl.DateTimeFormat(undefined, { dateStyle: "short", timeStyle: "medium" });
+const hourFmt = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
+
 function fmtTime(iso) {
   if (!iso) return "";
   const d = new Date(iso);
-  const sameDay = d.toDateString() === new Date().toDateString();
-  return sameDay ? d.toLocaleTimeString() : d.toLocaleString();
+  const now = new Date();
+  const sameDay = d.getFullYear() === now.getFullYear() && d.getMonth() === now.getMonth() && d.getDate() === now.getDate();
+  return sameDay ? timeFmt.format(d) : dateTimeFmt.format(d);
 }
 
 const shortType = (t) => (t || "").replace(/^devices\.types\./, "");
@@ -143,13 +162,12 @@ function visibleDevices() {
   const f = state.filter.trim().toLowerCase();
   const list = [...state.devices.values()].filter((d) => !f || (d.name || "").toLowerCase().includes(f));
   const k = state.sortKey, dir = state.sortDir;
-  list.sort((a, b) => {
-    const x = sortValue(a, k), y = sortValue(b, k);
-    if (x < y) return -dir;
-    if (x > y) return dir;
-    return (a.name || "").localeCompare(b.name || "") || a.id.localeCompare(b.id);
+  const keyed = list.map((d) => ({ d, v: sortValue(d, k) }));
+  keyed.sort((a, b) => {
+    const c = typeof a.v === "string" ? collator.compare(a.v, b.v) : a.v - b.v;
+    return c * dir || collator.compare(a.d.name || "", b.d.name || "") || (a.d.id < b.d.id ? -1 : 1);
   });
-  return list;
+  return keyed.map((x) => x.d);
 }
 
 function statusBadge(d) {
@@ -164,43 +182,66 @@ function cell(cls, label, content) {
   return td;
 }
 
+// rows keeps each device's row and the JSON it was built from: a change
+// rebuilds that row only, and rows move only when the order changed.
+const rows = new Map();
+
+function buildRow(d) {
+  const tr = el("tr");
+  tr.dataset.id = d.id;
+  tr.tabIndex = 0;
+  const when = el("span", "", d.last_read ? fmtTime(d.last_read) + " " : "");
+  const age = el("span", "age", fmtAge(d.last_read));
+  const w = el("span");
+  w.append(when, age);
+  tr.append(
+    cell("name", "", d.name),
+    cell("model", "", d.model),
+    cell("type", "", shortType(d.type)),
+    cell("status", "", statusBadge(d)),
+    cell("path", "", d.path),
+    cell("when", "Read", w),
+    cell("num", "", fmtDuration(d.poll_interval) + (d.own_interval ? " (own)" : "")),
+    cell("err", "", d.last_error || ""),
+  );
+  return { tr, age, json: JSON.stringify(d), iso: d.last_read };
+}
+
 function renderDevices() {
-  const rows = $("device-rows");
+  const body = $("device-rows");
   const list = visibleDevices();
-  const frag = document.createDocumentFragment();
+  const shown = new Set();
   state.ageCells = [];
+  let at = body.firstElementChild;
   for (const d of list) {
-    const tr = el("tr");
-    tr.dataset.id = d.id;
-    tr.tabIndex = 0;
-    const when = el("span", "", d.last_read ? fmtTime(d.last_read) + " " : "");
-    const age = el("span", "age", fmtAge(d.last_read));
-    state.ageCells.push([age, d.last_read]);
-    const w = el("span");
-    w.append(when, age);
-    tr.append(
-      cell("name", "", d.name),
-      cell("model", "", d.model),
-      cell("type", "", shortType(d.type)),
-      cell("status", "", statusBadge(d)),
-      cell("path", "", d.path),
-      cell("when", "Read", w),
-      cell("num", "", fmtDuration(d.poll_interval) + (d.own_interval ? " (own)" : "")),
-      cell("err", "", d.last_error || ""),
-    );
-    frag.append(tr);
+    let r = rows.get(d.id);
+    const json = JSON.stringify(d);
+    if (!r || r.json !== json) {
+      const fresh = buildRow(d);
+      if (r) r.tr.replaceWith(fresh.tr);
+      if (at === (r && r.tr)) at = fresh.tr;
+      r = fresh;
+      rows.set(d.id, r);
+    }
+    shown.add(d.id);
+    state.ageCells.push([r.age, r.iso]);
+    if (at === r.tr) at = at.nextElementSibling;
+    else body.insertBefore(r.tr, at);
   }
-  rows.replaceChildren(frag);
+  for (const [id, r] of rows) {
+    if (!shown.has(id)) { r.tr.remove(); if (!state.devices.has(id)) rows.delete(id); }
+  }
   $("d-empty").hidden = list.length > 0 || state.devices.size === 0;
   const online = [...state.devices.values()].filter((d) => d.status === "online" && !d.disabled).length;
-  $("d-count").textContent = state.devices.size ? online + " of " + state.devices.size + " online" : "";
+  setText($("d-count"), state.devices.size ? online + " of " + state.devices.size + " online" : "");
   for (const th of document.querySelectorAll("#device-table th")) {
-    th.setAttribute("aria-sort", th.dataset.key === state.sortKey ? (state.sortDir > 0 ? "ascending" : "descending") : "none");
+    const v = th.dataset.key === state.sortKey ? (state.sortDir > 0 ? "ascending" : "descending") : "none";
+    if (th.getAttribute("aria-sort") !== v) th.setAttribute("aria-sort", v);
   }
 }
 
 function updateAges() {
-  for (const [span, iso] of state.ageCells) span.textContent = fmtAge(iso);
+  for (const [span, iso] of state.ageCells) setText(span, fmtAge(iso));
 }
 
 // ---- device detail ------------------------------------------------------
@@ -277,29 +318,29 @@ function renderBudget() {
   const b = state.budget;
   if (!b) return;
   state.clockOffset = Date.parse(b.now) - Date.now();
-  $("b-today").textContent = fmtNum(b.requests_today);
+  setText($("b-today"), fmtNum(b.requests_today));
   const prog = $("b-progress");
   if (b.daily_limit > 0) {
     const frac = b.requests_today / b.daily_limit;
     prog.hidden = false;
     prog.max = b.daily_limit;
     prog.value = Math.min(b.requests_today, b.daily_limit);
-    prog.className = frac >= 1 ? "bad" : frac >= 0.8 ? "warn" : "";
-    $("b-limit").textContent = "of " + fmtNum(b.daily_limit) + " a day · " + fmtNum(Math.max(0, b.daily_limit - b.requests_today)) + " left";
+    setClass(prog, frac >= 1 ? "bad" : frac >= 0.8 ? "warn" : "");
+    setText($("b-limit"), "of " + fmtNum(b.daily_limit) + " a day · " + fmtNum(Math.max(0, b.daily_limit - b.requests_today)) + " left");
   } else {
     prog.hidden = true;
-    $("b-limit").textContent = "no daily limit set";
+    setText($("b-limit"), "no daily limit set");
   }
   const proj = $("b-proj");
-  proj.textContent = b.projected_today === null ? "–" : fmtNum(b.projected_today);
-  proj.className = "big" + (b.over_limit ? " bad" : "");
-  $("b-pace").textContent = b.pace_per_hour === null ? "measuring the pace…"
-    : fmtNum(b.pace_per_hour) + " an hour now" + (b.over_limit ? " · over the limit" : b.daily_limit > 0 ? " · within the limit" : "");
-  $("b-429").textContent = fmtNum(b.rate_limited);
-  $("b-429").className = "big" + (b.rate_limited > 0 ? " warn" : "");
-  $("b-last429").textContent = b.last_429 ? "last " + fmtTime(b.last_429) + " (" + fmtAge(b.last_429) + ")" : "never since the start";
-  $("b-queue").textContent = fmtNum(b.queue_depth);
-  $("b-inflight").textContent = fmtNum(b.in_flight) + " on the wire · polling every " + fmtDuration(b.poll_interval);
+  setText(proj, b.projected_today === null ? "–" : fmtNum(b.projected_today));
+  setClass(proj, "big" + (b.over_limit ? " bad" : ""));
+  setText($("b-pace"), b.pace_per_hour === null ? "measuring the pace…"
+    : fmtNum(b.pace_per_hour) + " an hour now" + (b.over_limit ? " · over the limit" : b.daily_limit > 0 ? " · within the limit" : ""));
+  setText($("b-429"), fmtNum(b.rate_limited));
+  setClass($("b-429"), "big" + (b.rate_limited > 0 ? " warn" : ""));
+  setText($("b-last429"), b.last_429 ? "last " + fmtTime(b.last_429) + " (" + fmtAge(b.last_429) + ")" : "never since the start");
+  setText($("b-queue"), fmtNum(b.queue_depth));
+  setText($("b-inflight"), fmtNum(b.in_flight) + " on the wire · polling every " + fmtDuration(b.poll_interval));
   renderChart(b.hourly || []);
   renderBuckets(b.buckets || []);
 }
@@ -345,7 +386,7 @@ function renderChart(hours) {
     const x = L + i * bw + bw * 0.12;
     const g = svg("g");
     const start = new Date(h.start);
-    g.append(svg("title", {}, start.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) + ": " + fmtNum(totals[i]) + " requests (" +
+    g.append(svg("title", {}, hourFmt.format(start) + ": " + fmtNum(totals[i]) + " requests (" +
       groups.filter((k) => h[k]).map((k) => k + " " + fmtNum(h[k])).join(", ") + ")"));
     for (const k of groups) {
       const v = h[k] || 0;
@@ -358,13 +399,17 @@ function renderChart(hours) {
     const last = i === hours.length - 1;
     if ((hours.length - 1 - i) % every === 0) {
       root.append(svg("text", { x: last ? W - R : L + i * bw + bw / 2, y: H - 8, "text-anchor": last ? "end" : "middle" },
-        start.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })));
+        hourFmt.format(start)));
     }
   });
   $("chart").replaceChildren(root);
 }
 
+let lastBuckets = "";
 function renderBuckets(buckets) {
+  const key = JSON.stringify(buckets);
+  if (key === lastBuckets) return;
+  lastBuckets = key;
   const box = $("buckets");
   box.replaceChildren();
   for (const b of buckets) {
@@ -454,9 +499,9 @@ function init() {
       renderDevices();
     });
   }
-  const rows = $("device-rows");
-  rows.addEventListener("click", (e) => { const tr = e.target.closest("tr"); if (tr) openDetail(tr.dataset.id); });
-  rows.addEventListener("keydown", (e) => {
+  const tbody = $("device-rows");
+  tbody.addEventListener("click", (e) => { const tr = e.target.closest("tr"); if (tr) openDetail(tr.dataset.id); });
+  tbody.addEventListener("keydown", (e) => {
     if (e.key !== "Enter" && e.key !== " ") return;
     const tr = e.target.closest("tr");
     if (tr) { e.preventDefault(); openDetail(tr.dataset.id); }
