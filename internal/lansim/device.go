@@ -163,7 +163,10 @@ func (d *device) answer(conn *net.UDPConn, to netip.AddrPort, msg []byte) {
 	}
 	dup := d.duplicate
 	d.mu.Unlock()
-	if p := d.sim.opts.ReplyPort; p != 0 {
+	d.sim.mu.Lock()
+	p := d.sim.replyPort
+	d.sim.mu.Unlock()
+	if p != 0 {
 		to = netip.AddrPortFrom(to.Addr(), uint16(p))
 	}
 	for range 1 + btoi(dup) {

@@ -85,13 +85,14 @@ type Sim struct {
 	order     []string
 	nextAddr  byte
 	onReceive func(id string, r Received)
+	replyPort int
 	closed    bool
 }
 
 // New starts the devices.
 func New(opts Options, specs ...Spec) (*Sim, error) {
 	s := &Sim{opts: opts, log: opts.Logger.With().Str("component", "lansim").Logger(),
-		scanPort: opts.ScanPort, cmdPort: opts.CommandPort, devices: map[string]*device{}, nextAddr: 2,
+		scanPort: opts.ScanPort, cmdPort: opts.CommandPort, replyPort: opts.ReplyPort, devices: map[string]*device{}, nextAddr: 2,
 	}
 	for _, spec := range specs {
 		if err := s.Add(spec); err != nil {
@@ -229,6 +230,14 @@ func (s *Sim) OnReceive(fn func(id string, r Received)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.onReceive = fn
+}
+
+// SetReplyPort changes Options.ReplyPort (a test learns the client's port
+// after it learnt the simulator's).
+func (s *Sim) SetReplyPort(p int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.replyPort = p
 }
 
 // Addr is the device's current address.
