@@ -244,6 +244,7 @@ func (c *Client) handle(b []byte, from netip.AddrPort) {
 	default:
 		event, notify = c.onStatusLocked(a.Status, from.Addr())
 	}
+	trace := c.trace
 	c.mu.Unlock()
 	if err != nil {
 		c.log.Debug().Err(err).Stringer("from", from).Msg("datagram dropped")
@@ -251,7 +252,7 @@ func (c *Client) handle(b []byte, from netip.AddrPort) {
 	if notify != nil {
 		notify()
 	}
-	c.trace(event)
+	trace(event)
 }
 
 // count and log a dropped answer.

@@ -49,9 +49,9 @@ func (c *Client) Discover(ctx context.Context, wait time.Duration) ([]Device, er
 }
 
 // RunScans scans at once and then every interval until ctx ends, logging
-// failures; the caller owns the goroutine.
+// failures; the caller owns the goroutine. An interval under 1 s is 1 s.
 func (c *Client) RunScans(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
+	t := time.NewTicker(max(interval, time.Second))
 	defer t.Stop()
 	for {
 		if err := c.Scan(ctx); err != nil && ctx.Err() == nil {
@@ -70,9 +70,10 @@ func (c *Client) RunScans(ctx context.Context, interval time.Duration) {
 // RunPolls reads every found device's status every interval until ctx
 // ends; answers reach OnStatus. A device that does not answer is marked
 // unreachable (one try while it already is, so a silent device costs one
-// datagram a round); the caller owns the goroutine.
+// datagram a round); the caller owns the goroutine. An interval under
+// 100 ms is 100 ms.
 func (c *Client) RunPolls(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
+	t := time.NewTicker(max(interval, 100*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -170,6 +171,9 @@ func (c *Client) Send(ctx context.Context, id string, cmds ...Command) (Status, 
 		return Status{}, ctx.Err()
 	case <-c.closed:
 		return Status{}, ErrClosed
+	}
+	if !c.Reachable(id) { // the Send before this one found it silent
+		return Status{}, fmt.Errorf("lan: %s: %w (marked unreachable after an unanswered request)", id, ErrNotLocal)
 	}
 	answers, done := c.listen(d)
 	defer done()
