@@ -1,8 +1,11 @@
 package lan
 
 import (
+	"context"
 	"errors"
+	"net/netip"
 	"testing"
+	"time"
 )
 
 var answerSeeds = []string{
@@ -80,6 +83,45 @@ func FuzzDecodeRequest(f *testing.F) {
 		again, err := DecodeRequest(AppendCommand(nil, r.Command))
 		if err != nil || again.Command != r.Command {
 			t.Fatalf("round trip: %+v -> %+v, %v", r.Command, again.Command, err)
+		}
+	})
+}
+
+// FuzzClientDatagram: whatever arrives, from a found device's address or
+// from anywhere else, the client neither crashes nor lets a stranger move
+// or revive a device.
+func FuzzClientDatagram(f *testing.F) {
+	for _, s := range answerSeeds {
+		f.Add([]byte(s), true)
+		f.Add([]byte(s), false)
+	}
+	c, err := New(Config{Listen: "127.0.0.1:0", Targets: []Target{{Host: "127.0.0.2"}}, ScanWindow: time.Hour})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer c.Close()
+	device := netip.MustParseAddr("127.0.0.2")
+	stranger := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.66"), 4003)
+	c.SetKnown([]string{"AA:BB"})
+	if err := c.Scan(context.Background()); err != nil {
+		f.Fatal(err)
+	}
+	c.handle(AppendScanAnswer(nil, ScanAnswer{Device: "AA:BB", SKU: "H6008"}), netip.AddrPortFrom(device, 4001))
+	f.Fuzz(func(t *testing.T, b []byte, fromDevice bool) {
+		c.mu.Lock()
+		c.devices["AA:BB"].Reachable = false
+		c.mu.Unlock()
+		from := stranger
+		if fromDevice {
+			from = netip.AddrPortFrom(device, 4003)
+		}
+		c.handle(b, from)
+		d, ok := c.Device("AA:BB")
+		if !ok || d.Addr != device {
+			t.Fatalf("device after a datagram from %s: %+v, %v", from, d, ok)
+		}
+		if d.Reachable && !fromDevice {
+			t.Fatalf("a stranger's datagram made the device reachable: %q", b)
 		}
 	})
 }
