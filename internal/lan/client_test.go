@@ -384,7 +384,7 @@ func TestPollsShowChangesMadeAtTheDevice(t *testing.T) {
 	n.found(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); n.client.RunPolls(ctx, 20*time.Millisecond) }()
+	go func() { defer close(done); n.client.RunPolls(ctx, 20*time.Millisecond, nil) }()
 	defer func() { cancel(); <-done }()
 
 	// The wall switch: the lamp goes off; the next poll tells.
