@@ -89,8 +89,19 @@ type Sim struct {
 	closed    bool
 }
 
-// New starts the devices.
+// New starts the devices. With free ports asked for, a port the first
+// device got but another's address has taken already (another test's
+// simulator) makes it start over on new ports.
 func New(opts Options, specs ...Spec) (*Sim, error) {
+	for attempt := 0; ; attempt++ {
+		s, err := start(opts, specs)
+		if err == nil || attempt == 20 || !errors.Is(err, syscall.EADDRINUSE) || (opts.ScanPort != 0 && opts.CommandPort != 0) {
+			return s, err
+		}
+	}
+}
+
+func start(opts Options, specs []Spec) (*Sim, error) {
 	s := &Sim{opts: opts, log: opts.Logger.With().Str("component", "lansim").Logger(),
 		scanPort: opts.ScanPort, cmdPort: opts.CommandPort, replyPort: opts.ReplyPort, devices: map[string]*device{}, nextAddr: 2,
 	}
@@ -167,28 +178,23 @@ func (s *Sim) freeAddrLocked() netip.Addr {
 // bindLocked opens the device's two sockets on addr, choosing the shared
 // ports on the first bind.
 func (s *Sim) bindLocked(d *device, addr netip.Addr) error {
-	for attempt := 0; ; attempt++ {
-		scan, err := listen(addr, s.scanPort)
-		if err != nil {
-			return fmt.Errorf("lansim: device %s: scan port: %w", d.spec.ID, err)
-		}
-		cmd, err := listen(addr, s.cmdPort)
-		if err != nil {
-			scan.Close()
-			if s.cmdPort == 0 || s.opts.CommandPort != 0 || attempt > 20 || !errors.Is(err, syscall.EADDRINUSE) {
-				return fmt.Errorf("lansim: device %s: command port: %w", d.spec.ID, err)
-			}
-			continue
-		}
-		if s.scanPort == 0 {
-			s.scanPort = port(scan)
-		}
-		if s.cmdPort == 0 {
-			s.cmdPort = port(cmd)
-		}
-		d.scanConn, d.cmdConn = scan, cmd
-		return nil
+	scan, err := listen(addr, s.scanPort)
+	if err != nil {
+		return fmt.Errorf("lansim: device %s: scan port: %w", d.spec.ID, err)
 	}
+	cmd, err := listen(addr, s.cmdPort)
+	if err != nil {
+		scan.Close()
+		return fmt.Errorf("lansim: device %s: command port: %w", d.spec.ID, err)
+	}
+	if s.scanPort == 0 {
+		s.scanPort = port(scan)
+	}
+	if s.cmdPort == 0 {
+		s.cmdPort = port(cmd)
+	}
+	d.scanConn, d.cmdConn = scan, cmd
+	return nil
 }
 
 func listen(addr netip.Addr, p int) (*net.UDPConn, error) {
