@@ -63,7 +63,7 @@ func TestOptionsAndTheSupervisorsBroker(t *testing.T) {
 	}
 	want := map[string]string{
 		"CLOUD_API_KEY": "k-secret", "CLOUD_BASE_URL": "https://cloud.example",
-		"POLL_INTERVAL": "30s", // the option wins over the environment
+		"POLL_INTERVAL":     "30s", // the option wins over the environment
 		"CLOUD_DAILY_LIMIT": "10000", "LOG_LEVEL": "debug", "HA_DISCOVERY": "true",
 		"STATE_DIR": "/data", "LOG_FORMAT": "console",
 		"MQTT_URL": "tcp://core-mosquitto:1883", "MQTT_USERNAME": "addons", "MQTT_PASSWORD": "pw-from-supervisor",
