@@ -35,7 +35,8 @@ func writeTar(w io.Writer, entries []entry, mtime time.Time) error {
 			Uid:     e.uid,
 			Gid:     e.gid,
 			ModTime: mtime,
-			Format:  tar.FormatPAX,
+			// USTAR: no PAX records with access or change times.
+			Format: tar.FormatUSTAR,
 		}
 		if e.uid == 0 && e.gid == 0 {
 			h.Uname, h.Gname = "root", "root"
@@ -46,9 +47,6 @@ func writeTar(w io.Writer, entries []entry, mtime time.Time) error {
 			h.Typeflag = tar.TypeReg
 			h.Size = int64(len(e.data))
 		}
-		// PAX records only when a field does not fit USTAR; none of ours
-		// do, so the headers are plain USTAR with no time records.
-		h.Format = tar.FormatUSTAR
 		if err := tw.WriteHeader(h); err != nil {
 			return fmt.Errorf("tar %s: %w", e.name, err)
 		}

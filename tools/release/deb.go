@@ -26,7 +26,7 @@ appears in Home Assistant without YAML.`
 // binary in /usr/bin. Everything else (the env file and the API key under
 // /etc/cloud2mqtt, the state directory) is where the unit already looks.
 func packageUnit(unit []byte) ([]byte, error) {
-	const from, to = "ExecStart=/usr/local/bin/cloud2mqtt\n", "ExecStart=/usr/bin/cloud2mqtt\n"
+	const from, to = "\nExecStart=/usr/local/bin/cloud2mqtt\n", "\nExecStart=/usr/bin/cloud2mqtt\n"
 	if bytes.Count(unit, []byte(from)) != 1 {
 		return nil, fmt.Errorf("deploy/systemd/cloud2mqtt.service: want exactly one line %q to point at /usr/bin", strings.TrimSpace(from))
 	}

@@ -44,10 +44,10 @@ func (r *release) imageKinds() []imageKind {
 	created := r.epoch.Format(time.RFC3339)
 	common := func(title string) map[string]string {
 		return map[string]string{
-			"org.opencontainers.image.title":    title,
-			"org.opencontainers.image.version":  r.version,
-			"org.opencontainers.image.created":  created,
-			"org.opencontainers.image.licenses": "MIT",
+			"org.opencontainers.image.title":       title,
+			"org.opencontainers.image.version":     r.version,
+			"org.opencontainers.image.created":     created,
+			"org.opencontainers.image.licenses":    "MIT",
 			"org.opencontainers.image.description": "Bridge a smart-home vendor's cloud API to MQTT and Home Assistant",
 		}
 	}
