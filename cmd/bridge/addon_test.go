@@ -57,16 +57,37 @@ func TestHomeAssistantAppMode(t *testing.T) {
 	}
 	environ := []string{"SUPERVISOR_TOKEN=sup-token", "SUPERVISOR_API=" + sup.URL, "ADDON_OPTIONS_FILE=" + options}
 
+	// The version stamped with -ldflags reaches Home Assistant (discovery's
+	// sw_version) and bridge/info.
+	defer func(v string) { version = v }(version)
+	version = "9.8.7-stamped"
+
 	watcher := mqtttest.NewClient(t, b.URL(), mqtttest.ClientOptions{Username: user, Password: password})
 	stateTopic := topic.New("c2m-app").BridgeState()
 	watcher.Subscribe(stateTopic, 1)
+	watcher.Subscribe("c2m-app/bridge/info", 1)
+	watcher.Subscribe("homeassistant/#", 1)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out, errOut bytes.Buffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, nil, environ, &out, &errOut) }()
-	watcher.WaitFor(stateTopic, "online", 30*time.Second)
+	var online, infoVersion, swVersion bool
+	for !(online && infoVersion && swVersion) {
+		m, ok := watcher.Next(30 * time.Second)
+		if !ok {
+			t.Fatalf("within 30s: online %v, version in bridge/info %v, sw_version in discovery %v", online, infoVersion, swVersion)
+		}
+		switch {
+		case m.Topic == stateTopic:
+			online = online || m.Payload == "online"
+		case m.Topic == "c2m-app/bridge/info":
+			infoVersion = infoVersion || strings.Contains(m.Payload, `"version":"9.8.7-stamped"`)
+		default:
+			swVersion = swVersion || strings.Contains(m.Payload, `"sw_version":"9.8.7-stamped"`)
+		}
+	}
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("exit code %d; log:\n%s", code, errOut.String())
