@@ -123,8 +123,10 @@ func ReadOptions(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("addon: the app's options: %w (the Supervisor writes this file; %s moves it)", err, OptionsFileVar)
 	}
 	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&raw); err != nil {
+	if err := json.Unmarshal(b, &raw); err != nil || raw == nil {
+		if err == nil {
+			err = errors.New("null")
+		}
 		return nil, fmt.Errorf("addon: the app's options in %s are not a JSON object: %w", path, err)
 	}
 	known := map[string]bool{}

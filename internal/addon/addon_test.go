@@ -155,6 +155,8 @@ func TestBadOptions(t *testing.T) {
 		"upper case":       {`{"CLOUD_API_KEY":"k-secret"}`, `option "CLOUD_API_KEY" is not a setting`},
 		"list value":       {`{"cloud_api_key":["k-secret"]}`, "option cloud_api_key: is a list or an object"},
 		"not an object":    {`["k-secret"]`, "not a JSON object"},
+		"null":             {`null`, "not a JSON object"},
+		"trailing data":    {`{"cloud_api_key":"k-secret"} {}`, "not a JSON object"},
 		"two problems too": {`{"a":1,"b":2}`, `option "b"`},
 	} {
 		t.Run(name, func(t *testing.T) {
