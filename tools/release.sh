@@ -16,6 +16,9 @@ if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
   SOURCE_DATE_EPOCH=$(git -C "$root" log -1 --format=%ct)
   export SOURCE_DATE_EPOCH
 fi
+if [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+  echo "release.sh: warning: the work tree has uncommitted changes; the artifacts hold them, but their time stamps are the last commit's" >&2
+fi
 rm -rf "$root/dist"
 cd "$root/tools/release"
 exec go run . -repo "$root" -out "$root/dist" "$1"
