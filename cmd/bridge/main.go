@@ -19,6 +19,7 @@ import (
 	"github.com/caarlos0/env/v11"
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/addon"
 	"cloud2mqtt/internal/app"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/logging"
@@ -139,6 +140,12 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	}
 
 	environment := env.ToMap(environ)
+	// Home Assistant app mode: the app's options and the Supervisor's broker.
+	environment, appErr := addon.Environment(ctx, environment, nil)
+	if appErr != nil {
+		fmt.Fprintf(stderr, "bridge: %v\n", appErr)
+		return appExitCode(appErr)
+	}
 	cfg, loadErr := config.Load(environment)
 	cfg.Demo = *demo
 	err := errors.Join(loadErr, cfg.Validate())
