@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/topic"
 )
 
 // HoldFor is how long a command that arrived before the first device list
@@ -14,7 +15,7 @@ const HoldFor = 2 * time.Minute
 
 // heldMessage is a device message that arrived before the first device list.
 type heldMessage struct {
-	topic   string
+	route   topic.Route
 	payload []byte
 	at      time.Time
 }
@@ -22,7 +23,7 @@ type heldMessage struct {
 // hold keeps a device message for later while the first device list is
 // not in (or while held ones are being replayed, so that order is kept),
 // and reports whether it did.
-func (b *Bridge) hold(t string, payload []byte) bool {
+func (b *Bridge) hold(r topic.Route, payload []byte) bool {
 	b.heldMu.Lock()
 	defer b.heldMu.Unlock()
 	if b.released {
@@ -32,9 +33,9 @@ func (b *Bridge) hold(t string, payload []byte) bool {
 		b.released = true // listed before any message had to wait
 		return false
 	}
-	b.held = append(b.held, heldMessage{t, payload, time.Now()})
+	b.held = append(b.held, heldMessage{r, payload, time.Now()})
 	if len(b.held) == 1 {
-		b.log.Info().Str("topic", t).Msg("command held until the device list is read")
+		b.log.Info().Str("device", r.ID).Msg("command held until the device list is read")
 	}
 	select {
 	case b.heldKick <- struct{}{}:
@@ -86,7 +87,7 @@ func (b *Bridge) release() {
 		}
 		b.heldMu.Unlock()
 		for _, m := range q {
-			b.handleDevice(m.topic, m.payload)
+			b.handleDevice(m.route, m.payload)
 		}
 	}
 }
@@ -107,7 +108,6 @@ func (b *Bridge) expire(cutoff time.Time, why string) {
 	b.held = keep
 	b.heldMu.Unlock()
 	for _, m := range gone {
-		id, _, _ := b.opt.Layout.Parse(m.topic)
-		b.reject(id, capability.Device{SKU: "?", Device: id}, "", string(m.payload), codedError{"bridge: command not applied: " + why, 503})
+		b.rejectAs(m.route.ID, false, capability.Device{SKU: "?", Device: m.route.ID}, m.route.Instance, m.payload, codedError{"bridge: command not applied: " + why, 503})
 	}
 }

@@ -95,6 +95,10 @@ type Client struct {
 	closed   bool
 	lastErr  error
 	connects int
+	// releasing: a return of memory after a large message is scheduled;
+	// released: when the last one ran.
+	releasing bool
+	released  time.Time
 
 	published, publishErrors, received, dropped, reconnects atomic.Uint64
 	queued                                                  atomic.Int64 // in c.out or being sent
@@ -158,6 +162,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		SetConnectTimeout(cfg.ConnectTimeout).
 		SetWriteTimeout(cfg.PublishTimeout).
 		SetDialer(&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).
+		SetCustomOpenConnectionFn(openConn).
 		SetAutoReconnect(true).
 		SetMaxReconnectInterval(cfg.MaxReconnectInterval).
 		SetConnectRetry(true).

@@ -6,6 +6,7 @@ package mqtt
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
@@ -52,8 +53,40 @@ func (c *Client) work(s *subscription) {
 			h := s.handler
 			c.mu.Unlock()
 			c.handle(h, s.filter, m)
+			if len(m.payload) >= bigPayload {
+				c.releaseMemory()
+			}
 		}
 	}
+}
+
+// bigPayload is the size from which a message, once handled, makes the
+// Client return memory to the operating system. paho reads every packet
+// whole whatever its size (a broker may deliver up to 256 MB), twice over
+// while it decodes it; left to the runtime's background scavenger, the
+// pages of a few such messages stay resident for minutes.
+const bigPayload = 1 << 20
+
+// releaseEvery spaces the releases during a stream of large messages.
+const releaseEvery = time.Second
+
+// releaseMemory returns freed memory to the operating system soon: at once
+// when none was returned in the last releaseEvery, else at the end of it,
+// once for all the messages of that second.
+func (c *Client) releaseMemory() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.releasing {
+		return
+	}
+	c.releasing = true
+	wait := max(time.Until(c.released.Add(releaseEvery)), 0)
+	time.AfterFunc(wait, func() {
+		debug.FreeOSMemory()
+		c.mu.Lock()
+		c.releasing, c.released = false, time.Now()
+		c.mu.Unlock()
+	})
 }
 
 func (c *Client) handle(h func(string, []byte), filter string, m inMsg) {

@@ -1,0 +1,51 @@
+package mqtt
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/mqtttest"
+)
+
+// BenchmarkInbound is the client's intake of QoS 1 messages from a broker
+// that keeps at most 20 unacknowledged (mosquitto's default window), with
+// a handler that does nothing: paho's reading and acknowledging, the
+// dispatcher and the subscription's queue. "bare" reads the socket as paho
+// does by itself, "buffered" through the Client's read buffer.
+func BenchmarkInbound(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		buffered bool
+	}{{"bare", false}, {"buffered", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			bufferReads = bc.buffered
+			defer func() { bufferReads = true }()
+			wb := mqtttest.NewWindowBroker(b, 20)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			c, err := Connect(ctx, Config{URL: wb.URL(), ClientID: "bench", Logger: zerolog.Nop()}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close(context.Background())
+			if err := c.Subscribe("c2m/+/set/#", 1, func(string, []byte) {}); err != nil {
+				b.Fatal(err)
+			}
+			topics := make([]string, 13)
+			for i := range topics {
+				topics[i] = "c2m/light" + strconv.Itoa(i) + "/set/brightness"
+			}
+			payloads := make([][]byte, 100)
+			for i := range payloads {
+				payloads[i] = []byte(strconv.Itoa(i + 1))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			wb.Send(b.N, func(i int) string { return topics[i%len(topics)] }, func(i int) []byte { return payloads[i%len(payloads)] })
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}
