@@ -14,15 +14,17 @@ import (
 // that keeps at most 20 unacknowledged (mosquitto's default window), with
 // a handler that does nothing: paho's reading and acknowledging, the
 // dispatcher and the subscription's queue. "bare" reads the socket as paho
-// does by itself, "buffered" through the Client's read buffer.
+// does by itself, "buffered" through the Client's read buffer;
+// "ack-queued" acknowledges each message once queued (as before
+// 2026-11-25), "ack-handled" once its handler returned.
 func BenchmarkInbound(b *testing.B) {
 	for _, bc := range []struct {
-		name     string
-		buffered bool
-	}{{"bare", false}, {"buffered", true}} {
+		name             string
+		buffered, onDone bool
+	}{{"bare-ack-queued", false, false}, {"buffered-ack-queued", true, false}, {"buffered-ack-handled", true, true}} {
 		b.Run(bc.name, func(b *testing.B) {
-			bufferReads = bc.buffered
-			defer func() { bufferReads = true }()
+			bufferReads, ackWhenHandled = bc.buffered, bc.onDone
+			defer func() { bufferReads, ackWhenHandled = true, true }()
 			wb := mqtttest.NewWindowBroker(b, 20)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
