@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -117,5 +119,71 @@ func appliedValues(w *world, dev capability.Device) []int64 {
 	return out
 }
 
-var _ = fmt.Sprint
-var streamBurst = flag.Int("burst", 1, "")
+var streamBurst = flag.Int("burst", 1, "commands sent between pauses of 10 ms in TestKillDuringCommandStreamSendsValuesInOrder")
+
+// TestHugePayloadsAreRefusedAndMemoryReturns: four 50 MB commands sent at
+// once (three to a light, one to an id no device has). The bridge stays
+// up, answers each on <id>/error in at most 4 KiB, takes the next command,
+// and its resident memory is back within 10 MB of before within a minute.
+func TestHugePayloadsAreRefusedAndMemoryReturns(t *testing.T) {
+	if mqtttest.MosquittoPath() == "" {
+		t.Fatal("mosquitto is not installed (Debian: apt-get install mosquitto); the mosquitto tag needs it")
+	}
+	w := newWorld(t, 5)
+	light := w.firstLight(t)
+	id := topic.DeviceID(light.SKU, light.Device)
+	d := startDaemon(t, w.env(time.Minute), filepath.Join(t.ArtifactDir(), "daemon.log"))
+	waitFor(t, 20*time.Second, "the light's state", func() bool {
+		w.watch.mu.Lock()
+		defer w.watch.mu.Unlock()
+		_, ok := w.watch.first[baseTopic+"/"+id+"/state"]
+		return ok
+	})
+	errs := mqtttest.NewClient(t, w.broker.URL(), mqtttest.ClientOptions{})
+	errs.Subscribe(baseTopic+"/+/error", 0)
+	before, _, _, err := rssKB(d.pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := strings.Repeat("7", 50<<20)
+	topics := []string{"/" + id + "/set/brightness", "/" + id + "/set", "/" + id + "/light/set", "/nosuch/set/brightness"}
+	var wg sync.WaitGroup
+	for _, tp := range topics {
+		c := mqtttest.NewClient(t, w.broker.URL(), mqtttest.ClientOptions{})
+		wg.Go(func() { c.Publish(baseTopic+tp, huge, false, 1) })
+	}
+	wg.Wait()
+	largest := 0
+	for range topics {
+		m, ok := errs.Next(30 * time.Second)
+		if !ok {
+			t.Fatalf("fewer than %d answers on <id>/error", len(topics))
+		}
+		largest = max(largest, len(m.Payload))
+		if !strings.Contains(m.Payload, "over the 64 KiB") && !strings.Contains(m.Payload, "unknown device") {
+			t.Errorf("answer on %s: %.300s", m.Topic, m.Payload)
+		}
+	}
+	if largest > 4<<10 {
+		t.Errorf("the largest answer on <id>/error is %d bytes; want at most 4 KiB", largest)
+	}
+	d.alive()
+	pub := mqtttest.NewClient(t, w.broker.URL(), mqtttest.ClientOptions{})
+	pub.Publish(baseTopic+"/"+id+"/set/brightness", "33", false, 1)
+	waitFor(t, 10*time.Second, "the next command applied", func() bool {
+		v, ok := w.sim.Value(light.Device, capability.InstanceBrightness)
+		return ok && capability.Equal(capability.NormalizeValue(v), int64(33))
+	})
+	var peak, after int64
+	start := time.Now()
+	waitFor(t, time.Minute, fmt.Sprintf("resident memory back within 10 MB of %d kB", before), func() bool {
+		rss, _, _, err := rssKB(d.pid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		peak, after = max(peak, rss), rss
+		return rss <= before+10<<10
+	})
+	t.Logf("resident memory: %d kB before, %d kB %s after the commands were answered (largest seen after: %d kB); largest answer %d bytes",
+		before, after, time.Since(start).Round(time.Second), peak, largest)
+}
