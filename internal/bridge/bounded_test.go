@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -145,7 +146,7 @@ func TestRejectionsAreAnsweredAtABoundedRate(t *testing.T) {
 		msgs := pub.take()
 		summary := errorsOn(t, msgs, lampID)
 		if len(summary) != 1 || summary[0].Rejected != 1000-DefaultRejectBurst || summary[0].Code != 400 ||
-			!strings.HasPrefix(summary[0].Error, "990 commands rejected in a burst") {
+			!strings.HasPrefix(summary[0].Error, strconv.Itoa(1000-DefaultRejectBurst)+" commands rejected in a burst") {
 			t.Fatalf("after a second: %+v", summary)
 		}
 		time.Sleep(time.Minute)

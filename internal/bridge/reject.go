@@ -42,7 +42,7 @@ const (
 // Default rates of rejections (Options.RejectRate and friends).
 const (
 	DefaultRejectRate     = 2  // answers a second per device
-	DefaultRejectBurst    = 10 // answers at once per device
+	DefaultRejectBurst    = 20 // answers at once per device: more than a set object of every instance
 	DefaultRejectLogRate  = 5  // log lines a second for the whole bridge
 	DefaultRejectLogBurst = 20
 )

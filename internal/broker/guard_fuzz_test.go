@@ -23,7 +23,7 @@ func (p *pipeConn) Read(b []byte) (int, error) {
 	}
 	return p.r.Read(b)
 }
-func (p *pipeConn) Close() error                     { return nil }
+func (p *pipeConn) Close() error                    { return nil }
 func (p *pipeConn) SetReadDeadline(time.Time) error { return nil }
 
 // packet is an MQTT packet with the given type byte and body.
