@@ -33,7 +33,7 @@ const (
 	maxEchoedValue = 256
 	// maxErrorText bounds an error's text in <id>/error and the log (a
 	// message may quote the value or list a device's instances).
-	maxErrorText = 1024
+	maxErrorText = 512
 	// maxEchoedID bounds the id of an unknown device that is answered: an
 	// error topic is made of the id the sender chose.
 	maxEchoedID = 200
