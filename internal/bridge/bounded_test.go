@@ -159,3 +159,24 @@ func TestRejectionsAreAnsweredAtABoundedRate(t *testing.T) {
 		}
 	})
 }
+
+// TestHeldCommandsAreBounded: before the first device list at most
+// heldMax commands wait; the next ones are answered with 503 at once.
+func TestHeldCommandsAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, pub, cmd := unlisted(t)
+		for i := range heldMax + 5 {
+			b.Handle("c2m/"+lampID+"/set/brightness", []byte(strconv.Itoa(1+i%100)))
+		}
+		synctest.Wait()
+		refused := errorsOn(t, pub.take(), lampID)
+		if len(refused) != 5 || refused[0].Code != 503 || !strings.Contains(refused[0].Error, "1000 commands already wait") {
+			t.Fatalf("answers before the list: %+v", refused)
+		}
+		b.Devices([]capability.Device{lamp}, nil, nil)
+		synctest.Wait()
+		if len(cmd.reqs) != heldMax {
+			t.Errorf("%d commands applied after the list, want the %d held", len(cmd.reqs), heldMax)
+		}
+	})
+}

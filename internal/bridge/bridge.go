@@ -90,18 +90,19 @@ type Options struct {
 // Bridge takes every MQTT message for the daemon. Its methods are safe for
 // concurrent use.
 type Bridge struct {
-	opt      Options
-	log      zerolog.Logger
-	mirror   *Mirror
-	reg      Registry
-	read     Reader
-	cmd      Commander
-	op       Operator
-	heldMu   sync.Mutex
-	held     []heldMessage // device messages waiting for the first device list
-	released bool          // the first list is in and nothing is held any more
-	heldKick chan struct{}
-	rejects  *rejects
+	opt       Options
+	log       zerolog.Logger
+	mirror    *Mirror
+	reg       Registry
+	read      Reader
+	cmd       Commander
+	op        Operator
+	heldMu    sync.Mutex
+	held      []heldMessage // device messages waiting for the first device list
+	heldBytes int           // their payloads' size
+	released  bool          // the first list is in and nothing is held any more
+	heldKick  chan struct{}
+	rejects   *rejects
 }
 
 // New returns a bridge that answers through mirror, looks devices up in

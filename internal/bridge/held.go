@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"cloud2mqtt/internal/capability"
@@ -12,6 +13,13 @@ import (
 // waits for it: a broker delivers the commands queued for the bridge's
 // session as soon as it connects, before the cloud has answered.
 const HoldFor = 2 * time.Minute
+
+// Bounds of what waits for the first device list; what comes on top is
+// answered with 503 at once.
+const (
+	heldMax      = 1000
+	heldMaxBytes = 8 << 20
+)
 
 // heldMessage is a device message that arrived before the first device list.
 type heldMessage struct {
@@ -25,18 +33,28 @@ type heldMessage struct {
 // and reports whether it did.
 func (b *Bridge) hold(r topic.Route, payload []byte) bool {
 	b.heldMu.Lock()
-	defer b.heldMu.Unlock()
 	if b.released {
+		b.heldMu.Unlock()
 		return false
 	}
 	if len(b.held) == 0 && b.reg.Listed() {
 		b.released = true // listed before any message had to wait
+		b.heldMu.Unlock()
 		return false
 	}
+	if n := len(b.held); n >= heldMax || b.heldBytes+len(payload) > heldMaxBytes {
+		b.heldMu.Unlock()
+		// A flood before the list: answered at once rather than kept.
+		b.rejectAs(r.ID, false, capability.Device{SKU: "?", Device: clip(r.ID, maxEchoedID)}, r.Instance, clipPayload(payload),
+			codedError{"bridge: command not applied: " + strconv.Itoa(n) + " commands already wait for the device list; send it again once the bridge has read the list", 503})
+		return true
+	}
 	b.held = append(b.held, heldMessage{r, payload, time.Now()})
+	b.heldBytes += len(payload)
 	if len(b.held) == 1 {
 		b.log.Info().Str("device", r.ID).Msg("command held until the device list is read")
 	}
+	b.heldMu.Unlock()
 	select {
 	case b.heldKick <- struct{}{}:
 	default:
@@ -79,7 +97,7 @@ func (b *Bridge) release() {
 	for {
 		b.heldMu.Lock()
 		q := b.held
-		b.held = nil
+		b.held, b.heldBytes = nil, 0
 		if len(q) == 0 {
 			b.released = true
 			b.heldMu.Unlock()
@@ -106,6 +124,10 @@ func (b *Bridge) expire(cutoff time.Time, why string) {
 		}
 	}
 	b.held = keep
+	b.heldBytes = 0
+	for _, m := range keep {
+		b.heldBytes += len(m.payload)
+	}
 	b.heldMu.Unlock()
 	for _, m := range gone {
 		b.rejectAs(m.route.ID, false, capability.Device{SKU: "?", Device: m.route.ID}, m.route.Instance, m.payload, codedError{"bridge: command not applied: " + why, 503})
