@@ -6,9 +6,10 @@
 // lost when the process ends) and, unless Options.Users is set, every client
 // may connect anonymously. It listens on loopback by default; binding it to
 // another address (e.g. ":1883") exposes an unauthenticated broker to the
-// network. A client sending a packet over 65 KiB (a command's 64 KiB and its
-// topic; Options.MaxPacketSize) is disconnected before the packet is read,
-// except the clients listed in Options.Unlimited (the bridge's own).
+// network. With Options.MaxPacketSize (the daemon's: 65 KiB, a command's 64
+// KiB and its topic) a client sending a larger packet is disconnected before
+// the packet is read, except the clients listed in Options.Unlimited (the
+// bridge's own).
 package broker
 
 import (
@@ -47,10 +48,10 @@ type Options struct {
 	// Users, when not empty, requires a username and password from this map
 	// (username → password); otherwise anonymous clients are allowed.
 	Users map[string]string
-	// MaxPacketSize bounds the packets a client may send, checked at each
-	// packet's fixed header so that a larger one is never read (the
-	// connection is closed): 0 means DefaultMaxPacketSize, negative no
-	// limit.
+	// MaxPacketSize, when positive, bounds the packets a client may send,
+	// checked at each packet's fixed header so that a larger one is never
+	// read (the connection is closed). The daemon sets
+	// DefaultMaxPacketSize; 0 is no limit.
 	MaxPacketSize int
 	// Unlimited lists the client ids exempt from MaxPacketSize: the
 	// bridge's own client, whose device list and discovery configs may be
@@ -93,11 +94,8 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 
 	b := &Broker{srv: srv, tls: opts.TLSConfig != nil, log: log}
 	guard := func(l listeners.Listener) listeners.Listener {
-		if opts.MaxPacketSize < 0 {
+		if opts.MaxPacketSize <= 0 {
 			return l
-		}
-		if opts.MaxPacketSize == 0 {
-			opts.MaxPacketSize = DefaultMaxPacketSize
 		}
 		return &guarded{Listener: l, max: opts.MaxPacketSize, unlimited: slices.Clone(opts.Unlimited), onRefuse: func(client string, size int) {
 			log.Warn().Str("client_id", client).Int("size", size).Int("limit", opts.MaxPacketSize).

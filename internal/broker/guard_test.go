@@ -21,7 +21,7 @@ func TestPacketSizeLimit(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			logs := &lockedBuffer{}
-			o := Options{Unlimited: []string{"bridge"}, Logger: zerolog.New(logs)}
+			o := Options{MaxPacketSize: DefaultMaxPacketSize, Unlimited: []string{"bridge"}, Logger: zerolog.New(logs)}
 			if ws {
 				o.WSAddr = "127.0.0.1:0"
 			}
@@ -89,4 +89,27 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// Without MaxPacketSize there is no limit.
+func TestNoPacketSizeLimitByDefault(t *testing.T) {
+	b := start(t, Options{Logger: zerolog.Nop()})
+	sub, ch, err := connect(t, b.URL(), "subscriber", true, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok := sub.Subscribe("big", 1, nil); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("subscribe: %v", tok.Error())
+	}
+	c, _, err := connect(t, b.URL(), "anyone", true, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("d", 1<<20)
+	if tok := c.Publish("big", 1, false, big); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("publish: %v", tok.Error())
+	}
+	if m := <-ch; len(m.payload) != len(big) {
+		t.Fatalf("got %d bytes", len(m.payload))
+	}
 }
