@@ -16,6 +16,7 @@ import (
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/events"
+	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -45,7 +46,14 @@ func (m *Main) environment(ctx context.Context) (*environment, error) {
 		return nil, err
 	}
 	if cfg.Demo || cfg.Embedded() {
-		b, err := broker.Start(ctx, broker.Options{Addr: cfg.MQTT.Listen, Logger: m.Log})
+		// The embedded broker refuses packets over 64 KiB from anyone but
+		// the bridge's own client (whose device list outgrows that).
+		id := cfg.MQTT.ClientID
+		if id == "" {
+			id = mqtt.DefaultClientID(topic.New(cfg.MQTT.BaseTopic).BridgeState())
+		}
+		b, err := broker.Start(ctx, broker.Options{Addr: cfg.MQTT.Listen, Logger: m.Log,
+			MaxPacketSize: broker.DefaultMaxPacketSize, Unlimited: []string{id}})
 		if err != nil {
 			return fail(fmt.Errorf("app: the embedded broker cannot listen on MQTT_LISTEN=%s: %w; %s", cfg.MQTT.Listen, err, listenHint(err)))
 		}
