@@ -54,10 +54,6 @@ func saveSpent(dir statedir.Dir, st scheduler.Stats, log zerolog.Logger) {
 	}
 }
 
-// SaveEvery is how often the registry is written to the state directory
-// when it changed: a crash loses at most this much of the last known
-// states, and a clean stop saves everything.
-const SaveEvery = 5 * time.Minute
 
 // restoreState fills the registry from the state directory, so that the
 // device list, discovery and the last known states are published as soon
@@ -91,22 +87,37 @@ func saveState(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) {
 	}
 }
 
-// persist saves the registry (when it changed) and today's request count
-// every SaveEvery, until ctx ends (the shutdown saves once more after the
-// poller has stopped).
-func persist(ctx context.Context, dir statedir.Dir, reg *registry.Registry, sched *scheduler.Scheduler, log zerolog.Logger) {
+// persist writes the registry (the device list, scene lists, last values)
+// and today's request count delay after a change (kick), the changes
+// within it together, until ctx ends (the shutdown saves once more after
+// the poller has stopped): a kill loses at most delay and the write. The
+// options are written by the settings as they change.
+func persist(ctx context.Context, kick <-chan struct{}, delay time.Duration, dir statedir.Dir, reg *registry.Registry, sched *scheduler.Scheduler, log zerolog.Logger) {
 	if dir == "" {
 		return
 	}
-	t := time.NewTicker(SaveEvery)
+	t := time.NewTimer(time.Hour)
+	t.Stop()
 	defer t.Stop()
+	pending := false
+	savedCount := spent{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-kick:
+			if !pending {
+				pending = true
+				t.Reset(delay)
+			}
 		case <-t.C:
+			pending = false
 			saveState(dir, reg, log)
-			saveSpent(dir, sched.Stats(), log)
+			st := sched.Stats()
+			if now := (spent{Day: st.Day, Requests: st.RequestsToday}); now != savedCount {
+				saveSpent(dir, st, log)
+				savedCount = now
+			}
 		}
 	}
 }

@@ -46,6 +46,16 @@ type fakeScheduler struct {
 	scenes map[string][]capability.Option // by device: light scenes
 	diy    map[string][]capability.Option
 	reject error // returned by every submission while set
+	hold   *scheduler.Hold // Held's answer for every device while set
+}
+
+func (f *fakeScheduler) Held(sku, device string) (scheduler.Hold, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hold == nil {
+		return scheduler.Hold{}, false
+	}
+	return *f.hold, true
 }
 
 func newFake(devs ...capability.Device) *fakeScheduler {

@@ -75,6 +75,7 @@ type device struct {
 	reachable  bool
 	read       bool
 	lastRead   time.Time
+	stateless  bool // the cloud keeps no state for it (MarkStateless)
 
 	light, diy  *sceneList // shared with other devices; read-only
 	scenesKnown bool
@@ -219,7 +220,7 @@ func (r *Registry) ApplyState(k capability.Key, st cloud.DeviceState, sentSeq ui
 		r.log.Info().Stringer("device", d.listed).Bool("online", online).Msg("device online state changed")
 	}
 	availabilityChanged := first || !d.reachable || online != d.online
-	d.read, d.online, d.reachable = true, online, true
+	d.read, d.online, d.reachable, d.stateless = true, online, true, false
 	d.lastRead = r.now()
 	if len(changed) > 0 || availabilityChanged {
 		if changed == nil {
@@ -242,6 +243,26 @@ func (r *Registry) MarkUnreachable(k capability.Key, err error) {
 	d.reachable = false
 	r.log.Warn().Err(err).Stringer("device", d.listed).Msg("device unreachable: shown unavailable until a read works; reading it less often")
 	r.sink.Unreachable(d.view(), err)
+}
+
+// MarkStateless records that the cloud keeps no state for the device (its
+// state reads answer "devices not exist": a group made in the vendor's
+// app, which accepts commands). It is shown available, with the values last
+// sent to it (SetOptimistic) as its state, until a read works (ApplyState).
+func (r *Registry) MarkStateless(k capability.Key) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.devices[k]
+	if d == nil || d.stateless {
+		return
+	}
+	d.stateless = true
+	if d.read && d.online && d.reachable {
+		return
+	}
+	d.read, d.online, d.reachable = true, true, true
+	r.changes++
+	r.sink.State(d.view(), map[string]any{})
 }
 
 // SetOptimistic records a value the cloud accepted for a command, as if
@@ -412,7 +433,9 @@ func (r *Registry) Stats() Stats {
 		if d.read && d.online && d.reachable {
 			st.Online++
 		}
-		st.OldestState = max(st.OldestState, now.Sub(d.lastRead))
+		if !d.stateless { // never read: its age says nothing
+			st.OldestState = max(st.OldestState, now.Sub(d.lastRead))
+		}
 	}
 	return st
 }
