@@ -54,7 +54,6 @@ func saveSpent(dir statedir.Dir, st scheduler.Stats, log zerolog.Logger) {
 	}
 }
 
-
 // restoreState fills the registry from the state directory, so that the
 // device list, discovery and the last known states are published as soon
 // as the broker is connected, before (or without) the cloud. A missing

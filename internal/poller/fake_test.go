@@ -45,7 +45,7 @@ type fakeScheduler struct {
 
 	scenes map[string][]capability.Option // by device: light scenes
 	diy    map[string][]capability.Option
-	reject error // returned by every submission while set
+	reject error           // returned by every submission while set
 	hold   *scheduler.Hold // Held's answer for every device while set
 }
 

@@ -415,8 +415,8 @@ type Stats struct {
 	// Devices is the number of devices whose buckets are tracked; devices
 	// idle with full buckets are forgotten (every minute), so it stays near
 	// the number of devices recently used.
-	Devices         int
-	Coalesced       uint64 // submissions merged into a queued request
+	Devices   int
+	Coalesced uint64 // submissions merged into a queued request
 	// CoalescedReads are the reads of Coalesced (the rest are commands
 	// that replaced a queued one).
 	CoalescedReads  uint64

@@ -71,7 +71,7 @@ func TestCountsOnlyWhatReachedTheCloud(t *testing.T) {
 
 		down = false
 		time.Sleep(time.Minute) // the buckets refill
-		read("busy") // a 503, then an answer: two requests reached it
+		read("busy")            // a 503, then an answer: two requests reached it
 		read("c")
 		for range 2 {
 			if err := <-done; err != nil {
