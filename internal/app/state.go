@@ -19,6 +19,13 @@ const (
 	devicesFormat  = "cloud2mqtt/devices"
 	devicesVersion = 1
 
+	// statesFile holds the devices' last values alone, written within
+	// seconds of a change; devicesFile (megabytes for a large account)
+	// only when the list or the scenes change, or every fullSaveEvery.
+	statesFile    = "states.json"
+	statesFormat  = "cloud2mqtt/states"
+	statesVersion = 1
+
 	requestsFile    = "requests.json"
 	requestsFormat  = "cloud2mqtt/requests"
 	requestsVersion = 1
@@ -70,9 +77,27 @@ func restoreState(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) 
 	case err != nil:
 		log.Warn().Err(err).Msg("the saved devices cannot be used; starting without them")
 	default:
+		var values registry.SavedValues
+		switch err := dir.Read(statesFile, statesFormat, statesVersion, &values); {
+		case err == nil:
+			saved.Overlay(values)
+		case !errors.Is(err, fs.ErrNotExist):
+			log.Warn().Err(err).Msg("the saved last values cannot be used; those saved with the device list are")
+		}
 		reg.Restore(saved)
 		log.Info().Int("devices", len(saved.Devices)).Str("state_dir", string(dir)).
 			Msg("devices and their last known states restored from the state directory")
+	}
+}
+
+// fullSaveEvery is how often devices.json is rewritten when only values
+// changed (they are in states.json meanwhile): it is the large file.
+const fullSaveEvery = 5 * time.Minute
+
+// saveValues writes the devices' last values to the state directory.
+func saveValues(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) {
+	if err := dir.Write(statesFile, statesFormat, statesVersion, reg.SaveValues()); err != nil {
+		log.Warn().Err(err).Msg("cannot save the devices' last values to the state directory")
 	}
 }
 
@@ -86,9 +111,9 @@ func saveState(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) {
 	}
 }
 
-// persist writes the registry (the device list, scene lists, last values)
-// and today's request count delay after a change (kick), the changes
-// within it together, until ctx ends (the shutdown saves once more after
+// persist writes the registry (the device list and scene lists when they
+// changed, else the last values alone) and today's request count delay
+// after a change (kick), the changes within it together, until ctx ends (the shutdown saves once more after
 // the poller has stopped): a kill loses at most delay and the write. The
 // options are written by the settings as they change.
 func persist(ctx context.Context, kick <-chan struct{}, delay time.Duration, dir statedir.Dir, reg *registry.Registry, sched *scheduler.Scheduler, log zerolog.Logger) {
@@ -100,6 +125,7 @@ func persist(ctx context.Context, kick <-chan struct{}, delay time.Duration, dir
 	defer t.Stop()
 	pending := false
 	savedCount := spent{}
+	lastFull := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -111,7 +137,13 @@ func persist(ctx context.Context, kick <-chan struct{}, delay time.Duration, dir
 			}
 		case <-t.C:
 			pending = false
-			saveState(dir, reg, log)
+			switch {
+			case reg.ListUnsaved() || reg.Unsaved() && time.Since(lastFull) >= fullSaveEvery:
+				saveState(dir, reg, log)
+				lastFull = time.Now()
+			case reg.ValuesUnsaved():
+				saveValues(dir, reg, log)
+			}
 			st := sched.Stats()
 			if now := (spent{Day: st.Day, Requests: st.RequestsToday}); now != savedCount {
 				saveSpent(dir, st, log)

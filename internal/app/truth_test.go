@@ -268,19 +268,42 @@ func TestGroupDevice(t *testing.T) {
 }
 
 // TestStateSavedWithinSeconds: a command's value and the day's count are in
-// the state directory within 10 s of the change, with the default delay.
+// the state directory within 10 s of the change (the default delay); a
+// bridge started from a copy of the directory taken then (as after a
+// kill -9), with no cloud and a fresh broker, publishes the device with
+// that value.
 func TestStateSavedWithinSeconds(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	h := startHarness(t, harnessOptions{env: map[string]string{"STATE_DIR": dir}, sim: cloudsim.Options{Catalogue: firstDevices(1)}})
 	ids := h.ids()
 	availability(h.watch, wait, "online", ids...)
+	h.devicesWithScenes() // the list's last change is in
 	h.publish("cloud2mqtt/"+ids[0]+"/set/brightness", "33")
 	h.waitCommands("the command", []command{{h.sim.Devices()[0].Device, ids[0], "brightness", int64(33)}})
 	sent := time.Now()
-	h.watch.until(10*time.Second, "devices.json with the value sent", func() bool {
-		b, err := os.ReadFile(filepath.Join(dir, "devices.json"))
-		return err == nil && strings.Contains(string(b), `"brightness":33`)
+	saved := func(name string) string { b, _ := os.ReadFile(filepath.Join(dir, name)); return string(b) }
+	h.watch.until(10*time.Second, "the value sent in the state directory", func() bool {
+		return strings.Contains(saved("states.json")+saved("devices.json"), `"brightness":33`)
 	})
 	h.watch.until(10*time.Second-time.Since(sent), "requests.json with the day's count", func() bool { return savedRequests(dir) > 0 })
+
+	// The moment of the crash: what is on disk now is all there is.
+	crashed := t.TempDir()
+	for _, name := range []string{"devices.json", "states.json", "requests.json"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			if err := os.WriteFile(filepath.Join(crashed, name), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noCloud := "http://" + ln.Addr().String()
+	ln.Close()
+	h2 := startHarness(t, harnessOptions{env: map[string]string{"STATE_DIR": crashed, "CLOUD_BASE_URL": noCloud},
+		sim: cloudsim.Options{Catalogue: firstDevices(1)}})
+	h2.watch.waitJSON(wait, "cloud2mqtt/"+ids[0]+"/state", func(m map[string]any) bool { return m["brightness"] == float64(33) })
 }

@@ -2,7 +2,6 @@ package poller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -272,7 +271,9 @@ func mkState(sku, device string, online bool, values map[string]any) cloud.Devic
 	return st
 }
 
-var errDevice = errors.New("fake: device did not answer")
+// errDevice is a failed read the cloud answered (a 5xx): the device's
+// failure, backed off.
+var errDevice error = &cloud.APIError{Kind: cloud.ErrTransient, Endpoint: cloud.EndpointState, HTTPStatus: 502, Msg: "fake: device did not answer"}
 
 // logBuffer collects the poller's log lines.
 type logBuffer struct {

@@ -77,7 +77,13 @@ func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err err
 	case err != nil:
 		p.readErrors++
 		d.failedReads++
-		d.backoffReads++
+		if cloud.Reached(err) {
+			// The cloud answered with a failure: read the device less
+			// often. A cloud out of reach is no reason to: the reads
+			// cost nothing of the budget, and the next one is what
+			// finds it back.
+			d.backoffReads++
+		}
 		p.log.Debug().Err(err).Stringer("device", d.dev).Int("failures", d.failedReads).Msg("poller: state read failed")
 		if d.failedReads >= p.cfg.FailuresBeforeUnreachable {
 			p.store.MarkUnreachable(d.dev.Key(), err)

@@ -2,6 +2,7 @@ package poller
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -171,5 +172,32 @@ func TestProgressIsAnswers(t *testing.T) {
 			t.Errorf("progress did not move with answered reads")
 		}
 		h.stop()
+	})
+}
+
+// TestCloudAwayNoBackOff: reads that never reached the cloud make the device
+// unreachable after FailuresBeforeUnreachable like any failure, but do not
+// back it off: the next read at the interval is what finds the cloud back.
+func TestCloudAwayNoBackOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(devs(1)...)
+		f.setState(func(device string, n int) (cloud.DeviceState, error) {
+			if n >= 1 && n <= 4 {
+				return cloud.DeviceState{}, &cloud.APIError{Kind: cloud.ErrTransient, Endpoint: cloud.EndpointState, Msg: "connection refused"}
+			}
+			return mkState("H6072", device, true, map[string]any{capability.InstancePower: 1}), nil
+		})
+		h := start(t, f, Config{Interval: time.Minute})
+		time.Sleep(310 * time.Second)
+		h.stop()
+		if got, want := offsets(h.t0, f.reads("D00")), secs(0, 60, 120, 180, 240, 300); !slices.Equal(got, want) {
+			t.Errorf("reads at %v, want %v (no back-off while the cloud is out of reach)", got, want)
+		}
+		if un := h.c.of("unreachable", "D00"); len(un) != 1 || un[0].at.Sub(h.t0) != 180*time.Second {
+			t.Errorf("unreachable events %+v, want one at the third failure", un)
+		}
+		if ev := h.c.of("state", "D00"); len(ev) != 2 || ev[1].at.Sub(h.t0) != 300*time.Second {
+			t.Errorf("state events %+v, want the recovery at the first answer (300 s)", ev)
+		}
 	})
 }

@@ -100,6 +100,10 @@ type Registry struct {
 	now        func() time.Time
 
 	changes, saved uint64 // changes made, and how many of them Save has seen
+	// listChanges counts the changes of the list, definitions and scene
+	// lists (listSaved: as Save saw them); valuesSaved is changes as
+	// SaveValues saw them.
+	listChanges, listSaved, valuesSaved uint64
 }
 
 // New returns an empty registry that reports changes to sink.
@@ -163,6 +167,7 @@ func (r *Registry) SetDevices(list []capability.Device) ListChange {
 			all[i] = r.devices[k].merged
 		}
 		r.changes++
+		r.listChanges++
 		r.sink.Devices(all, ch.Added, ch.Removed)
 	}
 	if ch.First {
@@ -336,6 +341,7 @@ func (r *Registry) SetScenes(k capability.Key, light []capability.Option, lightO
 	if changed {
 		d.merged = mergeScenes(d.listed, d.light.options(), d.diy.options())
 		r.changes++
+		r.listChanges++
 		r.sink.Scenes(d.view())
 	}
 }
