@@ -94,6 +94,10 @@ func (m *Main) Run(ctx context.Context) error {
 	statsKick, saveKick := kicks[0], kicks[1]
 	scfg := schedulerConfig(cfg)
 	scfg.AuthHoldoff, scfg.MaxRetryAfter, scfg.OnChange = tune.authHoldoff, tune.maxRetryAfter, kicks.notify
+	// The poller hears of reads held by a 429 (it answers who waits for
+	// them); it is made below, before the scheduler runs.
+	var poll *poller.Poller
+	scfg.OnHeld = func(sku, device string, h scheduler.Hold) { poll.Held(sku, device, h) }
 	if s := readSpent(dir, log); s.Requests > 0 {
 		scfg.RequestsToday, scfg.RequestsDay = s.Requests, s.Day
 	}
@@ -113,7 +117,7 @@ func (m *Main) Run(ctx context.Context) error {
 	})
 	reg := registry.New(notifyingSink{mirror, kicks.notify}, log.With().Str("component", "registry").Logger())
 	restoreState(dir, reg, log)
-	poll := poller.New(sched, reg, poller.Config{
+	poll = poller.New(sched, reg, poller.Config{
 		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
 		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval,
 		StatelessRecheck: tune.statelessRecheck,

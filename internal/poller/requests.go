@@ -69,8 +69,7 @@ func (p *Poller) ReadNow(sku, device string, done func(error)) error {
 			p.schedule(d)
 			p.wake()
 		}
-		return fmt.Errorf("poller: read %s: %w until %s, then the device is read: %w",
-			d.dev, scheduler.ErrReadsHeld, h.Until.UTC().Format(time.RFC3339), h.Err)
+		return heldError(d, h)
 	}
 	d.readNow = true
 	if done != nil {
@@ -79,6 +78,26 @@ func (p *Poller) ReadNow(sku, device string, done func(error)) error {
 	p.schedule(d)
 	p.wake()
 	return nil
+}
+
+// Held tells the poller that the device's state read in flight waits for a
+// hold-off (scheduler.Config.OnHeld): the ReadNow callers waiting for it
+// are told at once, with the cause, when the wait is longer than
+// MinInterval; the read's outcome comes later as usual.
+func (p *Poller) Held(sku, device string, h scheduler.Hold) {
+	p.post(func(now time.Time) {
+		d := p.devices[capability.Key{SKU: sku, Device: device}]
+		if d == nil || !d.inFlight || len(d.inFlightWaiters) == 0 || h.Until.Sub(now) <= MinInterval {
+			return
+		}
+		p.emitDone(d.inFlightWaiters, heldError(d, h))
+		d.inFlightWaiters = nil
+	})
+}
+
+func heldError(d *device, h scheduler.Hold) error {
+	return fmt.Errorf("poller: read %s: %w until %s, then the device is read: %w",
+		d.dev, scheduler.ErrReadsHeld, h.Until.UTC().Format(time.RFC3339), h.Err)
 }
 
 // RefreshDevices asks for the device list now. done (may be nil) is called

@@ -201,3 +201,33 @@ func TestCloudAwayNoBackOff(t *testing.T) {
 		}
 	})
 }
+
+// TestReadHeldAfterItWasAsked: a read on request accepted before the hold
+// was known, whose read then gets a 429 and waits (scheduler OnHeld), is
+// answered at once with the hold, and only once.
+func TestReadHeldAfterItWasAsked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(devs(1)...)
+		h := start(t, f, Config{Interval: time.Hour, ListInterval: time.Hour})
+		time.Sleep(5 * time.Second)
+		f.latency = 5 * time.Minute // the read waits in the scheduler
+		var o outcome
+		if err := h.p.ReadNow("H6072", "D00", o.done); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		limited := &cloud.APIError{Kind: cloud.ErrRateLimited, Endpoint: cloud.EndpointState, HTTPStatus: 429, RetryAfter: 5 * time.Minute}
+		asked := time.Now()
+		h.p.Held("H6072", "D00", scheduler.Hold{Until: asked.Add(5 * time.Minute), Err: limited})
+		synctest.Wait()
+		at, once, err := o.get()
+		if !once || !at.Equal(asked) || !errors.Is(err, scheduler.ErrReadsHeld) {
+			t.Fatalf("done at %v (once %v) with %v, want at once with ErrReadsHeld", at.Sub(asked), once, err)
+		}
+		time.Sleep(6 * time.Minute)
+		if _, once, _ := o.get(); !once {
+			t.Error("done called again when the read came back")
+		}
+		h.stop()
+	})
+}

@@ -95,6 +95,10 @@ type Config struct {
 	// 5 min): a longer one is capped, and said once in the log, so that a
 	// bogus header cannot stop a device's reads for an hour.
 	MaxRetryAfter time.Duration
+	// OnHeld, when set, is called when a device's state read got a 429 and
+	// waits (Held says the same until then), so that whoever waits for
+	// that read can hear of it now. It must not block.
+	OnHeld func(sku, device string, h Hold)
 	// OnChange, when set, is called after each request's outcome is
 	// settled (the counts of Stats may have changed). It must not block.
 	OnChange func()

@@ -382,7 +382,11 @@ func (s *Scheduler) sendRead(ctx context.Context, r *read) {
 	s.countLocked(r.ep, now, err)
 	retry, err := s.settleLocked(now, r.ep, d, &r.attempt, err, d.buckets[r.ep])
 	var waiters []func(any, error)
+	var held *Hold
 	if retry {
+		if r.ep == epState && r.rateLimited > 0 && s.cfg.OnHeld != nil {
+			held = &Hold{Until: r.notBefore, Err: r.lastErr}
+		}
 		s.requeueReadLocked(r)
 	} else {
 		waiters = r.waiters
@@ -390,6 +394,9 @@ func (s *Scheduler) sendRead(ctx context.Context, r *read) {
 	s.mu.Unlock()
 	for _, w := range waiters {
 		w(v, err)
+	}
+	if held != nil {
+		s.cfg.OnHeld(d.key.SKU, d.key.Device, *held)
 	}
 	s.signal()
 	s.changed()

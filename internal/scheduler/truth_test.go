@@ -129,7 +129,10 @@ func TestRetryAfterCapped(t *testing.T) {
 			return nil
 		}
 		var logs bytes.Buffer
-		s := scheduler.New(f, scheduler.Config{MaxRetryAfter: 30 * time.Second}, zerolog.New(&logs))
+		var told []scheduler.Hold
+		s := scheduler.New(f, scheduler.Config{MaxRetryAfter: 30 * time.Second, OnHeld: func(sku, device string, h scheduler.Hold) {
+			told = append(told, h)
+		}}, zerolog.New(&logs))
 		stop := run(t, s)
 		defer stop()
 		t0 := time.Now()
@@ -142,6 +145,9 @@ func TestRetryAfterCapped(t *testing.T) {
 		}
 		if _, ok := cloud.IsRateLimited(h.Err); !ok {
 			t.Errorf("hold's error %v, want the 429", h.Err)
+		}
+		if len(told) != 1 || !told[0].Until.Equal(h.Until) {
+			t.Errorf("OnHeld told %+v, want the hold once", told)
 		}
 		if _, other := s.Held("H6008", "other"); other {
 			t.Errorf("another device is held by this device's 429")
