@@ -263,7 +263,7 @@ const infoEvery = time.Minute
 // list is in. A change of a figure (kick) publishes the stats within
 // statsDelay; the tick catches what changes with time alone (the Cloud
 // sensor, a 429 a minute old).
-func (m *Main) background(ctx context.Context, ready chan struct{}, kick <-chan struct{}, p parts) {
+func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listener, p parts) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	tune := m.tuning()
@@ -340,13 +340,14 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, kick <-chan 
 			check()
 		case <-t.C:
 			check()
-		case <-kick:
+		case <-kick.c:
 			if !gathering {
 				gathering = true
 				gather.Reset(tune.statsDelay)
 			}
 		case <-gather.C:
 			gathering = false
+			kick.done()
 			check()
 		}
 	}

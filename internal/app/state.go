@@ -96,7 +96,7 @@ const fullSaveEvery = 5 * time.Minute
 
 // saveValues writes the devices' last values to the state directory.
 func saveValues(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) {
-	if err := dir.Write(statesFile, statesFormat, statesVersion, reg.SaveValues()); err != nil {
+	if err := dir.WriteRaw(statesFile, statesFormat, statesVersion, reg.SaveValuesJSON()); err != nil {
 		log.Warn().Err(err).Msg("cannot save the devices' last values to the state directory")
 	}
 }
@@ -116,7 +116,7 @@ func saveState(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) {
 // after a change (kick), the changes within it together, until ctx ends (the shutdown saves once more after
 // the poller has stopped): a kill loses at most delay and the write. The
 // options are written by the settings as they change.
-func persist(ctx context.Context, kick <-chan struct{}, delay time.Duration, dir statedir.Dir, reg *registry.Registry, sched *scheduler.Scheduler, log zerolog.Logger) {
+func persist(ctx context.Context, kick *listener, delay time.Duration, dir statedir.Dir, reg *registry.Registry, sched *scheduler.Scheduler, log zerolog.Logger) {
 	if dir == "" {
 		return
 	}
@@ -130,13 +130,14 @@ func persist(ctx context.Context, kick <-chan struct{}, delay time.Duration, dir
 		select {
 		case <-ctx.Done():
 			return
-		case <-kick:
+		case <-kick.c:
 			if !pending {
 				pending = true
 				t.Reset(delay)
 			}
 		case <-t.C:
 			pending = false
+			kick.done()
 			switch {
 			case reg.ListUnsaved() || reg.Unsaved() && time.Since(lastFull) >= fullSaveEvery:
 				saveState(dir, reg, log)

@@ -61,20 +61,50 @@ type SavedState struct {
 	At     time.Time                  `json:"last_read"`
 }
 
-// SaveValues returns the values of the devices read so far.
-func (r *Registry) SaveValues() SavedValues {
+// savedStateOut is SavedState as written: the values as the registry
+// holds them, encoded once.
+type savedStateOut struct {
+	SKU    string         `json:"sku"`
+	Device string         `json:"device"`
+	Values map[string]any `json:"values,omitempty"`
+	Online bool           `json:"online"`
+	At     time.Time      `json:"last_read"`
+}
+
+// SaveValuesJSON returns SavedValues, encoded, of the devices read so far.
+// Each device's entry is encoded when it changed and kept: at 1000 devices
+// the file is about 200 kB, and encoding it whole every few seconds cost
+// more than the rest of an idle bridge.
+func (r *Registry) SaveValuesJSON() []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := SavedValues{At: r.now(), Devices: make([]SavedState, 0, len(r.list))}
+	at, _ := r.now().MarshalJSON()
+	b := make([]byte, 0, 64+len(r.list)*200)
+	b = append(b, `{"at":`...)
+	b = append(b, at...)
+	b = append(b, `,"devices":[`...)
+	first := true
 	for _, k := range r.list {
 		d := r.devices[k]
 		if !d.read {
 			continue
 		}
-		s.Devices = append(s.Devices, SavedState{SKU: k.SKU, Device: k.Device, Values: rawValues(d.values), Online: d.online, At: d.lastRead})
+		if d.encoded == nil {
+			e, err := json.Marshal(savedStateOut{SKU: k.SKU, Device: k.Device, Values: d.values, Online: d.online, At: d.lastRead})
+			if err != nil {
+				continue
+			}
+			d.encoded = e
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, d.encoded...)
 	}
+	b = append(b, "]}"...)
 	r.valuesSaved = r.changes
-	return s
+	return b
 }
 
 func rawValues(values map[string]any) map[string]json.RawMessage {

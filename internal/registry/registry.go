@@ -76,6 +76,7 @@ type device struct {
 	read       bool
 	lastRead   time.Time
 	stateless  bool // the cloud keeps no state for it (MarkStateless)
+	encoded    []byte // its entry of SaveValuesJSON, nil when it changed since
 
 	light, diy  *sceneList // shared with other devices; read-only
 	scenesKnown bool
@@ -232,6 +233,7 @@ func (r *Registry) ApplyState(k capability.Key, st cloud.DeviceState, sentSeq ui
 			changed = map[string]any{}
 		}
 		r.changes++
+		d.encoded = nil
 		r.sink.State(d.view(), changed)
 	}
 }
@@ -267,6 +269,7 @@ func (r *Registry) MarkStateless(k capability.Key) {
 	}
 	d.read, d.online, d.reachable = true, true, true
 	r.changes++
+	d.encoded = nil
 	r.sink.State(d.view(), map[string]any{})
 }
 
@@ -311,6 +314,7 @@ func (r *Registry) SetOptimistic(k capability.Key, instance string, value any) {
 	}
 	if d.read {
 		r.changes++
+		d.encoded = nil
 		r.sink.State(d.view(), changed)
 	}
 }

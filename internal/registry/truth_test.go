@@ -30,11 +30,17 @@ func TestValuesSavedApart(t *testing.T) {
 	if r.ListUnsaved() || !r.ValuesUnsaved() || !r.Unsaved() {
 		t.Errorf("a value: list unsaved %v, values unsaved %v; want values only", r.ListUnsaved(), r.ValuesUnsaved())
 	}
-	values := r.SaveValues()
+	b := r.SaveValuesJSON()
 	if r.ValuesUnsaved() || !r.Unsaved() {
-		t.Errorf("after SaveValues: values unsaved %v, whole unsaved %v; want false, true", r.ValuesUnsaved(), r.Unsaved())
+		t.Errorf("after SaveValuesJSON: values unsaved %v, whole unsaved %v; want false, true", r.ValuesUnsaved(), r.Unsaved())
 	}
-	b, _ := json.Marshal(values)
+	// A device's entry is encoded again when it changed.
+	r.SetOptimistic(a.Key(), capability.InstanceBrightness, 56)
+	if b2 := r.SaveValuesJSON(); !json.Valid(b2) || string(b2) == string(b) {
+		t.Fatalf("values after a change: %s", b2)
+	}
+	r.SetOptimistic(a.Key(), capability.InstanceBrightness, 55)
+	b = r.SaveValuesJSON()
 	var back SavedValues
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)

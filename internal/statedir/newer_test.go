@@ -58,3 +58,41 @@ func TestNewerVersionKeptAside(t *testing.T) {
 		t.Errorf("%d files, want the two kept files (the current one was moved)", len(entries))
 	}
 }
+
+// FuzzRead: whatever a state file holds, Read neither panics nor loses a
+// file of a newer version: such a file is moved aside intact, and anything
+// else is left where it was.
+func FuzzRead(f *testing.F) {
+	f.Add([]byte(`{"format":"test/x","version":1,"data":{"count":1,"name":"a"}}`))
+	f.Add([]byte(`{"format":"test/x","version":9,"data":{}}`))
+	f.Add([]byte(`{"version":2,"format":"test/x","data":{}}`))
+	f.Add([]byte(`{"format":"test/x","version":1e3,"data":null}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, content []byte) {
+		dir := t.TempDir()
+		d := Dir(dir)
+		path := filepath.Join(dir, "x.json")
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var got data
+		err := d.Read("x.json", "test/x", 1, &got)
+		if KeptAside(err) {
+			entries, _ := os.ReadDir(dir)
+			if len(entries) != 1 || entries[0].Name() == "x.json" {
+				t.Fatalf("newer file not moved aside: %v", entries)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, entries[0].Name())); string(b) != string(content) {
+				t.Fatalf("the file kept aside changed")
+			}
+			return
+		}
+		if b, _ := os.ReadFile(path); string(b) != string(content) {
+			t.Fatalf("Read changed the file (error %v)", err)
+		}
+		// Write replaces it unless it is of a newer version.
+		if err := d.Write("x.json", "test/x", 1, data{1, "w"}); err != nil && !KeptAside(err) {
+			t.Fatalf("Write: %v", err)
+		}
+	})
+}

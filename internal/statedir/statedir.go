@@ -9,6 +9,7 @@
 package statedir
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,7 +36,7 @@ type envelope struct {
 	Format  string          `json:"format"`
 	Version int             `json:"version"`
 	Saved   time.Time       `json:"saved"`
-	Data    json.RawMessage `json:"data"`
+	Data    json.RawMessage `json:"data"` // last: WriteRaw puts it in place of null
 }
 
 // Write stores v as JSON in the file name of the directory, atomically:
@@ -49,10 +50,24 @@ func (d Dir) Write(name, format string, version int, v any) error {
 	if err != nil {
 		return fmt.Errorf("statedir: encode %s: %w", name, err)
 	}
-	b, err := json.Marshal(envelope{Format: format, Version: version, Saved: time.Now().UTC().Truncate(time.Second), Data: data})
+	return d.WriteRaw(name, format, version, data)
+}
+
+// WriteRaw is Write of data already encoded as JSON (the caller vouches
+// for it: it is not checked), put in the envelope as it is.
+func (d Dir) WriteRaw(name, format string, version int, data []byte) error {
+	if d == "" {
+		return ErrOff
+	}
+	head, err := json.Marshal(envelope{Format: format, Version: version, Saved: time.Now().UTC().Truncate(time.Second)})
 	if err != nil {
 		return fmt.Errorf("statedir: encode %s: %w", name, err)
 	}
+	// The envelope with data in place of its null: no copy of data is
+	// checked or compacted again.
+	head = bytes.TrimSuffix(head, []byte("null}"))
+	b := make([]byte, 0, len(head)+len(data)+1)
+	b = append(append(append(b, head...), data...), '}')
 	if err := os.MkdirAll(string(d), 0o700); err != nil {
 		return fmt.Errorf("statedir: create STATE_DIR %s: %w", d, err)
 	}
