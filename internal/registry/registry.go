@@ -75,7 +75,7 @@ type device struct {
 	reachable  bool
 	read       bool
 	lastRead   time.Time
-	stateless  bool // the cloud keeps no state for it (MarkStateless)
+	stateless  bool   // the cloud keeps no state for it (MarkStateless)
 	encoded    []byte // its entry of SaveValuesJSON, nil when it changed since
 
 	light, diy  *sceneList // shared with other devices; read-only
