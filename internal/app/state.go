@@ -96,7 +96,7 @@ const fullSaveEvery = 5 * time.Minute
 
 // saveValues writes the devices' last values to the state directory.
 func saveValues(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) {
-	if err := dir.WriteRaw(statesFile, statesFormat, statesVersion, reg.SaveValuesJSON()); err != nil {
+	if err := dir.WriteTo(statesFile, statesFormat, statesVersion, reg.WriteValues); err != nil {
 		log.Warn().Err(err).Msg("cannot save the devices' last values to the state directory")
 	}
 }
@@ -106,7 +106,7 @@ func saveState(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) {
 	if dir == "" || !reg.Unsaved() {
 		return
 	}
-	if err := dir.Write(devicesFile, devicesFormat, devicesVersion, reg.Save()); err != nil {
+	if err := dir.WriteTo(devicesFile, devicesFormat, devicesVersion, reg.WriteSaved); err != nil {
 		log.Warn().Err(err).Msg("cannot save the devices to the state directory; they are read from the cloud at the next start")
 	}
 }

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"encoding/json"
+	"io"
 	"time"
 
 	"cloud2mqtt/internal/capability"
@@ -35,9 +36,7 @@ func (r *Registry) Save() Saved {
 	s := Saved{At: r.now(), Devices: make([]SavedDevice, 0, len(r.list))}
 	for _, k := range r.list {
 		d := r.devices[k]
-		sd := SavedDevice{Device: d.listed, Light: d.light.options(), DIY: d.diy.options(), Scenes: d.scenesKnown,
-			Online: d.online, Read: d.read, At: d.lastRead, Values: rawValues(d.values)}
-		s.Devices = append(s.Devices, sd)
+		s.Devices = append(s.Devices, r.savedLocked(d))
 	}
 	r.saved, r.listSaved, r.valuesSaved = r.changes, r.listChanges, r.changes
 	return s
@@ -61,6 +60,11 @@ type SavedState struct {
 	At     time.Time                  `json:"last_read"`
 }
 
+func (r *Registry) savedLocked(d *device) SavedDevice {
+	return SavedDevice{Device: d.listed, Light: d.light.options(), DIY: d.diy.options(), Scenes: d.scenesKnown,
+		Online: d.online, Read: d.read, At: d.lastRead, Values: rawValues(d.values)}
+}
+
 // savedStateOut is SavedState as written: the values as the registry
 // holds them, encoded once.
 type savedStateOut struct {
@@ -71,19 +75,18 @@ type savedStateOut struct {
 	At     time.Time      `json:"last_read"`
 }
 
-// SaveValuesJSON returns SavedValues, encoded, of the devices read so far.
-// Each device's entry is encoded when it changed and kept: at 1000 devices
-// the file is about 200 kB, and encoding it whole every few seconds cost
-// more than the rest of an idle bridge.
-func (r *Registry) SaveValuesJSON() []byte {
+// WriteValues writes SavedValues, encoded as JSON, of the devices read so
+// far to w. Each device's entry is encoded when it changed and kept: at
+// 1000 devices the file is about 200 kB, and encoding it whole every few
+// seconds cost more than the rest of an idle bridge.
+func (r *Registry) WriteValues(w io.Writer) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	at, _ := r.now().MarshalJSON()
-	b := make([]byte, 0, 64+len(r.list)*200)
-	b = append(b, `{"at":`...)
-	b = append(b, at...)
-	b = append(b, `,"devices":[`...)
-	first := true
+	if err := writeAll(w, []byte(`{"at":`), at, []byte(`,"devices":[`)); err != nil {
+		return err
+	}
+	sep := []byte{}
 	for _, k := range r.list {
 		d := r.devices[k]
 		if !d.read {
@@ -96,15 +99,53 @@ func (r *Registry) SaveValuesJSON() []byte {
 			}
 			d.encoded = e
 		}
-		if !first {
-			b = append(b, ',')
+		if err := writeAll(w, sep, d.encoded); err != nil {
+			return err
 		}
-		first = false
-		b = append(b, d.encoded...)
+		sep = []byte{','}
 	}
-	b = append(b, "]}"...)
+	if err := writeAll(w, []byte("]}")); err != nil {
+		return err
+	}
 	r.valuesSaved = r.changes
-	return b
+	return nil
+}
+
+// WriteSaved writes Saved, encoded as JSON, to w device by device, so that
+// a large account's (1.6 MB at 1000 devices) is never whole in memory.
+func (r *Registry) WriteSaved(w io.Writer) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, _ := r.now().MarshalJSON()
+	if err := writeAll(w, []byte(`{"at":`), at, []byte(`,"devices":[`)); err != nil {
+		return err
+	}
+	for i, k := range r.list {
+		b, err := json.Marshal(r.savedLocked(r.devices[k]))
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			b = append([]byte{','}, b...)
+		}
+		if err := writeAll(w, b); err != nil {
+			return err
+		}
+	}
+	if err := writeAll(w, []byte("]}")); err != nil {
+		return err
+	}
+	r.saved, r.listSaved, r.valuesSaved = r.changes, r.listChanges, r.changes
+	return nil
+}
+
+func writeAll(w io.Writer, parts ...[]byte) error {
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func rawValues(values map[string]any) map[string]json.RawMessage {

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 	"time"
@@ -25,22 +26,39 @@ func TestValuesSavedApart(t *testing.T) {
 	if r.ListUnsaved() || r.Unsaved() || r.ValuesUnsaved() {
 		t.Fatal("unsaved after Save")
 	}
+	// WriteSaved streams what Save returns.
+	var whole bytes.Buffer
+	if err := r.WriteSaved(&whole); err != nil {
+		t.Fatal(err)
+	}
+	var streamed Saved
+	if err := json.Unmarshal(whole.Bytes(), &streamed); err != nil || len(streamed.Devices) != 1 || !streamed.At.Equal(full.At) ||
+		string(streamed.Devices[0].Values[capability.InstanceBrightness]) != "10" {
+		t.Fatalf("WriteSaved: %s (%v)", whole.Bytes(), err)
+	}
 	clock = clock.Add(time.Second)
 	r.SetOptimistic(a.Key(), capability.InstanceBrightness, 55)
 	if r.ListUnsaved() || !r.ValuesUnsaved() || !r.Unsaved() {
 		t.Errorf("a value: list unsaved %v, values unsaved %v; want values only", r.ListUnsaved(), r.ValuesUnsaved())
 	}
-	b := r.SaveValuesJSON()
+	values := func() []byte {
+		var buf bytes.Buffer
+		if err := r.WriteValues(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	b := values()
 	if r.ValuesUnsaved() || !r.Unsaved() {
-		t.Errorf("after SaveValuesJSON: values unsaved %v, whole unsaved %v; want false, true", r.ValuesUnsaved(), r.Unsaved())
+		t.Errorf("after WriteValues: values unsaved %v, whole unsaved %v; want false, true", r.ValuesUnsaved(), r.Unsaved())
 	}
 	// A device's entry is encoded again when it changed.
 	r.SetOptimistic(a.Key(), capability.InstanceBrightness, 56)
-	if b2 := r.SaveValuesJSON(); !json.Valid(b2) || string(b2) == string(b) {
+	if b2 := values(); !json.Valid(b2) || string(b2) == string(b) {
 		t.Fatalf("values after a change: %s", b2)
 	}
 	r.SetOptimistic(a.Key(), capability.InstanceBrightness, 55)
-	b = r.SaveValuesJSON()
+	b = values()
 	var back SavedValues
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)

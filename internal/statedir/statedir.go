@@ -9,6 +9,7 @@
 package statedir
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -56,6 +57,16 @@ func (d Dir) Write(name, format string, version int, v any) error {
 // WriteRaw is Write of data already encoded as JSON (the caller vouches
 // for it: it is not checked), put in the envelope as it is.
 func (d Dir) WriteRaw(name, format string, version int, data []byte) error {
+	return d.WriteTo(name, format, version, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteTo is Write of data that write encodes as JSON straight into the
+// file (the caller vouches for it), so that a large file is never whole
+// in memory; atomic, like Write.
+func (d Dir) WriteTo(name, format string, version int, write func(w io.Writer) error) error {
 	if d == "" {
 		return ErrOff
 	}
@@ -63,11 +74,8 @@ func (d Dir) WriteRaw(name, format string, version int, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("statedir: encode %s: %w", name, err)
 	}
-	// The envelope with data in place of its null: no copy of data is
-	// checked or compacted again.
+	// The envelope with the data in place of its null.
 	head = bytes.TrimSuffix(head, []byte("null}"))
-	b := make([]byte, 0, len(head)+len(data)+1)
-	b = append(append(append(b, head...), data...), '}')
 	if err := os.MkdirAll(string(d), 0o700); err != nil {
 		return fmt.Errorf("statedir: create STATE_DIR %s: %w", d, err)
 	}
@@ -83,7 +91,18 @@ func (d Dir) WriteRaw(name, format string, version int, data []byte) error {
 		tmp.Close()
 		return fmt.Errorf("statedir: write %s: %w", d.path(name), err)
 	}
-	if _, err := tmp.Write(b); err != nil {
+	bw := bufio.NewWriterSize(tmp, 64<<10)
+	_, err = bw.Write(head)
+	if err == nil {
+		err = write(bw)
+	}
+	if err == nil {
+		err = bw.WriteByte('}')
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
 		tmp.Close()
 		return fmt.Errorf("statedir: write %s: %w", d.path(name), err)
 	}
