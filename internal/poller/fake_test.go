@@ -61,10 +61,12 @@ func newFake(devs ...capability.Device) *fakeScheduler {
 	return &fakeScheduler{list: devs, nState: map[string]int{}, scenes: map[string][]capability.Option{}, diy: map[string][]capability.Option{}}
 }
 
+// answer is called with f.mu held.
 func (f *fakeScheduler) answer(report func()) {
+	latency := f.latency
 	go func() {
-		if f.latency > 0 {
-			time.Sleep(f.latency)
+		if latency > 0 {
+			time.Sleep(latency)
 		}
 		report()
 	}()

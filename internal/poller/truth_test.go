@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -25,9 +26,9 @@ func noState() error {
 func TestStatelessDeviceLearnedOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(devs(2)...)
-		readable := false
+		var readable atomic.Bool
 		f.setState(func(device string, n int) (cloud.DeviceState, error) {
-			if device == "D01" && !readable {
+			if device == "D01" && !readable.Load() {
 				return cloud.DeviceState{}, noState()
 			}
 			return mkState("H6072", device, true, map[string]any{capability.InstancePower: 1}), nil
@@ -66,7 +67,7 @@ func TestStatelessDeviceLearnedOnce(t *testing.T) {
 			t.Errorf("read again %d times on a list refresh before StatelessRecheck", n-1)
 		}
 
-		readable = true
+		readable.Store(true)
 		time.Sleep(time.Minute)
 		refresh(t, h)
 		time.Sleep(11 * time.Second)
@@ -149,9 +150,9 @@ func TestReadNowWhileHeld(t *testing.T) {
 func TestProgressIsAnswers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(devs(1)...)
-		answering := false
+		var answering atomic.Bool
 		f.setState(func(device string, n int) (cloud.DeviceState, error) {
-			if answering {
+			if answering.Load() {
 				return cloud.DeviceState{}, &cloud.APIError{Kind: cloud.ErrTransient, Endpoint: cloud.EndpointState, HTTPStatus: 503}
 			}
 			return cloud.DeviceState{}, &cloud.APIError{Kind: cloud.ErrTransient, Endpoint: cloud.EndpointState, Msg: "connection refused"}
@@ -166,7 +167,7 @@ func TestProgressIsAnswers(t *testing.T) {
 		if p := h.p.Progress(); !p.Equal(listed) {
 			t.Errorf("progress moved to %v with refused connections only", p.Sub(h.t0))
 		}
-		answering = true
+		answering.Store(true)
 		time.Sleep(10 * time.Minute)
 		if p := h.p.Progress(); !p.After(listed) {
 			t.Errorf("progress did not move with answered reads")
@@ -210,7 +211,9 @@ func TestReadHeldAfterItWasAsked(t *testing.T) {
 		f := newFake(devs(1)...)
 		h := start(t, f, Config{Interval: time.Hour, ListInterval: time.Hour})
 		time.Sleep(5 * time.Second)
+		f.mu.Lock()
 		f.latency = 5 * time.Minute // the read waits in the scheduler
+		f.mu.Unlock()
 		var o outcome
 		if err := h.p.ReadNow("H6072", "D00", o.done); err != nil {
 			t.Fatal(err)
