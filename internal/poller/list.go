@@ -47,7 +47,7 @@ func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 			ev = p.log.Info() // we have a list; it is only getting older
 		}
 		ev.Err(err).Int("failures", p.listFailures).Stringer("retry_in", retry).
-			Msg("poller: reading the device list failed; check CLOUD_API_KEY if this says unauthorized")
+			Msg("poller: reading the device list failed")
 		p.emitDone(waiters, fmt.Errorf("poller: refresh device list: %w", err))
 		return
 	}
