@@ -13,11 +13,13 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/caarlos0/env/v11"
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/addon"
 	"cloud2mqtt/internal/app"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/logging"
@@ -99,8 +101,8 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage: bridge [flags]            run the daemon
-       bridge [flags] devices    print the account's devices and capabilities
+const usage = `usage: cloud2mqtt [flags]            run the daemon
+       cloud2mqtt [flags] devices    print the account's devices and capabilities
 
 Configuration comes from the environment; see config.example.env.
 
@@ -114,7 +116,7 @@ const exitConfig = 78
 
 // run is the whole program, testable: it returns the exit code.
 func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
+	fs := flag.NewFlagSet("cloud2mqtt", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	showVersion := fs.Bool("version", false, "print the version and exit")
@@ -132,12 +134,18 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	}
 	sub := fs.Arg(0)
 	if sub != "" && sub != "devices" {
-		fmt.Fprintf(stderr, "bridge: unknown command %q\n", sub)
+		fmt.Fprintf(stderr, "cloud2mqtt: unknown command %q\n", sub)
 		fs.Usage()
 		return 2
 	}
 
 	environment := env.ToMap(environ)
+	// Home Assistant app mode: the app's options and the Supervisor's broker.
+	environment, appErr := addon.Environment(ctx, environment, nil)
+	if appErr != nil {
+		fmt.Fprintf(stderr, "bridge: %v\n", appErr)
+		return appExitCode(appErr)
+	}
 	cfg, loadErr := config.Load(environment)
 	cfg.Demo = *demo
 	err := errors.Join(loadErr, cfg.Validate())
@@ -170,12 +178,12 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 1
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "bridge: the configuration has problems:\n%v\n(run with -check for a full report)\n", err)
+		fmt.Fprintf(stderr, "cloud2mqtt: the configuration has problems:\n%s(run with -check for a full report)\n", problemLines(err))
 		return exitConfig
 	}
 	if sub == "devices" {
 		if err := app.Devices(ctx, cfg, stdout, log); err != nil {
-			fmt.Fprintf(stderr, "bridge: %v\n", err)
+			fmt.Fprintf(stderr, "cloud2mqtt: %v\n", err)
 			return 1
 		}
 		return 0
@@ -187,4 +195,14 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 1
 	}
 	return 0
+}
+
+// problemLines is a configuration error as indented lines, one a problem,
+// without the package prefix the first line carries.
+func problemLines(err error) string {
+	var b strings.Builder
+	for _, line := range strings.Split(err.Error(), "\n") {
+		b.WriteString("  " + strings.TrimPrefix(line, "config: ") + "\n")
+	}
+	return b.String()
 }

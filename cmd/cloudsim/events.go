@@ -11,6 +11,7 @@ import (
 
 	"cloud2mqtt/internal/broker"
 	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/events"
 	"cloud2mqtt/internal/mqtt"
 )
@@ -24,7 +25,7 @@ func serveEvents(ctx context.Context, sim *cloudsim.Sim, addr, key string, every
 	}
 	b, err := broker.Start(ctx, broker.Options{Addr: addr, Users: map[string]string{key: key}, Logger: zerolog.Nop()})
 	if err != nil {
-		return nil, fmt.Errorf("cloudsim: start the events broker on %s: %w", addr, err)
+		return nil, fmt.Errorf("cloudsim: start the events broker: %w; choose another -events-addr", err)
 	}
 	pub, err := mqtt.Connect(ctx, mqtt.Config{URL: b.URL(), Username: key, Password: key,
 		ClientID: "cloudsim-events", Logger: zerolog.Nop()}, nil)
@@ -35,7 +36,7 @@ func serveEvents(ctx context.Context, sim *cloudsim.Sim, addr, key string, every
 	remove := sim.OnEvent(func(e cloudsim.Event) {
 		_ = pub.Publish(events.Topic(key), e.Payload, false, 1)
 	})
-	fmt.Fprintf(stdout, "cloudsim: events at CLOUD_EVENTS_URL=%s, one every %s\n", b.URL(), every)
+	fmt.Fprintf(stdout, "cloudsim: events at CLOUD_EVENTS_URL=%s, one every %s\n", b.URL(), config.FormatDuration(every))
 
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

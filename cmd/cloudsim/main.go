@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/config"
 )
 
 func main() {
@@ -36,6 +37,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+}
+
+// bridgeEnv is the bridge's environment for this simulator, to copy into a
+// shell (the key is the simulator's, not a secret).
+func bridgeEnv(addr, header, key string) string {
+	s := "CLOUD_BASE_URL=http://" + addr + " CLOUD_API_KEY=" + key
+	if header != cloudsim.DefaultKeyHeader {
+		s += " CLOUD_API_KEY_HEADER=" + header
+	}
+	return s
 }
 
 // run serves the simulator until ctx ends.
@@ -51,7 +62,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	empty429 := fs.Bool("empty-429-body", false, "answer 429 with an empty body")
 	seed := fs.Uint64("seed", 1, "seed of the sensor drift and fractional faults")
 	eventsAddr := fs.String("events-addr", "", "also serve device events from an embedded MQTT broker on this address (empty: off)")
-	eventEvery := fs.Duration("event-every", 30*time.Second, "with -events-addr: how often a random device event is raised")
+	eventEvery := 30 * time.Second
+	fs.Func("event-every", "with -events-addr: how often a random device event is raised: seconds (30) or a duration (30s, 1m); default 30s", func(v string) (err error) {
+		eventEvery, err = config.ParseDurationFor("-event-every", v)
+		return err
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -91,10 +106,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "cloudsim: serving %d devices at http://%s\n", len(sim.Devices()), ln.Addr())
-	fmt.Fprintf(stdout, "cloudsim: CLOUD_BASE_URL=http://%s %s: %s\n", ln.Addr(), *header, *key)
+	fmt.Fprintf(stdout, "cloudsim: for the bridge: %s\n", bridgeEnv(ln.Addr().String(), *header, *key))
 
 	if *eventsAddr != "" {
-		stopEvents, err := serveEvents(ctx, sim, *eventsAddr, *key, *eventEvery, stdout)
+		stopEvents, err := serveEvents(ctx, sim, *eventsAddr, *key, eventEvery, stdout)
 		if err != nil {
 			return err
 		}

@@ -53,9 +53,10 @@ type Main struct {
 	metrics *metrics
 	httpURL string
 	ready   chan struct{}
-	// tuneConfigs, set by tests (export_test.go), shortens hold-offs and
-	// back-offs in the scheduler's, the poller's and the MQTT client's
-	// configuration.
+	tune    tuning // timings tests shorten; zero: the defaults
+	// tuneConfigs, set by tests (export_test.go), shortens hold-offs,
+	// back-offs and retry intervals in the scheduler's, the poller's and the
+	// MQTT client's configuration.
 	tuneConfigs func(*scheduler.Config, *poller.Config, *mqtt.Config)
 }
 
@@ -90,13 +91,24 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	met := newMetrics(m.Version)
 	dir := statedir.Dir(cfg.State.Dir)
+	tune := m.tuning()
+	// Every change of a figure the bridge shows or keeps wakes the stats
+	// and the state directory's writer.
+	kicks := newNotifier(2)
+	statsKick, saveKick := kicks[0], kicks[1]
 	scfg := schedulerConfig(cfg)
+	scfg.AuthHoldoff, scfg.MaxRetryAfter, scfg.OnChange = tune.authHoldoff, tune.maxRetryAfter, kicks.notify
+	// The poller hears of reads held by a 429 (it answers who waits for
+	// them); it is made below, before the scheduler runs.
+	var poll *poller.Poller
+	scfg.OnHeld = func(sku, device string, h scheduler.Hold) { poll.Held(sku, device, h) }
 	if s := readSpent(dir, log); s.Requests > 0 {
 		scfg.RequestsToday, scfg.RequestsDay = s.Requests, s.Day
 	}
 	pcfg := poller.Config{
 		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
 		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval,
+		StatelessRecheck: tune.statelessRecheck,
 	}
 	mcfg := mqtt.Config{
 		URL: env.mqttURL, CAFile: cfg.MQTT.CAFile, CertFile: cfg.MQTT.CertFile, KeyFile: cfg.MQTT.KeyFile,
@@ -120,9 +132,9 @@ func (m *Main) Run(ctx context.Context) error {
 		OnCommand:        met.observeCommand,
 		Log:              log.With().Str("component", "bridge").Logger(),
 	})
-	reg := registry.New(mirror, log.With().Str("component", "registry").Logger())
+	reg := registry.New(notifyingSink{mirror, kicks.notify}, log.With().Str("component", "registry").Logger())
 	restoreState(dir, reg, log)
-	poll := poller.New(sched, reg, pcfg, log.With().Str("component", "poller").Logger())
+	poll = poller.New(sched, reg, pcfg, log.With().Str("component", "poller").Logger())
 	set := newSettings(cfg, dir, log, poll, mirror)
 	set.apply()
 	br := bridge.New(mirror, reg, poll, sched, set)
@@ -182,6 +194,10 @@ func (m *Main) Run(ctx context.Context) error {
 	}()
 
 	if cfg.HTTP.Addr != "" {
+		if exposedAddr(cfg.HTTP.Addr) {
+			log.Warn().Str("HTTP_ADDR", cfg.HTTP.Addr).
+				Msg("HTTP_ADDR listens on every interface: /metrics and /healthz are open to the network (device counts, request counts, errors); set HTTP_ADDR=127.0.0.1:PORT unless another host must scrape them")
+		}
 		url, err := m.serveHTTP(ctx, &wg, cfg.HTTP.Addr, met)
 		if err != nil {
 			cancel()
@@ -206,8 +222,11 @@ func (m *Main) Run(ctx context.Context) error {
 
 	wg.Add(4)
 	go func() { defer wg.Done(); br.Run(ctx) }()
-	go func() { defer wg.Done(); persist(ctx, dir, reg, sched, log) }()
-	go func() { defer wg.Done(); m.background(ctx, ready, parts{mirror, reg, sched, poll, conn, set}) }()
+	go func() { defer wg.Done(); persist(ctx, saveKick, tune.saveDelay, dir, reg, sched, log) }()
+	go func() {
+		defer wg.Done()
+		m.background(ctx, ready, statsKick, parts{mirror, reg, sched, poll, conn, set})
+	}()
 	go func() {
 		defer wg.Done()
 		sd.Watchdog(ctx, poll.Progress, func() time.Duration { return staleAfter(poll.Stats().Interval) })
@@ -249,10 +268,17 @@ const infoEvery = time.Minute
 
 // background publishes the bridge's stats and info, reports progress to
 // systemd, and marks the daemon ready (WaitReady) once the first device
-// list is in.
-func (m *Main) background(ctx context.Context, ready chan struct{}, p parts) {
+// list is in. A change of a figure (kick) publishes the stats within
+// statsDelay; the tick catches what changes with time alone (the Cloud
+// sensor, a 429 a minute old).
+func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listener, p parts) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
+	tune := m.tuning()
+	gather := time.NewTimer(time.Hour)
+	gather.Stop()
+	defer gather.Stop()
+	gathering := false
 	readySent := false
 	readsDone, listOut, settled := false, false, false
 	// bridge/info is built only when what it shows may have changed: the
@@ -269,7 +295,9 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, p parts) {
 		limit := p.set.dailyLimit()
 		sc, ps, rs := p.sched.Stats(), p.poll.Stats(), p.reg.Stats()
 		p.mirror.SetDailyLimit(limit)
-		p.mirror.PublishStats(bridgeStats(m.Version, sc, rs, limit, now))
+		st := bridgeStats(m.Version, sc, rs, limit, now)
+		st.CloudConnected = cloudConnected(sc.Cloud, now, tune.cloudGrace)
+		p.mirror.PublishStats(st)
 		if key := (infoKey{p.set.version(), ps.Plan}); key != lastInfo || now.Sub(infoAt) >= infoEvery {
 			lastInfo, infoAt = key, now
 			p.mirror.PublishInfo(bridgeInfo(m.Version, p.set, ps, sc))
@@ -320,8 +348,24 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, p parts) {
 			check()
 		case <-t.C:
 			check()
+		case <-kick.c:
+			if !gathering {
+				gathering = true
+				gather.Reset(tune.statsDelay)
+			}
+		case <-gather.C:
+			gathering = false
+			kick.done()
+			check()
 		}
 	}
+}
+
+// tuning is m.tune with the defaults filled in.
+func (m *Main) tuning() tuning {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tune.withDefaults()
 }
 
 // WaitReady blocks until the daemon is ready or ctx ends.
@@ -392,7 +436,8 @@ func schedulerConfig(c config.Config) scheduler.Config {
 }
 
 // health is the answer of /healthz and the health request: healthy when the
-// broker is connected, the cloud answered recently and the poller progresses.
+// broker is connected, the cloud answers (not every request failing for
+// cloudGrace) and the poller progresses (reads the cloud answered).
 func (m *Main) health() (bool, []string, any) {
 	m.mu.Lock()
 	conn, poll, sched := m.conn, m.poll, m.sched
@@ -417,10 +462,16 @@ func (m *Main) health() (bool, []string, any) {
 	}
 	if sched != nil {
 		st := sched.Stats()
-		if !st.AuthHoldoffUntil.IsZero() && time.Now().Before(st.AuthHoldoffUntil) {
+		now := time.Now()
+		if !st.AuthHoldoffUntil.IsZero() && now.Before(st.AuthHoldoffUntil) {
 			reasons = append(reasons, "the cloud refuses the API key: check CLOUD_API_KEY")
+		} else if failing, why := cloudFailing(st.Cloud, now, m.tuning().cloudGrace); failing {
+			reasons = append(reasons, why)
 		}
 		details["requests_today"] = st.RequestsToday
+		if !st.Cloud.LastAnswer.IsZero() {
+			details["cloud_last_answer"] = st.Cloud.LastAnswer.UTC().Format(time.RFC3339)
+		}
 	}
 	return len(reasons) == 0, reasons, details
 }

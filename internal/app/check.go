@@ -41,14 +41,15 @@ func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, 
 			ok = false
 		}
 		fmt.Fprintf(out, "%s %s", mark, what)
-		if detail != "" {
+		// "cloud: cloud: devices: ..." says its subject once.
+		if detail = strings.TrimPrefix(detail, what+": "); detail != "" {
 			fmt.Fprintf(out, ": %s", detail)
 		}
 		fmt.Fprintln(out)
 	}
 	if cfgErr != nil {
 		for _, line := range strings.Split(cfgErr.Error(), "\n") {
-			say(false, "configuration", line)
+			say(false, "configuration", strings.TrimPrefix(line, "config: "))
 		}
 		return false
 	}

@@ -2,15 +2,22 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
+	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"cloud2mqtt/internal/bridge"
 	"cloud2mqtt/internal/broker"
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/events"
+	"cloud2mqtt/internal/mqtt"
+	"cloud2mqtt/internal/topic"
 )
 
 // environment is what the daemon talks to: the cloud's address and key, the
@@ -39,9 +46,16 @@ func (m *Main) environment(ctx context.Context) (*environment, error) {
 		return nil, err
 	}
 	if cfg.Demo || cfg.Embedded() {
-		b, err := broker.Start(ctx, broker.Options{Addr: cfg.MQTT.Listen, Logger: m.Log})
+		// The embedded broker refuses packets over 64 KiB from anyone but
+		// the bridge's own client (whose device list outgrows that).
+		id := cfg.MQTT.ClientID
+		if id == "" {
+			id = mqtt.DefaultClientID(topic.New(cfg.MQTT.BaseTopic).BridgeState())
+		}
+		b, err := broker.Start(ctx, broker.Options{Addr: cfg.MQTT.Listen, Logger: m.Log,
+			MaxPacketSize: broker.DefaultMaxPacketSize, Unlimited: []string{id}})
 		if err != nil {
-			return fail(fmt.Errorf("app: start the embedded broker on MQTT_LISTEN=%s: %w (is another broker using the port? set MQTT_LISTEN to a free address)", cfg.MQTT.Listen, err))
+			return fail(fmt.Errorf("app: the embedded broker cannot listen on MQTT_LISTEN=%s: %w; %s", cfg.MQTT.Listen, err, listenHint(err)))
 		}
 		env.closers = append(env.closers, func() { _ = b.Close() })
 		env.mqttURL = b.URL()
@@ -65,8 +79,22 @@ func (m *Main) environment(ctx context.Context) (*environment, error) {
 	// The demo's events come straight from the simulator, in the live
 	// service's payload shape, through the same decoder as real ones.
 	env.events = func(ctx context.Context, mirror *bridge.Mirror) { demoEvents(ctx, sim, mirror) }
-	m.printDemo(env)
+	m.printDemo(env, sim.Devices())
 	return env, nil
+}
+
+// listenHint says how to fix MQTT_LISTEN after the embedded broker could not
+// listen on it.
+func listenHint(err error) string {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return "another program (another broker?) uses that port: stop it, or set MQTT_LISTEN to a free address like 127.0.0.1:1884"
+	case errors.Is(err, syscall.EACCES):
+		return "a port below 1024 needs privileges: set MQTT_LISTEN to a port above 1023, like 127.0.0.1:1883"
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return "that address is not one of this machine's: set MQTT_LISTEN to one of its addresses, like 127.0.0.1:1883"
+	}
+	return "set MQTT_LISTEN to a free address of this machine, like 127.0.0.1:1883"
 }
 
 // cloudEvents subscribes to the cloud's event broker.
@@ -92,25 +120,62 @@ func demoEvents(ctx context.Context, sim *cloudsim.Sim, mirror *bridge.Mirror) {
 	sim.RaiseEventsEvery(ctx, 45*time.Second, nil)
 }
 
-func (m *Main) printDemo(env *environment) {
+// printDemo tells how to watch and drive the demo, with the ids of its own
+// devices, so every command it prints works as printed.
+func (m *Main) printDemo(env *environment, devs []capability.Device) {
 	if m.Stdout == nil {
 		return
 	}
 	host, port, _ := net.SplitHostPort(strings.TrimPrefix(env.mqttURL, "tcp://"))
 	base := m.Config.MQTT.BaseTopic
-	fmt.Fprintf(m.Stdout, `
+	sub := fmt.Sprintf("mosquitto_sub -h %s -p %s", host, port)
+	pub := fmt.Sprintf("mosquitto_pub -h %s -p %s", host, port)
+	var b strings.Builder
+	fmt.Fprintf(&b, `
 cloud2mqtt demo: a simulated cloud account and an embedded MQTT broker.
 
   MQTT broker      %s   (anonymous)
   Simulated cloud  %s
 
-Watch everything:       mosquitto_sub -h %s -p %s -t '#' -v
-Devices:                mosquitto_sub -h %s -p %s -t '%s/bridge/devices' -C 1
-Switch a light on:      mosquitto_pub -h %s -p %s -t '%s/<id>/set' -m '{"powerSwitch":"on","brightness":60,"colorRgb":"#ff8800"}'
-Home Assistant:         add the MQTT integration with broker %s, port %s; devices appear by discovery.
+Devices (topic id, model, name):
+`, env.mqttURL, env.baseURL)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, d := range devs {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", topic.DeviceID(d.SKU, d.Device), d.SKU, d.Name)
+	}
+	_ = tw.Flush()
+	b.WriteString("\n")
+	line := func(what, cmd string) { fmt.Fprintf(&b, "%-23s %s\n", what+":", cmd) }
+	line("Watch everything", sub+" -t '#' -v")
+	line("Device list (JSON)", sub+" -t '"+base+"/bridge/devices' -C 1")
+	if light, ok := demoDevice(devs, capability.InstanceColorRGB); ok {
+		id := topic.DeviceID(light.SKU, light.Device)
+		line("A light's state", sub+" -t '"+base+"/"+id+"/state' -C 1")
+		line("Switch it on", pub+" -t '"+base+"/"+id+"/set' -m '{\"powerSwitch\":\"on\",\"brightness\":60,\"colorRgb\":\"#ff8800\"}'")
+		if c, ok := light.Capability(capability.InstanceLightScene); ok && c.Parameters != nil && len(c.Parameters.Options) > 0 {
+			line("Pick a scene", pub+" -t '"+base+"/"+id+"/set/lightScene' -m '"+c.Parameters.Options[0].Name+"'")
+		}
+	}
+	if heater, ok := demoDevice(devs, capability.InstanceTargetTemperature); ok {
+		id := topic.DeviceID(heater.SKU, heater.Device)
+		line("Heater to 22", pub+" -t '"+base+"/"+id+"/set/targetTemperature' -m 22")
+	}
+	line("Errors of commands", sub+" -t '"+base+"/+/error' -v")
+	fmt.Fprintf(&b, `Home Assistant:         add the MQTT integration with broker %s, port %s; devices appear by discovery.
 Node-RED:               import deploy/node-red/flows.json and point its broker node at %s:%s.
 
 Stop with Ctrl-C.
 
-`, env.mqttURL, env.baseURL, host, port, host, port, base, host, port, base, host, port, host, port)
+`, host, port, host, port)
+	_, _ = io.WriteString(m.Stdout, b.String())
+}
+
+// demoDevice is the first device with the instance, for the demo's examples.
+func demoDevice(devs []capability.Device, instance string) (capability.Device, bool) {
+	for _, d := range devs {
+		if _, ok := d.Capability(instance); ok && d.Name != "" {
+			return d, true
+		}
+	}
+	return capability.Device{}, false
 }

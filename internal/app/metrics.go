@@ -109,9 +109,11 @@ func (m *metrics) register(sched *scheduler.Scheduler, poll *poller.Poller, reg 
 	})
 	// Requests on the wire.
 	gauge("cloud2mqtt_in_flight", func() float64 { return float64(sched.Stats().InFlight) })
-	// Submissions merged into a queued request (newer command values,
-	// duplicate reads): a counter, read from the scheduler.
-	gauge("cloud2mqtt_coalesced_total", func() float64 { s := sched.Stats(); return float64(s.Coalesced + s.Superseded) })
+	// Submissions merged into a queued request, commands (a newer value
+	// replaced a queued one) apart from reads (a read of a device already
+	// queued): counters, read from the scheduler.
+	gauge(`cloud2mqtt_coalesced_total{kind="command"}`, func() float64 { return float64(sched.Stats().Superseded) })
+	gauge(`cloud2mqtt_coalesced_total{kind="read"}`, func() float64 { return float64(sched.Stats().CoalescedReads) })
 	gauge("cloud2mqtt_requests_today", func() float64 { return float64(sched.Stats().RequestsToday) })
 	// Tokens left in the account's buckets, and the fewest left in any
 	// device's.

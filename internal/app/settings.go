@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,7 +137,7 @@ func (s *settings) applyLocked() {
 
 func (s *settings) applyDevice(d deviceSettings) {
 	k := capability.Key{SKU: d.SKU, Device: d.Device}
-	iv, _ := time.ParseDuration(d.PollInterval) // validated when set
+	iv, _ := config.ParseDuration(d.PollInterval) // validated when set
 	s.poll.SetDeviceOptions(k, poller.DeviceOptions{Interval: iv, Disabled: d.Disabled})
 	s.mirror.SetDeviceOptions(k, bridge.DeviceOptions{PollInterval: iv, Disabled: d.Disabled, Name: d.Name})
 }
@@ -160,53 +161,86 @@ func optionValue(c config.Config, name string) string {
 }
 
 // withOptions is the environment's configuration with the options laid
-// over it, validated with the environment's own rules and messages.
+// over it, validated with the environment's own rules and messages. The
+// error names every bad option, not only the first.
 func withOptions(env config.Config, opts map[string]string) (config.Config, error) {
-	c := env
-	for name, v := range opts {
-		variable, ok := optionVars[name]
-		if !ok {
-			return env, fmt.Errorf("bridge: unknown option %q; the options are %s", name, strings.Join(optionNames(), ", "))
-		}
-		var err error
-		switch name {
-		case "poll_interval":
-			c.Poll.Interval, err = parseDuration(variable, v)
-		case "device_list_interval":
-			c.Poll.DeviceListInterval, err = parseDuration(variable, v)
-		case "scene_interval":
-			c.Poll.SceneInterval, err = parseDuration(variable, v)
-		case "daily_limit":
-			c.Cloud.DailyLimit, err = strconv.Atoi(v)
-			if err != nil {
-				err = fmt.Errorf("%s=%q is not a whole number: send the most requests per day, or 0 for no daily limit", variable, v)
-			}
-		case "log_level":
-			if _, err = logging.ParseLevel(v); err == nil {
-				c.Log.Level = strings.ToLower(strings.TrimSpace(v))
-			}
-		}
-		if err != nil {
-			return env, fmt.Errorf("bridge: option %s: %w", name, err)
-		}
-	}
-	if err := c.Validate(); err != nil {
-		return env, fmt.Errorf("bridge: options rejected: %w", err)
+	c, problems := overlayOptions(env, opts)
+	if len(problems) > 0 {
+		return env, optionsError(problems)
 	}
 	return c, nil
 }
 
-func parseDuration(variable, v string) (time.Duration, error) {
-	d, err := time.ParseDuration(v)
+// overlayOptions lays the options over env and lists every problem: values
+// that do not parse (by option, in name order), then what Validate says of
+// the result. An option whose value does not parse keeps env's value, so
+// Validate does not report it a second time.
+func overlayOptions(env config.Config, opts map[string]string) (config.Config, []string) {
+	c := env
+	var problems []string
+	for _, name := range slices.Sorted(maps.Keys(opts)) {
+		v := opts[name]
+		variable, ok := optionVars[name]
+		if !ok {
+			problems = append(problems, unknownOption(name))
+			continue
+		}
+		var err error
+		switch name {
+		case "poll_interval":
+			c.Poll.Interval, err = durationOption(variable, v, env.Poll.Interval)
+		case "device_list_interval":
+			c.Poll.DeviceListInterval, err = durationOption(variable, v, env.Poll.DeviceListInterval)
+		case "scene_interval":
+			c.Poll.SceneInterval, err = durationOption(variable, v, env.Poll.SceneInterval)
+		case "daily_limit":
+			n, aerr := strconv.Atoi(strings.TrimSpace(v))
+			if aerr != nil {
+				err = fmt.Errorf("%s=%q is not a whole number: send the most requests per day, or 0 for no daily limit", variable, v)
+			} else {
+				c.Cloud.DailyLimit = n
+			}
+		case "log_level":
+			if _, perr := logging.ParseLevel(v); perr != nil {
+				err = fmt.Errorf("%s=%q is not a level: use one of %s", variable, v, strings.Join(logging.Levels(), ", "))
+			} else {
+				c.Log.Level = strings.ToLower(strings.TrimSpace(v))
+			}
+		}
+		if err != nil {
+			problems = append(problems, name+": "+err.Error())
+		}
+	}
+	if err := c.Validate(); err != nil {
+		problems = append(problems, strings.Split(strings.TrimPrefix(err.Error(), "config: "), "\n")...)
+	}
+	return c, problems
+}
+
+// durationOption reads a duration option by the one rule of
+// config.ParseDuration; on an error it keeps the environment's value.
+func durationOption(variable, v string, keep time.Duration) (time.Duration, error) {
+	d, err := config.ParseDurationFor(variable, v)
 	if err != nil {
-		return 0, fmt.Errorf("%s=%q is not a duration: use a number with a unit, like 90s, 5m or 1h", variable, v)
+		return keep, err
 	}
 	return d, nil
 }
 
+func unknownOption(name string) string {
+	return fmt.Sprintf("unknown option %q; the options are %s", name, strings.Join(optionNames(), ", "))
+}
+
+// optionsError is every problem of an options request in one line (it is
+// one response's error).
+func optionsError(problems []string) error {
+	return fmt.Errorf("bridge: options rejected: %s", strings.Join(problems, "; "))
+}
+
 // optionString is a JSON option value as a string: a string as is, a
-// number of seconds for a duration (HA's number entities send numbers),
-// or the number's text; ok false for null (back to the environment).
+// number as its text, for a duration with the unit of seconds (the number
+// Home Assistant sends; "60" means the same by config.ParseDuration's rule),
+// ok false for null (back to the environment).
 func optionString(name string, raw json.RawMessage) (s string, ok bool, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -217,7 +251,7 @@ func optionString(name string, raw json.RawMessage) (s string, ok bool, err erro
 	}
 	var n json.Number
 	if err := json.Unmarshal(raw, &n); err != nil {
-		return "", false, fmt.Errorf("bridge: option %s: %s is neither a string nor a number", name, raw)
+		return "", false, fmt.Errorf("%s: %s is neither a string nor a number", name, excerpt(raw))
 	}
 	if strings.HasSuffix(name, "_interval") {
 		return string(n) + "s", true, nil
@@ -225,8 +259,18 @@ func optionString(name string, raw json.RawMessage) (s string, ok bool, err erro
 	return string(n), true, nil
 }
 
+// excerpt is at most 64 bytes of a rejected value, for a message.
+func excerpt(raw []byte) string {
+	const most = 64
+	if len(raw) <= most {
+		return string(raw)
+	}
+	return strings.ToValidUTF8(string(raw[:most]), "") + "…"
+}
+
 // SetOptions implements bridge.Operator: {"poll_interval":"5m", ...}; null
-// returns an option to the environment's value. All or nothing.
+// returns an option to the environment's value. All or nothing; the error
+// names every bad option.
 func (s *settings) SetOptions(raw json.RawMessage) (any, error) {
 	var in map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &in); err != nil || in == nil {
@@ -234,27 +278,38 @@ func (s *settings) SetOptions(raw json.RawMessage) (any, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next := make(map[string]string, len(s.saved.Options))
-	for k, v := range s.saved.Options {
-		next[k] = v
+	next := maps.Clone(s.saved.Options)
+	if next == nil {
+		next = map[string]string{}
 	}
-	for name, v := range in {
+	var problems []string
+	for _, name := range slices.Sorted(maps.Keys(in)) {
 		if _, ok := optionVars[name]; !ok {
-			return nil, fmt.Errorf("bridge: unknown option %q; the options are %s", name, strings.Join(optionNames(), ", "))
+			problems = append(problems, unknownOption(name))
+			continue
 		}
-		str, set, err := optionString(name, v)
-		if err != nil {
-			return nil, err
-		}
-		if set {
+		str, set, err := optionString(name, in[name])
+		switch {
+		case err != nil:
+			problems = append(problems, err.Error())
+			delete(next, name)
+		case set:
 			next[name] = str
-		} else {
+		default:
 			delete(next, name)
 		}
 	}
-	cfg, err := withOptions(s.env, next)
-	if err != nil {
-		return nil, err
+	cfg, more := overlayOptions(s.env, next)
+	if problems = append(problems, more...); len(problems) > 0 {
+		return nil, optionsError(problems)
+	}
+	// Durations are kept as the environment would spell them ("90" is 1m30s).
+	for name, v := range next {
+		if strings.HasSuffix(name, "_interval") {
+			if d, err := config.ParseDuration(v); err == nil {
+				next[name] = config.FormatDuration(d)
+			}
+		}
 	}
 	s.saved.Options, s.applied = next, cfg
 	s.changes++
@@ -266,7 +321,8 @@ func (s *settings) SetOptions(raw json.RawMessage) (any, error) {
 
 // SetDeviceOptions implements bridge.Operator: {"poll_interval":"2m",
 // "disabled":true,"name":"Hall light"}; null (or "" for the name) returns
-// an option to its default.
+// an option to its default. All or nothing; the error names every bad
+// option.
 func (s *settings) SetDeviceOptions(id string, k capability.Key, raw json.RawMessage) (any, error) {
 	var in map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &in); err != nil || in == nil {
@@ -276,42 +332,14 @@ func (s *settings) SetDeviceOptions(id string, k capability.Key, raw json.RawMes
 	defer s.mu.Unlock()
 	d := s.saved.Devices[id]
 	d.SKU, d.Device = k.SKU, k.Device
-	for name, v := range in {
-		switch name {
-		case "poll_interval":
-			str, set, err := optionString(name, v)
-			if err != nil {
-				return nil, err
-			}
-			d.PollInterval = ""
-			if set {
-				iv, err := parseDuration("poll_interval", str)
-				if err != nil {
-					return nil, fmt.Errorf("bridge: device option %w", err)
-				}
-				if iv < config.MinPollInterval {
-					return nil, fmt.Errorf("bridge: device option poll_interval=%s is below the %s floor (the cloud allows 30 state reads per minute per device)", config.FormatDuration(iv), config.FormatDuration(config.MinPollInterval))
-				}
-				d.PollInterval = config.FormatDuration(iv)
-			}
-		case "disabled":
-			var b *bool
-			if err := json.Unmarshal(v, &b); err != nil {
-				return nil, fmt.Errorf("bridge: device option disabled must be true, false or null, not %s", v)
-			}
-			d.Disabled = b != nil && *b
-		case "name":
-			var n *string
-			if err := json.Unmarshal(v, &n); err != nil {
-				return nil, fmt.Errorf("bridge: device option name must be a string or null, not %s", v)
-			}
-			d.Name = ""
-			if n != nil {
-				d.Name = strings.TrimSpace(*n)
-			}
-		default:
-			return nil, fmt.Errorf("bridge: unknown device option %q; the device options are disabled, name, poll_interval", name)
+	var problems []string
+	for _, name := range slices.Sorted(maps.Keys(in)) {
+		if err := setDeviceOption(&d, name, in[name]); err != nil {
+			problems = append(problems, err.Error())
 		}
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("bridge: device options rejected: %s", strings.Join(problems, "; "))
 	}
 	if d.PollInterval == "" && !d.Disabled && d.Name == "" {
 		delete(s.saved.Devices, id)
@@ -323,6 +351,47 @@ func (s *settings) SetDeviceOptions(id string, k capability.Key, raw json.RawMes
 	s.saveLocked()
 	s.log.Info().Str("device", id).Interface("options", d).Msg("device options changed over MQTT")
 	return map[string]any{"device": id, "options": d}, nil
+}
+
+// setDeviceOption sets one device option from its JSON value.
+func setDeviceOption(d *deviceSettings, name string, v json.RawMessage) error {
+	switch name {
+	case "poll_interval":
+		str, set, err := optionString(name, v)
+		if err != nil {
+			return err
+		}
+		d.PollInterval = ""
+		if !set {
+			return nil
+		}
+		iv, err := config.ParseDurationFor(name, str)
+		if err != nil {
+			return err
+		}
+		if iv < config.MinPollInterval {
+			return fmt.Errorf("poll_interval=%s is below the %s floor (the cloud allows 30 state reads per minute per device)", config.FormatDuration(iv), config.FormatDuration(config.MinPollInterval))
+		}
+		d.PollInterval = config.FormatDuration(iv)
+	case "disabled":
+		var b *bool
+		if err := json.Unmarshal(v, &b); err != nil {
+			return fmt.Errorf("disabled must be true, false or null, not %s", excerpt(v))
+		}
+		d.Disabled = b != nil && *b
+	case "name":
+		var n *string
+		if err := json.Unmarshal(v, &n); err != nil {
+			return fmt.Errorf("name must be a string or null, not %s", excerpt(v))
+		}
+		d.Name = ""
+		if n != nil {
+			d.Name = strings.TrimSpace(*n)
+		}
+	default:
+		return fmt.Errorf("unknown device option %q; the device options are disabled, name, poll_interval", name)
+	}
+	return nil
 }
 
 func (s *settings) saveLocked() {

@@ -19,6 +19,13 @@ const (
 	devicesFormat  = "cloud2mqtt/devices"
 	devicesVersion = 1
 
+	// statesFile holds the devices' last values alone, written within
+	// seconds of a change; devicesFile (megabytes for a large account)
+	// only when the list or the scenes change, or every fullSaveEvery.
+	statesFile    = "states.json"
+	statesFormat  = "cloud2mqtt/states"
+	statesVersion = 1
+
 	requestsFile    = "requests.json"
 	requestsFormat  = "cloud2mqtt/requests"
 	requestsVersion = 1
@@ -54,11 +61,6 @@ func saveSpent(dir statedir.Dir, st scheduler.Stats, log zerolog.Logger) {
 	}
 }
 
-// SaveEvery is how often the registry is written to the state directory
-// when it changed: a crash loses at most this much of the last known
-// states, and a clean stop saves everything.
-const SaveEvery = 5 * time.Minute
-
 // restoreState fills the registry from the state directory, so that the
 // device list, discovery and the last known states are published as soon
 // as the broker is connected, before (or without) the cloud. A missing
@@ -75,9 +77,27 @@ func restoreState(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) 
 	case err != nil:
 		log.Warn().Err(err).Msg("the saved devices cannot be used; starting without them")
 	default:
+		var values registry.SavedValues
+		switch err := dir.Read(statesFile, statesFormat, statesVersion, &values); {
+		case err == nil:
+			saved.Overlay(values)
+		case !errors.Is(err, fs.ErrNotExist):
+			log.Warn().Err(err).Msg("the saved last values cannot be used; those saved with the device list are")
+		}
 		reg.Restore(saved)
 		log.Info().Int("devices", len(saved.Devices)).Str("state_dir", string(dir)).
 			Msg("devices and their last known states restored from the state directory")
+	}
+}
+
+// fullSaveEvery is how often devices.json is rewritten when only values
+// changed (they are in states.json meanwhile): it is the large file.
+const fullSaveEvery = 5 * time.Minute
+
+// saveValues writes the devices' last values to the state directory.
+func saveValues(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) {
+	if err := dir.WriteTo(statesFile, statesFormat, statesVersion, reg.WriteValues); err != nil {
+		log.Warn().Err(err).Msg("cannot save the devices' last values to the state directory")
 	}
 }
 
@@ -86,27 +106,50 @@ func saveState(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) {
 	if dir == "" || !reg.Unsaved() {
 		return
 	}
-	if err := dir.Write(devicesFile, devicesFormat, devicesVersion, reg.Save()); err != nil {
+	if err := dir.WriteTo(devicesFile, devicesFormat, devicesVersion, reg.WriteSaved); err != nil {
 		log.Warn().Err(err).Msg("cannot save the devices to the state directory; they are read from the cloud at the next start")
 	}
 }
 
-// persist saves the registry (when it changed) and today's request count
-// every SaveEvery, until ctx ends (the shutdown saves once more after the
-// poller has stopped).
-func persist(ctx context.Context, dir statedir.Dir, reg *registry.Registry, sched *scheduler.Scheduler, log zerolog.Logger) {
+// persist writes the registry (the device list and scene lists when they
+// changed, else the last values alone) and today's request count delay
+// after a change (kick), the changes within it together, until ctx ends (the shutdown saves once more after
+// the poller has stopped): a kill loses at most delay and the write. The
+// options are written by the settings as they change.
+func persist(ctx context.Context, kick *listener, delay time.Duration, dir statedir.Dir, reg *registry.Registry, sched *scheduler.Scheduler, log zerolog.Logger) {
 	if dir == "" {
 		return
 	}
-	t := time.NewTicker(SaveEvery)
+	t := time.NewTimer(time.Hour)
+	t.Stop()
 	defer t.Stop()
+	pending := false
+	savedCount := spent{}
+	lastFull := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-kick.c:
+			if !pending {
+				pending = true
+				t.Reset(delay)
+			}
 		case <-t.C:
-			saveState(dir, reg, log)
-			saveSpent(dir, sched.Stats(), log)
+			pending = false
+			kick.done()
+			switch {
+			case reg.ListUnsaved() || reg.Unsaved() && time.Since(lastFull) >= fullSaveEvery:
+				saveState(dir, reg, log)
+				lastFull = time.Now()
+			case reg.ValuesUnsaved():
+				saveValues(dir, reg, log)
+			}
+			st := sched.Stats()
+			if now := (spent{Day: st.Day, Requests: st.RequestsToday}); now != savedCount {
+				saveSpent(dir, st, log)
+				savedCount = now
+			}
 		}
 	}
 }

@@ -65,7 +65,7 @@ func (s Systemd) Watchdog(ctx context.Context, progress func() time.Time, stale 
 				last = start // nothing to read yet: the first list is still on its way
 			}
 			if time.Since(last) > stale() {
-				s.Log.Error().Time("last_progress", last).Msg("systemd watchdog not pinged: the poller makes no progress")
+				s.Log.Error().Time("last_progress", last).Msg("systemd watchdog not pinged: no read answered by the cloud for too long (or the poller is stuck)")
 				continue
 			}
 			_, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog)

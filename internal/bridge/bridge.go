@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
@@ -77,23 +78,31 @@ type Options struct {
 	Health func() (ok bool, reasons []string, details any)
 	// OnCommand, when set, sees every command's outcome (for metrics).
 	OnCommand func(scheduler.CommandResult)
-	Log       zerolog.Logger
+	// RejectRate and RejectBurst bound the answers on <id>/error per device
+	// (zero: DefaultRejectRate, DefaultRejectBurst); the rejections over it
+	// are answered together in one message. RejectLogRate and
+	// RejectLogBurst bound the log lines of rejections for the whole bridge.
+	RejectRate, RejectLogRate   rate.Limit
+	RejectBurst, RejectLogBurst int
+	Log                         zerolog.Logger
 }
 
 // Bridge takes every MQTT message for the daemon. Its methods are safe for
 // concurrent use.
 type Bridge struct {
-	opt      Options
-	log      zerolog.Logger
-	mirror   *Mirror
-	reg      Registry
-	read     Reader
-	cmd      Commander
-	op       Operator
-	heldMu   sync.Mutex
-	held     []heldMessage // device messages waiting for the first device list
-	released bool          // the first list is in and nothing is held any more
-	heldKick chan struct{}
+	opt       Options
+	log       zerolog.Logger
+	mirror    *Mirror
+	reg       Registry
+	read      Reader
+	cmd       Commander
+	op        Operator
+	heldMu    sync.Mutex
+	held      []heldMessage // device messages waiting for the first device list
+	heldBytes int           // their payloads' size
+	released  bool          // the first list is in and nothing is held any more
+	heldKick  chan struct{}
+	rejects   *rejects
 }
 
 // New returns a bridge that answers through mirror, looks devices up in
@@ -101,20 +110,13 @@ type Bridge struct {
 // through cmd and has op change settings (nil: settings requests are
 // refused).
 func New(mirror *Mirror, reg Registry, read Reader, cmd Commander, op Operator) *Bridge {
-	return &Bridge{opt: mirror.opt, log: mirror.log, mirror: mirror, reg: reg, read: read, cmd: cmd, op: op, heldKick: make(chan struct{}, 1)}
+	return &Bridge{opt: mirror.opt, log: mirror.log, mirror: mirror, reg: reg, read: read, cmd: cmd, op: op, heldKick: make(chan struct{}, 1),
+		rejects: newRejects(mirror.opt)}
 }
 
 // Subscriptions lists the topic filters whose messages must reach Handle.
 func (b *Bridge) Subscriptions() []string {
-	l := b.opt.Layout
-	subs := []string{
-		l.Base + "/+/set",
-		l.Base + "/+/set/+",
-		l.Base + "/+/get",
-		l.Base + "/+/light/set",
-		l.Base + "/+/segment/+/set",
-		l.BridgeRequestFilter(),
-	}
+	subs := b.opt.Layout.Inbound()
 	if b.opt.DiscoveryEnabled {
 		subs = append(subs, b.opt.HAStatusTopic)
 	}

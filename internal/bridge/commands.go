@@ -4,98 +4,117 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/scheduler"
+	"cloud2mqtt/internal/topic"
 )
 
 // Handle takes one MQTT message on any of Subscriptions. It decodes and
 // validates, hands work over without waiting for the cloud, and never panics
-// on bad input: every rejection is published on <id>/error and logged.
+// on bad input: every rejection is answered on <id>/error and logged, both
+// bounded (see reject.go). A payload over MaxPayload is refused unread.
 func (b *Bridge) Handle(t string, payload []byte) {
 	defer func() {
 		if r := recover(); r != nil {
-			b.log.Error().Interface("panic", r).Str("topic", t).Msg("bug: message handler panicked; message dropped")
+			b.log.Error().Interface("panic", r).Str("topic", clip(t, maxErrorText)).Msg("bug: message handler panicked; message dropped")
 		}
 	}()
 	if t == b.opt.HAStatusTopic {
-		if strings.EqualFold(strings.TrimSpace(string(payload)), "online") {
+		if len(payload) < 64 && strings.EqualFold(strings.TrimSpace(string(payload)), "online") {
 			b.log.Info().Msg("home assistant is online: republishing discovery and state")
 			b.mirror.republish(true)
 		}
 		return
 	}
-	id, rest, ok := b.opt.Layout.Parse(t)
-	if !ok {
+	r, err := b.opt.Layout.Route(t)
+	switch {
+	case errors.Is(err, topic.ErrNotInbound):
 		return
-	}
-	if id == "bridge" {
-		if action, ok := strings.CutPrefix(rest, "request/"); ok {
-			b.handleRequest(action, payload)
+	case r.Kind == topic.KindRequest:
+		if len(payload) > MaxPayload {
+			b.respond(r.Action, requestJSON{}, nil, tooLarge(len(payload)))
+			return
 		}
+		b.handleRequest(r.Action, payload)
 		return
 	}
-	if !b.hold(t, payload) {
-		b.handleDevice(t, payload)
+	if len(payload) > MaxPayload {
+		b.rejectRef(r.ID, "", clipPayload(payload), tooLarge(len(payload)))
+		return
 	}
+	if err != nil {
+		b.rejectRef(r.ID, "", nil, badFormat(err))
+		return
+	}
+	if !b.hold(r, payload) {
+		b.handleDevice(r, payload)
+	}
+}
+
+// rejectRef rejects a message for the device reference ref (a topic id):
+// as that device's when it is one, else as an unknown device's.
+func (b *Bridge) rejectRef(ref, instance string, value any, err error) {
+	if k, id, ok := b.mirror.keyOf(ref); ok {
+		if dev, ok := b.reg.Device(k); ok {
+			b.reject(id, dev, instance, value, err)
+			return
+		}
+	}
+	b.rejectAs(ref, false, capability.Device{SKU: "?", Device: clip(ref, maxEchoedID)}, instance, value, err)
 }
 
 // handleDevice takes a message for a device: <id>/set, set/<instance>, get,
 // light/set, segment/<n>/set.
-func (b *Bridge) handleDevice(t string, payload []byte) {
-	ref, rest, _ := b.opt.Layout.Parse(t)
-	k, id, ok := b.mirror.keyOf(ref)
+func (b *Bridge) handleDevice(r topic.Route, payload []byte) {
+	k, id, ok := b.mirror.keyOf(r.ID)
 	var dev capability.Device
 	if ok {
 		dev, ok = b.reg.Device(k)
 	}
 	if !ok {
-		b.reject(ref, capability.Device{SKU: "?", Device: ref}, "", string(payload), unknownDevice(ref, b.opt.Layout.BridgeDevices()))
+		// Answered without the payload: the sender chose the id.
+		b.rejectAs(r.ID, false, capability.Device{SKU: "?", Device: clip(r.ID, maxEchoedID)}, "", nil, unknownDevice(r.ID, b.opt.Layout.BridgeDevices()))
 		return
 	}
 	if b.mirror.disabled(k) {
-		b.reject(id, dev, "", string(payload), codedError{"bridge: " + id + " is disabled: enable it with " + b.opt.Layout.BridgeDeviceOptions() + ` {"device":"` + id + `","options":{"disabled":false}}`, 403})
+		b.reject(id, dev, "", nil, codedError{"bridge: " + id + " is disabled: enable it with " + b.opt.Layout.BridgeDeviceOptions() + ` {"device":"` + id + `","options":{"disabled":false}}`, 403})
 		return
 	}
-	switch {
-	case rest == "set":
+	switch r.Kind {
+	case topic.KindSet:
 		b.handleSetObject(id, dev, payload)
-	case strings.HasPrefix(rest, "set/"):
-		instance := strings.TrimPrefix(rest, "set/")
-		b.command(id, dev, instance, parsePayload(payload))
-	case rest == "get":
+	case topic.KindSetInstance:
+		b.command(id, dev, r.Instance, parsePayload(payload))
+	case topic.KindGet:
+		// A read that fails once accepted (a 429 or 401 after it was
+		// queued, the cloud unreachable) is answered like one refused at
+		// once: never silence.
 		err := b.read.ReadNow(dev.SKU, dev.Device, func(err error) {
 			if err != nil {
-				b.log.Warn().Err(err).Str("device", dev.String()).Msg("read on request failed")
+				b.reject(id, dev, "", nil, err)
 			}
 		})
 		if err != nil {
 			b.reject(id, dev, "", nil, err)
 		}
-	case rest == "light/set":
+	case topic.KindLightSet:
 		cmds, err := discovery.DecodeLight(dev, payload)
 		if err != nil {
-			b.reject(id, dev, "light", string(payload), badFormat(err))
+			b.reject(id, dev, "light", payload, badFormat(err))
 			return
 		}
 		for _, c := range cmds {
 			b.command(id, dev, c.Instance, c.Value)
 		}
-	case strings.HasPrefix(rest, "segment/") && strings.HasSuffix(rest, "/set"):
-		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(rest, "segment/"), "/set"))
+	case topic.KindSegmentSet:
+		cmds, err := discovery.DecodeSegment(dev, r.Segment, payload)
 		if err != nil {
-			b.reject(id, dev, "segment", string(payload), badFormat(fmt.Errorf("bridge: segment topic %q: the segment must be a number", t)))
-			return
-		}
-		cmds, err := discovery.DecodeSegment(dev, n, payload)
-		if err != nil {
-			b.reject(id, dev, "segment", string(payload), badFormat(err))
+			b.reject(id, dev, "segment", payload, badFormat(err))
 			return
 		}
 		for _, c := range cmds {
@@ -109,12 +128,12 @@ func (b *Bridge) handleDevice(t string, payload []byte) {
 func (b *Bridge) handleSetObject(id string, dev capability.Device, payload []byte) {
 	keys, vals, err := orderedObject(payload)
 	if err != nil {
-		b.reject(id, dev, "", string(payload), &capability.ValueError{Category: capability.CategoryFormat,
+		b.reject(id, dev, "", payload, &capability.ValueError{Category: capability.CategoryFormat,
 			Msg: `set expects a JSON object such as {"powerSwitch":1,"brightness":40}; send a plain value to set/<instance>`})
 		return
 	}
 	if len(keys) == 0 {
-		b.reject(id, dev, "", string(payload), &capability.ValueError{Category: capability.CategoryEmpty,
+		b.reject(id, dev, "", payload, &capability.ValueError{Category: capability.CategoryEmpty,
 			Msg: "the set object names no instance"})
 		return
 	}
@@ -229,85 +248,4 @@ func (m *Mirror) republishState(k capability.Key) {
 	if e := m.entryLocked(k); e != nil && e.stateJSON != nil {
 		m.sendLocked([]message{{m.opt.Layout.State(e.id), e.stateJSON, true}})
 	}
-}
-
-// errorJSON is the <id>/error payload.
-type errorJSON struct {
-	Instance string `json:"instance"`
-	Value    any    `json:"value"`
-	Error    string `json:"error"`
-	Code     int    `json:"code"`
-}
-
-// reject publishes a rejected or failed command on <id>/error and logs it.
-func (b *Bridge) reject(id string, dev capability.Device, instance string, value any, err error) {
-	code := errorCode(err)
-	p, _ := json.Marshal(errorJSON{Instance: instance, Value: value, Error: err.Error(), Code: code})
-	b.mirror.send([]message{{b.opt.Layout.Error(id), p, false}})
-	b.log.Warn().Str("device", dev.String()).Str("instance", instance).Int("code", code).
-		Err(err).Msg("command rejected")
-}
-
-// errorCode maps an error onto the HTTP-like code of the error topic.
-func errorCode(err error) int {
-	var coded codedError
-	if errors.As(err, &coded) {
-		return coded.code
-	}
-	var ve *capability.ValueError
-	if errors.As(err, &ve) {
-		return ve.Code()
-	}
-	var ae *cloud.APIError
-	if errors.As(err, &ae) {
-		if ae.Code != 0 {
-			return ae.Code
-		}
-		if ae.HTTPStatus != 0 {
-			return ae.HTTPStatus
-		}
-	}
-	switch {
-	case errors.Is(err, scheduler.ErrAuthHoldoff):
-		return 401 // held back because the cloud refused the key: as the refusal itself
-	case errors.Is(err, scheduler.ErrOverloaded):
-		return 503
-	case errors.Is(err, scheduler.ErrClosed), errors.Is(err, scheduler.ErrNotSent):
-		return 503
-	}
-	return 500
-}
-
-// badFormat classifies a payload that could not be decoded as the cloud's
-// "invalid parameter format" (code 400), keeping its message.
-func badFormat(err error) error {
-	var ve *capability.ValueError
-	if errors.As(err, &ve) {
-		return err
-	}
-	return &capability.ValueError{Category: capability.CategoryFormat, Msg: err.Error()}
-}
-
-// controllable lists the instances a device accepts commands for.
-func controllable(d capability.Device) []string {
-	var out []string
-	for _, c := range d.Capabilities {
-		if c.Controllable() {
-			out = append(out, c.Instance)
-		}
-	}
-	return out
-}
-
-// codedError is an error of the bridge's own with the code of the error
-// topic.
-type codedError struct {
-	msg  string
-	code int
-}
-
-func (e codedError) Error() string { return e.msg }
-
-func unknownDevice(id, list string) error {
-	return codedError{"bridge: unknown device " + strconv.Quote(id) + ": it is not in the cloud's device list; check the id in " + list, 404}
 }

@@ -2,9 +2,11 @@ package bridge
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/topic"
 )
 
 // HoldFor is how long a command that arrived before the first device list
@@ -12,9 +14,16 @@ import (
 // session as soon as it connects, before the cloud has answered.
 const HoldFor = 2 * time.Minute
 
+// Bounds of what waits for the first device list; what comes on top is
+// answered with 503 at once.
+const (
+	heldMax      = 1000
+	heldMaxBytes = 8 << 20
+)
+
 // heldMessage is a device message that arrived before the first device list.
 type heldMessage struct {
-	topic   string
+	route   topic.Route
 	payload []byte
 	at      time.Time
 }
@@ -22,20 +31,30 @@ type heldMessage struct {
 // hold keeps a device message for later while the first device list is
 // not in (or while held ones are being replayed, so that order is kept),
 // and reports whether it did.
-func (b *Bridge) hold(t string, payload []byte) bool {
+func (b *Bridge) hold(r topic.Route, payload []byte) bool {
 	b.heldMu.Lock()
-	defer b.heldMu.Unlock()
 	if b.released {
+		b.heldMu.Unlock()
 		return false
 	}
 	if len(b.held) == 0 && b.reg.Listed() {
 		b.released = true // listed before any message had to wait
+		b.heldMu.Unlock()
 		return false
 	}
-	b.held = append(b.held, heldMessage{t, payload, time.Now()})
-	if len(b.held) == 1 {
-		b.log.Info().Str("topic", t).Msg("command held until the device list is read")
+	if n := len(b.held); n >= heldMax || b.heldBytes+len(payload) > heldMaxBytes {
+		b.heldMu.Unlock()
+		// A flood before the list: answered at once rather than kept.
+		b.rejectAs(r.ID, false, capability.Device{SKU: "?", Device: clip(r.ID, maxEchoedID)}, r.Instance, clipPayload(payload),
+			codedError{"bridge: command not applied: " + strconv.Itoa(n) + " commands already wait for the device list; send it again once the bridge has read the list", 503})
+		return true
 	}
+	b.held = append(b.held, heldMessage{r, payload, time.Now()})
+	b.heldBytes += len(payload)
+	if len(b.held) == 1 {
+		b.log.Info().Str("device", r.ID).Msg("command held until the device list is read")
+	}
+	b.heldMu.Unlock()
 	select {
 	case b.heldKick <- struct{}{}:
 	default:
@@ -78,7 +97,7 @@ func (b *Bridge) release() {
 	for {
 		b.heldMu.Lock()
 		q := b.held
-		b.held = nil
+		b.held, b.heldBytes = nil, 0
 		if len(q) == 0 {
 			b.released = true
 			b.heldMu.Unlock()
@@ -86,7 +105,7 @@ func (b *Bridge) release() {
 		}
 		b.heldMu.Unlock()
 		for _, m := range q {
-			b.handleDevice(m.topic, m.payload)
+			b.handleDevice(m.route, m.payload)
 		}
 	}
 }
@@ -105,9 +124,12 @@ func (b *Bridge) expire(cutoff time.Time, why string) {
 		}
 	}
 	b.held = keep
+	b.heldBytes = 0
+	for _, m := range keep {
+		b.heldBytes += len(m.payload)
+	}
 	b.heldMu.Unlock()
 	for _, m := range gone {
-		id, _, _ := b.opt.Layout.Parse(m.topic)
-		b.reject(id, capability.Device{SKU: "?", Device: id}, "", string(m.payload), codedError{"bridge: command not applied: " + why, 503})
+		b.rejectAs(m.route.ID, false, capability.Device{SKU: "?", Device: m.route.ID}, m.route.Instance, m.payload, codedError{"bridge: command not applied: " + why, 503})
 	}
 }

@@ -38,8 +38,6 @@ type Mirror struct {
 	// published (none yet, or the daily limit changed).
 	bridgeConfigsStale bool
 	lastStats          []byte
-	statsKey           statsKey // what of lastStats is published at once
-	statsSent          time.Time
 	info               []byte                           // the retained bridge/info
 	options            map[capability.Key]DeviceOptions // by SetDeviceOptions
 	listed             bool                             // the first device list has arrived

@@ -2,9 +2,12 @@ package bridge
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/scheduler"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -83,11 +86,22 @@ func (b *Bridge) handleRequest(action string, payload []byte) {
 		b.mirror.mu.Unlock()
 		b.respond(action, req, json.RawMessage(list), nil)
 	case topic.ActionReadAll:
-		n := 0
+		n, held := 0, 0
+		var heldErr error
 		for _, d := range b.reg.Devices() {
-			if b.read.ReadNow(d.SKU, d.Device, nil) == nil {
+			switch err := b.read.ReadNow(d.SKU, d.Device, nil); {
+			case err == nil:
 				n++ // disabled devices are not read
+			case errors.Is(err, scheduler.ErrReadsHeld):
+				held++
+				heldErr = err
 			}
+		}
+		if held > 0 {
+			// Not "ok": the reads wait for a hold-off of the bridge's; they
+			// are made when it ends.
+			b.respond(action, req, nil, fmt.Errorf("bridge: %d of %d devices cannot be read now, only when reads resume (%d read now); for example %w", held, held+n, n, heldErr))
+			return
 		}
 		b.respond(action, req, map[string]any{"devices": n}, nil)
 	case topic.ActionRepublish:

@@ -131,30 +131,16 @@ func (m *Mirror) Connected(p Publisher) {
 	m.republish(true)
 }
 
-// statsEvery spaces the republishes of bridge/stats when only the counters
-// moved (requests today, quota left, queue depth): every read changes them,
-// and each publish costs the broker and every subscriber a message.
-const statsEvery = 30 * time.Second
-
-// PublishStats publishes the bridge's counters when they changed; the bridge
-// device's diagnostic entities read them. A change of what a user acts on
-// (devices online, a 429, rate limited) goes out at once; counters at most
-// every statsEvery.
+// PublishStats publishes the bridge's figures whenever any of them changed;
+// the bridge device's diagnostic entities read them. The caller gathers the
+// changes (internal/app: at most one message a second), so a figure is
+// never shown stale for longer.
 func (m *Mirror) PublishStats(s discovery.BridgeStats) {
-	now := time.Now()
-	key := statsKeyOf(s)
-	m.mu.Lock()
-	due := m.lastStats == nil || key != m.statsKey || now.Sub(m.statsSent) >= statsEvery
-	m.mu.Unlock()
-	var p []byte
-	if due {
-		var err error
-		if p, err = json.Marshal(s); err != nil {
-			return
-		}
+	p, err := json.Marshal(s)
+	if err != nil {
+		return
 	}
 	m.mu.Lock()
-	m.statsKey = key
 	resend := m.resend
 	m.resend = false
 	var msgs []message
@@ -166,8 +152,8 @@ func (m *Mirror) PublishStats(s discovery.BridgeStats) {
 	if m.listDirty && time.Since(m.listSent) >= deviceListEvery {
 		msgs = append(msgs, m.deviceListLocked())
 	}
-	if due && !bytes.Equal(p, m.lastStats) {
-		m.lastStats, m.statsSent = p, now
+	if !bytes.Equal(p, m.lastStats) {
+		m.lastStats = p
 		msgs = append(msgs, message{m.opt.Layout.BridgeStats(), p, true})
 	}
 	m.sendLocked(msgs)
@@ -202,23 +188,4 @@ func (m *Mirror) Event(sku, device, instance string, name string, value any, msg
 	p := discovery.EventPayload(instance, capability.EventOption{Name: name, Value: value, Message: msg})
 	m.send([]message{{m.opt.Layout.Event(id), p, false}})
 	m.log.Info().Str("device", sku+"/"+device).Str("instance", instance).Str("event", name).Msg("device event")
-}
-
-// statsKey is what of bridge/stats a user acts on: a change of it is
-// published at once, the counters only every statsEvery.
-type statsKey struct {
-	version       string
-	last429       time.Time
-	online, total int
-	rateLimited   bool
-	quotaSpent    bool
-}
-
-func statsKeyOf(s discovery.BridgeStats) statsKey {
-	k := statsKey{version: s.Version, online: s.DevicesOnline, total: s.DevicesTotal, rateLimited: s.RateLimited,
-		quotaSpent: s.QuotaLeft != nil && *s.QuotaLeft == 0}
-	if s.Last429 != nil {
-		k.last429 = *s.Last429
-	}
-	return k
 }

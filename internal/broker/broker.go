@@ -6,7 +6,10 @@
 // lost when the process ends) and, unless Options.Users is set, every client
 // may connect anonymously. It listens on loopback by default; binding it to
 // another address (e.g. ":1883") exposes an unauthenticated broker to the
-// network.
+// network. With Options.MaxPacketSize (the daemon's: 65 KiB, a command's 64
+// KiB and its topic) a client sending a larger packet is disconnected before
+// the packet is read, except the clients listed in Options.Unlimited (the
+// bridge's own).
 package broker
 
 import (
@@ -19,6 +22,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"slices"
 	"time"
 
 	mochi "github.com/mochi-mqtt/server/v2"
@@ -44,6 +48,15 @@ type Options struct {
 	// Users, when not empty, requires a username and password from this map
 	// (username → password); otherwise anonymous clients are allowed.
 	Users map[string]string
+	// MaxPacketSize, when positive, bounds the packets a client may send,
+	// checked at each packet's fixed header so that a larger one is never
+	// read (the connection is closed). The daemon sets
+	// DefaultMaxPacketSize; 0 is no limit.
+	MaxPacketSize int
+	// Unlimited lists the client ids exempt from MaxPacketSize: the
+	// bridge's own client, whose device list and discovery configs may be
+	// larger than a command.
+	Unlimited []string
 	// Logger receives the broker's warnings and errors (mochi's own log at
 	// info and below is discarded: it logs every connection).
 	Logger zerolog.Logger
@@ -80,9 +93,19 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	}
 
 	b := &Broker{srv: srv, tls: opts.TLSConfig != nil, log: log}
+	guard := func(l listeners.Listener) listeners.Listener {
+		if opts.MaxPacketSize <= 0 {
+			return l
+		}
+		return &guarded{Listener: l, max: opts.MaxPacketSize, unlimited: slices.Clone(opts.Unlimited), onRefuse: func(client string, size int) {
+			log.Warn().Str("client_id", client).Int("size", size).Int("limit", opts.MaxPacketSize).
+				Msg("client sent a packet over the embedded broker's size limit; disconnected")
+		}}
+	}
 	tcp := listeners.NewTCP(listeners.Config{Type: listeners.TypeTCP, ID: "tcp", Address: opts.Addr, TLSConfig: opts.TLSConfig})
-	if err := srv.AddListener(tcp); err != nil {
-		return nil, fmt.Errorf("broker: listen on %s: %w (is another broker running there? choose another MQTT_LISTEN)", opts.Addr, err)
+	if err := srv.AddListener(guard(tcp)); err != nil {
+		// The caller names its setting and the fix (MQTT_LISTEN, -events-addr).
+		return nil, fmt.Errorf("broker: listen on %s: %w", opts.Addr, err)
 	}
 	b.addr = tcp.Address()
 	if opts.WSAddr != "" {
@@ -92,7 +115,7 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 			return nil, err
 		}
 		l := listeners.NewWebsocket(listeners.Config{Type: listeners.TypeWS, ID: "ws", Address: ws, TLSConfig: opts.TLSConfig})
-		if err := srv.AddListener(l); err != nil {
+		if err := srv.AddListener(guard(l)); err != nil {
 			_ = srv.Close()
 			return nil, fmt.Errorf("broker: websocket listener on %s: %w", ws, err)
 		}

@@ -35,8 +35,9 @@ const (
 	capabilityTypePrefix = "devices.capabilities."
 )
 
-// Device types listed by the spec. Others (the fixtures have
-// devices.types.fan) are kept as reported.
+// Device types listed by the spec, and the fan the live service reports
+// (the fixtures have it; Home Assistant gets a fan entity). Others are kept
+// as reported.
 const (
 	DeviceLight             = "devices.types.light"
 	DeviceAirPurifier       = "devices.types.air_purifier"
@@ -50,6 +51,7 @@ const (
 	DeviceAromaDiffuser     = "devices.types.aroma_diffuser"
 	DeviceBox               = "devices.types.box"
 	DeviceAirQualityMonitor = "devices.types.air_quality_monitor"
+	DeviceFan               = "devices.types.fan"
 	deviceTypePrefix        = "devices.types."
 )
 
@@ -93,6 +95,7 @@ var knownDeviceTypes = map[string]bool{
 	DeviceLight: true, DeviceAirPurifier: true, DeviceThermometer: true, DeviceSocket: true,
 	DeviceSensor: true, DeviceHeater: true, DeviceHumidifier: true, DeviceDehumidifier: true,
 	DeviceIceMaker: true, DeviceAromaDiffuser: true, DeviceBox: true, DeviceAirQualityMonitor: true,
+	DeviceFan: true,
 }
 
 // KnownCapabilityType reports whether t (normalised) is a capability type of the spec.

@@ -67,7 +67,8 @@ type APIError struct {
 }
 
 // Error reads like "cloud: control H6072/AA:BB:…: brightness: parameter value
-// out of range (code 400)". It never contains the API key: messages taken
+// out of range (code 400)", followed by its hint (what to check, naming the
+// setting) where there is one. It never contains the API key: messages taken
 // from the service are redacted before they are stored in Msg.
 func (e *APIError) Error() string {
 	var b strings.Builder
@@ -105,17 +106,9 @@ func (e *APIError) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Err.Error())
 	}
-	switch e.Kind {
-	case ErrAuth:
-		b.WriteString("; check CLOUD_API_KEY")
-	case ErrRateLimited:
-		if e.RetryAfter > 0 {
-			fmt.Fprintf(&b, "; retry after %s", e.RetryAfter)
-		} else {
-			b.WriteString("; slow down and retry later")
-		}
-	case ErrNotFound:
-		b.WriteString("; check that the device is still in the account and has this capability")
+	if h := e.hint(); h != "" {
+		b.WriteString("; ")
+		b.WriteString(h)
 	}
 	return b.String()
 }

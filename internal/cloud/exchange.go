@@ -14,8 +14,10 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -109,13 +111,27 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 		return answer{}, cl.fail(ErrRequest, "the request cannot be built", err)
 	}
 	req.Header = c.headers
+	// Whether the request was written: a failure after that may have
+	// reached the cloud (Reached), one before it did not.
+	var wrote atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(reqCtx, &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				wrote.Store(true)
+			}
+		},
+	}))
 
 	start := time.Now()
 	// A redirect is answered as it is: following it would carry the key
 	// header to wherever it points.
 	resp, err := c.transport.RoundTrip(req)
 	if err != nil {
-		return answer{}, c.transportError(ctx, cl, 0, err)
+		err = c.transportError(ctx, cl, 0, err)
+		if wrote.Load() {
+			err = &sentError{err}
+		}
+		return answer{}, err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	// One buffer of the announced size (io.ReadAll would grow one from 512

@@ -34,6 +34,13 @@ type Catalogue struct {
 	// DefaultScenes, when set, is the dynamic-scene list of every device that
 	// has a lightScene capability and no entry in Scenes.
 	DefaultScenes []capability.Option
+
+	// Stateless are the ids of devices whose state reads answer 400
+	// "devices not exist" while their commands are accepted, as the live
+	// service answers for the groups made in its app. A device with one of
+	// GroupSKUs is stateless without being named here; false here makes
+	// one an ordinary device. See AddGroups.
+	Stateless map[string]bool
 }
 
 // CatalogueDevice is one device of a catalogue: its decoded definition and the

@@ -427,7 +427,9 @@ func (s *Sim) queryState(req request) *answer {
 	a := s.limitedDevice(req, now, BucketState)
 	if a == nil {
 		var sd *simDevice
-		if sd, a = s.device(req); sd != nil {
+		if sd, a = s.device(req); sd != nil && s.stateless[req.device] {
+			a = postError(req.requestID, http.StatusBadRequest, msgNoDevice)
+		} else if sd != nil {
 			a = &answer{status: http.StatusOK, code: http.StatusOK, msg: msgSuccess,
 				body: mustJSON(postAnswer{RequestID: req.requestID, Msg: msgSuccess, Code: http.StatusOK, Payload: s.stateAt(sd, now)})}
 		}

@@ -94,6 +94,7 @@ type Sim struct {
 	scenes        map[string][]capability.Option
 	diyScenes     map[string][]capability.Option
 	defaultScenes []capability.Option
+	stateless     map[string]bool // device ids whose state reads answer "devices not exist"
 	buckets       *buckets
 	requests      []Request
 	controls      []ControlRecord
@@ -152,6 +153,7 @@ func New(opts Options) *Sim {
 		s.order = append(s.order, d.Device.Device)
 		s.devices[d.Device.Device] = newSimDevice(d.Device, d.Raw, i)
 	}
+	s.stateless = statelessOf(cat)
 	return s
 }
 

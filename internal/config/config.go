@@ -58,7 +58,7 @@ type Config struct {
 
 // Cloud is how to reach the vendor's cloud API.
 type Cloud struct {
-	BaseURL    string        `env:"CLOUD_BASE_URL" redact:"url" doc:"Base address of the cloud API, http(s)://host; required unless -demo (paths /router/api/v1/... are appended)"`
+	BaseURL    string        `env:"CLOUD_BASE_URL" redact:"url" doc:"Base address of the cloud API, scheme and host only, like https://host (the bridge appends /router/api/v1/...); required unless -demo"`
 	APIKey     Secret        `env:"CLOUD_API_KEY" doc:"API key for the cloud (secret); or CLOUD_API_KEY_FILE, or the systemd credential cloud_api_key"`
 	APIKeyFile string        `env:"CLOUD_API_KEY_FILE" doc:"File holding the API key (absolute path; trailing newlines are ignored); not together with CLOUD_API_KEY"`
 	KeyHeader  string        `env:"CLOUD_API_KEY_HEADER" envDefault:"Service-API-Key" doc:"HTTP header that carries the API key"`
@@ -152,7 +152,9 @@ func Load(environ map[string]string) (Config, error) {
 	}
 	cfg := Config{unparsed: map[string]string{}}
 	var problems []error
-	if err := env.ParseWithOptions(&cfg, env.Options{Environment: environ}); err != nil {
+	opts := env.Options{Environment: environ,
+		FuncMap: map[reflect.Type]env.ParserFunc{reflect.TypeFor[time.Duration](): parseEnvDuration}}
+	if err := env.ParseWithOptions(&cfg, opts); err != nil {
 		problems = append(problems, parseProblems(err, environ, cfg.unparsed)...)
 	}
 
@@ -206,7 +208,8 @@ func parseProblems(err error, environ map[string]string, unparsed map[string]str
 		want := "a valid value"
 		switch pe.Type {
 		case reflect.TypeFor[time.Duration]():
-			want = "a duration: a number with a unit, like 90s, 10m or 6h"
+			out = append(out, durationError(name, environ[name]))
+			continue
 		case reflect.TypeFor[int]():
 			want = "a whole number"
 		case reflect.TypeFor[bool]():

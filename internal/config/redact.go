@@ -190,12 +190,44 @@ func (c Config) Table() [][2]string {
 		case f.v.Name == "MQTT_PASSWORD" && c.passwordSource != "":
 			val += " (from " + c.passwordSource + ")"
 		}
+		if shown, ok := c.inEffect(f.v.Name); ok {
+			val = shown
+		} else if note := c.unused(f.v.Name); note != "" {
+			val = strings.TrimSpace(val + " (not used: " + note + ")")
+		}
 		rows = append(rows, [2]string{f.v.Name, val})
 	}
 	if c.Demo {
 		rows = append(rows, [2]string{"demo", "true"})
 	}
 	return rows
+}
+
+// inEffect is what the bridge uses instead of a setting's value in -demo,
+// so that the startup log and the -check report do not show an address the
+// bridge does not use (the default MQTT_URL while the demo's embedded broker
+// runs). The embedded broker's real address is logged once it listens.
+func (c Config) inEffect(name string) (string, bool) {
+	if !c.Demo {
+		return "", false
+	}
+	switch name {
+	case "CLOUD_BASE_URL":
+		return "the simulated cloud (-demo)", true
+	case "CLOUD_API_KEY":
+		return "the simulator's (-demo)", true
+	case "MQTT_URL":
+		return EmbeddedBroker + " (-demo: the embedded broker on MQTT_LISTEN)", true
+	}
+	return "", false
+}
+
+// unused says why a setting has no effect in this configuration.
+func (c Config) unused(name string) string {
+	if name == "MQTT_LISTEN" && !c.Demo && !c.Embedded() {
+		return "only for MQTT_URL=embedded"
+	}
+	return ""
 }
 
 // display is one setting's printable value.

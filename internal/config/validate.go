@@ -37,7 +37,9 @@ func (c Config) Validate() error {
 	case c.Cloud.BaseURL == "" && !c.Demo:
 		v.add("CLOUD_BASE_URL", "CLOUD_BASE_URL is empty: set it to the cloud API's base address, like https://api.example.com (or run with -demo)")
 	case c.Cloud.BaseURL != "":
-		v.httpURL("CLOUD_BASE_URL", c.Cloud.BaseURL)
+		if v.httpURL("CLOUD_BASE_URL", c.Cloud.BaseURL) {
+			v.baseURLPath("CLOUD_BASE_URL", c.Cloud.BaseURL)
+		}
 	}
 	switch {
 	case !c.Cloud.APIKey.IsSet() && !c.Demo:
@@ -180,19 +182,57 @@ func (v *validator) add(name, msg string) {
 	v.problems = append(v.problems, errors.New(msg))
 }
 
-// httpURL checks an http(s) URL with a host. It shows the value with any
-// password in it redacted.
-func (v *validator) httpURL(name, s string) {
+// httpURL checks an http(s) URL with a host, and reports whether it is
+// one. It shows the value with any password in it redacted.
+func (v *validator) httpURL(name, s string) bool {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
 		v.add(name, fmt.Sprintf("%s=%q is not an http:// or https:// URL with a host: use the base address, like https://api.example.com", name, redactURL(s)))
-		return
+		return false
 	}
+	ok := true
 	if u.User != nil {
 		v.add(name, fmt.Sprintf("%s=%q carries a user or password: remove it; the API key goes in CLOUD_API_KEY", name, redactURL(s)))
+		ok = false
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		v.add(name, fmt.Sprintf("%s=%q has a query or fragment: give only scheme, host and optional path", name, redactURL(s)))
+		ok = false
+	}
+	return ok
+}
+
+// apiPaths are the paths the cloud client appends to CLOUD_BASE_URL (its
+// endpoints; a test keeps them in step with internal/cloud), and the
+// shorter forms people copy from the API's documentation.
+var apiPaths = []string{
+	"/router/api/v1/user/devices", "/router/api/v1/device/state", "/router/api/v1/device/scenes",
+	"/router/api/v1/device/diy-scenes", "/router/api/v1/device/control",
+	"/router/api/v1", "/router/api", "/router",
+}
+
+// baseURLPath refuses a base URL that already holds the API's own path,
+// like https://host/router/api/v1: the bridge appends that path itself, so
+// every request would go to /router/api/v1/router/api/v1/... and be answered
+// "not found". The message gives the URL to use instead. A path of another
+// kind (a reverse proxy's prefix, https://host/cloud) is kept.
+func (v *validator) baseURLPath(name, s string) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return
+	}
+	path := strings.TrimRight(u.Path, "/")
+	lower := strings.ToLower(path)
+	for _, p := range apiPaths {
+		i := strings.Index(lower, p)
+		if i < 0 || (i+len(p) < len(lower) && lower[i+len(p)] != '/') {
+			continue
+		}
+		fixed := *u
+		fixed.Path, fixed.RawPath = path[:i], ""
+		v.add(name, fmt.Sprintf("%s=%q includes the API's path %s, which the bridge appends itself: set it to %s (scheme and host only)",
+			name, redactURL(s), path[i:], fixed.Redacted()))
+		return
 	}
 }
 

@@ -102,6 +102,8 @@ func ExampleEnv() []byte {
 # LoadCredential=mqtt_password:...), in that order of precedence after the
 # variable itself; setting both a variable and its *_FILE is an error.
 # With -demo, CLOUD_BASE_URL and CLOUD_API_KEY are not needed.
+# Durations are seconds (60) or a number with a unit (60s, 1m, 6h): 60, 60s and
+# 1m are the same, here and in the options set over MQTT.
 `)
 	group := "\x00"
 	for _, v := range Vars() {

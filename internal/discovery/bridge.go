@@ -31,6 +31,10 @@ type BridgeStats struct {
 	// QuotaLeft is what is left of the daily quota today; null without a
 	// daily limit.
 	QuotaLeft *int `json:"quota_left"`
+	// CloudConnected is false while the cloud is out of reach or answers
+	// only errors (as /healthz says), null until a request had an
+	// outcome. It is the "Cloud" connectivity sensor.
+	CloudConnected *bool `json:"cloud_connected"`
 }
 
 // BridgeInfo is the JSON the bridge publishes, retained, on
@@ -142,6 +146,16 @@ func BridgeConfigs(cfg Config) map[string][]byte {
 		"device_class":    "problem",
 		"entity_category": "diagnostic",
 		"value_template": "{% set v = value_json.get(\"rate_limited\") %}" +
+			"{{ \"None\" if v is none else (\"ON\" if v else \"OFF\") }}",
+		"payload_on":  "ON",
+		"payload_off": "OFF",
+	})
+
+	add("binary_sensor", "cloud", "Cloud", map[string]any{
+		"state_topic":     l.BridgeStats(),
+		"device_class":    "connectivity",
+		"entity_category": "diagnostic",
+		"value_template": "{% set v = value_json.get(\"cloud_connected\") %}" +
 			"{{ \"None\" if v is none else (\"ON\" if v else \"OFF\") }}",
 		"payload_on":  "ON",
 		"payload_off": "OFF",

@@ -40,9 +40,11 @@ func TestBridgeStatsJSON(t *testing.T) {
 		want string
 	}{
 		{"no daily limit", BridgeStats{Version: "1"},
-			`{"version":"1","requests_today":0,"last_429":null,"queue_depth":0,"devices_online":0,"devices_total":0,"rate_limited":false,"quota_left":null}`},
+			`{"version":"1","requests_today":0,"last_429":null,"queue_depth":0,"devices_online":0,"devices_total":0,"rate_limited":false,"quota_left":null,"cloud_connected":null}`},
 		{"rate limited with quota", BridgeStats{Version: "1", RateLimited: true, QuotaLeft: &left},
-			`{"version":"1","requests_today":0,"last_429":null,"queue_depth":0,"devices_online":0,"devices_total":0,"rate_limited":true,"quota_left":420}`},
+			`{"version":"1","requests_today":0,"last_429":null,"queue_depth":0,"devices_online":0,"devices_total":0,"rate_limited":true,"quota_left":420,"cloud_connected":null}`},
+		{"cloud away", BridgeStats{Version: "1", CloudConnected: new(false)},
+			`{"version":"1","requests_today":0,"last_429":null,"queue_depth":0,"devices_online":0,"devices_total":0,"rate_limited":false,"quota_left":null,"cloud_connected":false}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,12 +8,20 @@
 // It knows nothing about topics' meaning or payloads (package topic and the
 // bridge do). Messages flow like this:
 //
-//   - Inbound: paho hands each message to a non-blocking dispatcher that
-//     puts it on the queue of every matching subscription; one goroutine per
-//     subscription runs its handler in arrival order. A full queue drops the
-//     message (counted in Stats.Dropped, logged), so a slow handler delays
-//     only its own subscription and never the connection. QoS 1 messages
-//     are acknowledged once queued.
+//   - Inbound: paho reads through a buffer (conn.go) and hands each message
+//     to a dispatcher that puts it on the queue of every matching
+//     subscription; one goroutine per subscription runs its handler in
+//     arrival order and then acknowledges the message (QoS 1), so a crash
+//     loses nothing the broker counts as delivered, and what it sends again
+//     is newer than everything handled. The broker never has more than its
+//     window (mosquitto: 20) of unacknowledged messages on the way, so the
+//     queues fill only with QoS 0 floods or behind a stuck handler (which
+//     delays only its own subscription, never the connection): then a
+//     message is dropped (counted in Stats.Dropped, logged at a bounded
+//     rate, acknowledged). A message the broker sends again after a
+//     reconnect (DUP, same packet id) that was already handled is
+//     acknowledged and not handled twice. After a message of 1 MiB or more,
+//     memory is returned to the operating system (at most once a second).
 //   - Outbound: Publish puts the message on a queue and returns; one
 //     goroutine sends queued messages in order while the session is up and
 //     holds them while it is down, so state published while disconnected is
@@ -32,6 +40,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 )
 
 // pendingMax bounds the messages kept for subscriptions not yet made: after
@@ -53,6 +62,11 @@ type Stats struct {
 type inMsg struct {
 	topic   string
 	payload []byte
+	qos     byte
+	dup     bool
+	mid     uint16
+	gen     uint64 // the connection it arrived on
+	ack     *ack
 }
 
 type outMsg struct {
@@ -95,6 +109,17 @@ type Client struct {
 	closed   bool
 	lastErr  error
 	connects int
+	// releasing: a return of memory after a large message is scheduled;
+	// released: when the last one ran.
+	releasing bool
+	released  time.Time
+	// targets is dispatch's scratch list of matching subscriptions.
+	targets []*subscription
+	// redelivered holds the packet ids of QoS 1 messages handled after
+	// their connection was lost: the broker sends them again.
+	redelivered map[uint16]bool
+
+	dropLog *rate.Limiter // logDrop's lines
 
 	published, publishErrors, received, dropped, reconnects atomic.Uint64
 	queued                                                  atomic.Int64 // in c.out or being sent
@@ -136,6 +161,9 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		stop:      make(chan struct{}),
 		ready:     make(chan struct{}),
 		resumed:   make(chan struct{}),
+
+		redelivered: map[uint16]bool{},
+		dropLog:     rate.NewLimiter(1, 5),
 	}
 
 	c.store = &store{Store: paho.NewOrderedMemoryStore(), onAll: c.storeListed}
@@ -147,6 +175,10 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		SetProtocolVersion(4).
 		SetCleanSession(false).
 		SetResumeSubs(false). // the Client resubscribes itself on every connect
+		// Messages are acknowledged once handled (see work), not once
+		// received: a crash loses none, and what the broker sends again
+		// after one is newer than everything handled.
+		SetAutoAckDisabled(ackWhenHandled).
 		// Order matters: messages reach the dispatcher in the order they
 		// arrived, so two commands for one device are not swapped. The
 		// dispatcher never blocks (it only queues), which is what paho
@@ -158,6 +190,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		SetConnectTimeout(cfg.ConnectTimeout).
 		SetWriteTimeout(cfg.PublishTimeout).
 		SetDialer(&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).
+		SetCustomOpenConnectionFn(openConn).
 		SetAutoReconnect(true).
 		SetMaxReconnectInterval(cfg.MaxReconnectInterval).
 		SetConnectRetry(true).
@@ -316,7 +349,7 @@ func (c *Client) Subscribe(filter string, qos byte, handler func(topic string, p
 		select {
 		case s.queue <- m:
 		default:
-			c.logDrop(c.dropped.Add(1), "inbound", m.topic)
+			c.drop("inbound", m)
 		}
 	}
 	clear(c.pending[len(kept):])

@@ -18,7 +18,8 @@ var ErrClosed = errors.New("mqtt: client closed")
 // broker has been unreachable or slow for a while); the message is dropped.
 var ErrQueueFull = errors.New("mqtt: outbound queue full")
 
-// hint says in words what a connection error means and what to check.
+// hint says in words what a connection error means and what to do, naming
+// the setting to check.
 func hint(err error) string {
 	var (
 		dns     *net.DNSError
@@ -34,27 +35,27 @@ func hint(err error) string {
 	case err == nil:
 		return ""
 	case errors.Is(err, packets.ErrorRefusedNotAuthorised), errors.Is(err, packets.ErrorRefusedBadUsernameOrPassword):
-		return "not authorized: the broker refused the username/password (check MQTT_USERNAME and MQTT_PASSWORD)"
+		return "not authorized: the broker refused the user name or password: check MQTT_USERNAME and MQTT_PASSWORD (or MQTT_PASSWORD_FILE)"
 	case errors.Is(err, packets.ErrorRefusedIDRejected):
-		return "client id rejected by the broker (set MQTT_CLIENT_ID)"
+		return "the broker refused the client id: set MQTT_CLIENT_ID to one it accepts"
 	case errors.Is(err, packets.ErrorRefusedServerUnavailable):
-		return "the broker says it is unavailable"
+		return "the broker says it is unavailable: check its log; the bridge tries again"
 	case errors.Is(err, packets.ErrorRefusedBadProtocolVersion):
-		return "the broker does not speak MQTT 3.1.1"
+		return "the broker does not speak MQTT 3.1.1: check that MQTT_URL points at an MQTT broker"
 	case errors.As(err, &dns):
-		return "DNS lookup failed: check the host name in MQTT_URL"
+		return "the host name in MQTT_URL cannot be looked up: check its spelling and this machine's DNS"
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused: is the broker running and listening on the port in MQTT_URL?"
+		return "nothing answers at the host and port of MQTT_URL: start the broker, or correct MQTT_URL (MQTT_URL=embedded runs the built-in broker)"
 	case errors.As(err, &unknown), errors.As(err, &verify), errors.As(err, &invalid), errors.As(err, &host):
-		return "TLS: the broker's certificate is not trusted (check MQTT_CA_FILE and that the host name in MQTT_URL is in the certificate)"
+		return "TLS: the broker's certificate is not trusted: set MQTT_CA_FILE to its CA, and check that the host name in MQTT_URL is the one in the certificate"
 	case errors.As(err, &alert), errors.As(err, &record):
-		return "TLS handshake failed (does the port speak TLS? ssl:// needs a TLS listener, tcp:// a plain one)"
+		return "TLS: the handshake failed: check that the port in MQTT_URL speaks TLS (ssl:// and mqtts:// need a TLS listener, tcp:// a plain one)"
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return "the connection was reset"
+		return "the broker closed the connection: if the port in MQTT_URL speaks TLS, use ssl://; else see the broker's log"
 	case errors.As(err, &nerr) && nerr.Timeout():
-		return "timed out: is the host reachable and the port right? (a TLS port spoken to with tcp:// also times out)"
+		return "no answer in time: check the host and port in MQTT_URL and the network (a TLS port spoken to with tcp:// also times out)"
 	case errors.Is(err, paho.ErrNotConnected):
 		return "not connected"
 	}
-	return "network error"
+	return "check MQTT_URL and the network"
 }

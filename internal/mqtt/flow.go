@@ -6,41 +6,98 @@ package mqtt
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 )
 
-// dispatch is paho's handler for every message: it only queues.
+// dispatch is paho's handler for every message: it only queues, for each
+// subscription the message matches, or in the pending buffer when none does
+// yet; it never blocks paho. QoS 1 messages are acknowledged only once
+// handled, so the broker never has more than its window (mosquitto: 20)
+// unacknowledged on the way: a queue (Config.QueueSize, 1024) fills only
+// with QoS 0 messages or behind a stuck handler, and then the message is
+// dropped, counted and logged.
 func (c *Client) dispatch(_ paho.Client, m paho.Message) {
 	c.received.Add(1)
-	msg := inMsg{topic: m.Topic(), payload: m.Payload()}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	matched := false
+	msg := inMsg{topic: m.Topic(), payload: m.Payload(), qos: m.Qos(), dup: m.Duplicate(), mid: m.MessageID(), gen: c.gen}
+	targets := c.targets[:0]
 	for _, s := range c.subs {
-		if !match(s.filter, msg.topic) {
-			continue
-		}
-		matched = true
-		select {
-		case s.queue <- msg:
-		default:
-			c.logDrop(c.dropped.Add(1), "inbound", msg.topic)
+		if match(s.filter, msg.topic) {
+			targets = append(targets, s)
 		}
 	}
-	if matched {
+	c.targets = targets
+	ackFn := m.Ack
+	if !ackWhenHandled {
+		ackFn = func() {} // paho acknowledges when dispatch returns
+	}
+	msg.ack = newAck(ackFn, max(len(targets), 1))
+	if len(targets) == 0 {
+		if len(c.pending) == pendingMax {
+			c.drop("pending", c.pending[0])
+			copy(c.pending, c.pending[1:])
+			c.pending = c.pending[:pendingMax-1]
+		}
+		c.pending = append(c.pending, msg)
+		c.mu.Unlock()
 		return
 	}
-	if len(c.pending) == pendingMax {
-		c.logDrop(c.dropped.Add(1), "pending", c.pending[0].topic)
-		copy(c.pending, c.pending[1:])
-		c.pending = c.pending[:pendingMax-1]
+	c.mu.Unlock()
+	for _, s := range targets {
+		c.enqueue(s, msg)
 	}
-	c.pending = append(c.pending, msg)
+	clear(targets)
 }
 
-// work runs one subscription's handler for each queued message.
+func (c *Client) enqueue(s *subscription, msg inMsg) {
+	select {
+	case s.queue <- msg:
+	default:
+		c.drop("inbound", msg)
+	}
+}
+
+// drop gives up on a message: counted, logged, and acknowledged so that
+// it does not hold a place in the broker's window.
+func (c *Client) drop(queue string, m inMsg) {
+	c.logDrop(c.dropped.Add(1), queue, m.topic)
+	m.ack.done()
+}
+
+// ackWhenHandled is false only in the benchmark that measures what
+// acknowledging after the handler costs: paho then acknowledges each
+// message as soon as it is queued.
+var ackWhenHandled = true
+
+// ack acknowledges a message once every subscription it went to has
+// handled it.
+type ack struct {
+	left atomic.Int32
+	fn   func()
+}
+
+func newAck(fn func(), n int) *ack {
+	a := &ack{fn: fn}
+	a.left.Store(int32(n))
+	return a
+}
+
+func (a *ack) done() {
+	if a != nil && a.left.Add(-1) == 0 {
+		a.fn()
+	}
+}
+
+// work runs one subscription's handler for each queued message, and then
+// acknowledges it. A QoS 1 message whose connection was lost before it
+// was handled is handled all the same (the broker may have lost the
+// session), and the broker's redelivery of it (DUP, same packet id) on the
+// next connection is acknowledged without being handled again: handling
+// both would put an older command after a newer one.
 func (c *Client) work(s *subscription) {
 	defer c.wg.Done()
 	for {
@@ -50,10 +107,61 @@ func (c *Client) work(s *subscription) {
 		case m := <-s.queue:
 			c.mu.Lock()
 			h := s.handler
+			again := false
+			switch {
+			case m.qos == 0:
+			case m.dup && c.redelivered[m.mid]:
+				again = true
+				delete(c.redelivered, m.mid)
+			case !m.dup:
+				delete(c.redelivered, m.mid) // a new message under an id the broker freed
+			}
 			c.mu.Unlock()
-			c.handle(h, s.filter, m)
+			if !again {
+				c.handle(h, s.filter, m)
+			}
+			if m.qos > 0 {
+				c.mu.Lock()
+				if m.gen != c.gen {
+					c.redelivered[m.mid] = true // its acknowledgement cannot reach the broker
+				}
+				c.mu.Unlock()
+			}
+			m.ack.done()
+			if len(m.payload) >= bigPayload {
+				c.releaseMemory()
+			}
 		}
 	}
+}
+
+// bigPayload is the size from which a message, once handled, makes the
+// Client return memory to the operating system. paho reads every packet
+// whole whatever its size (a broker may deliver up to 256 MB), twice over
+// while it decodes it; left to the runtime's background scavenger, the
+// pages of a few such messages stay resident for minutes.
+const bigPayload = 1 << 20
+
+// releaseEvery spaces the releases during a stream of large messages.
+const releaseEvery = time.Second
+
+// releaseMemory returns freed memory to the operating system soon: at once
+// when none was returned in the last releaseEvery, else at the end of it,
+// once for all the messages of that second.
+func (c *Client) releaseMemory() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.releasing {
+		return
+	}
+	c.releasing = true
+	wait := max(time.Until(c.released.Add(releaseEvery)), 0)
+	time.AfterFunc(wait, func() {
+		debug.FreeOSMemory()
+		c.mu.Lock()
+		c.releasing, c.released = false, time.Now()
+		c.mu.Unlock()
+	})
 }
 
 func (c *Client) handle(h func(string, []byte), filter string, m inMsg) {
@@ -179,11 +287,16 @@ func (c *Client) wait(tok paho.Token, gen uint64) error {
 	}
 }
 
-// logDrop logs the first dropped message and then every 100th.
+// logDrop logs a dropped message, at most 5 at once and one a second: the
+// total in each line counts the ones not logged.
 func (c *Client) logDrop(n uint64, queue, topic string) {
-	if n == 1 || n%100 == 0 {
-		c.log.Warn().Str("queue", queue).Str("topic", topic).Uint64("dropped_total", n).Msg("MQTT queue full; message dropped")
+	if !c.dropLog.Allow() {
+		return
 	}
+	if len(topic) > 200 {
+		topic = topic[:200] + "…"
+	}
+	c.log.Warn().Str("queue", queue).Str("topic", topic).Uint64("dropped_total", n).Msg("MQTT queue full; message dropped")
 }
 
 // replaced reports whether the session gen was replaced by a reconnect.

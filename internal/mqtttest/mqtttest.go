@@ -269,6 +269,9 @@ func (b *Broker) start() error {
 }
 
 func (b *Broker) startEmbedded() error {
+	// No packet-size limit (MaxPacketSize 0), as mosquitto's default (256
+	// MB): tests of the bridge's handling of large payloads need them to
+	// arrive.
 	opts := broker.Options{Addr: b.Addr(), Logger: zerolog.New(testWriter{b.t}).Level(zerolog.WarnLevel)}
 	if b.opts.websocket {
 		opts.WSAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(b.ws))

@@ -43,7 +43,7 @@ func (a *agenda) Pop() any {
 // request, never sooner than MinInterval after the last read. ok is false
 // while a read is in flight: its report reschedules the device.
 func (d *device) readDue() (due time.Time, ok bool) {
-	if d.inFlight || d.disabled {
+	if d.inFlight || d.disabled || d.stateless && !d.readNow {
 		return time.Time{}, false
 	}
 	due = d.nextPoll
@@ -57,6 +57,9 @@ func (d *device) readDue() (due time.Time, ok bool) {
 	// cloud's per-device limit allows.
 	if !d.lastSent.IsZero() {
 		due = latest(due, d.lastSent.Add(MinInterval))
+	}
+	if !d.heldUntil.IsZero() {
+		due = latest(due, d.heldUntil)
 	}
 	return due, true
 }

@@ -22,6 +22,10 @@ func (s *instantScheduler) State(sku, device string, _ scheduler.Priority, repor
 	return nil
 }
 
+func (s *instantScheduler) Held(sku, device string) (scheduler.Hold, bool) {
+	return scheduler.Hold{}, false
+}
+
 func (s *instantScheduler) ListDevices(report func([]capability.Device, error)) error {
 	report(nil, fmt.Errorf("bench: no list"))
 	return nil

@@ -2,7 +2,6 @@ package poller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -45,17 +44,29 @@ type fakeScheduler struct {
 
 	scenes map[string][]capability.Option // by device: light scenes
 	diy    map[string][]capability.Option
-	reject error // returned by every submission while set
+	reject error           // returned by every submission while set
+	hold   *scheduler.Hold // Held's answer for every device while set
+}
+
+func (f *fakeScheduler) Held(sku, device string) (scheduler.Hold, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hold == nil {
+		return scheduler.Hold{}, false
+	}
+	return *f.hold, true
 }
 
 func newFake(devs ...capability.Device) *fakeScheduler {
 	return &fakeScheduler{list: devs, nState: map[string]int{}, scenes: map[string][]capability.Option{}, diy: map[string][]capability.Option{}}
 }
 
+// answer is called with f.mu held.
 func (f *fakeScheduler) answer(report func()) {
+	latency := f.latency
 	go func() {
-		if f.latency > 0 {
-			time.Sleep(f.latency)
+		if latency > 0 {
+			time.Sleep(latency)
 		}
 		report()
 	}()
@@ -262,7 +273,9 @@ func mkState(sku, device string, online bool, values map[string]any) cloud.Devic
 	return st
 }
 
-var errDevice = errors.New("fake: device did not answer")
+// errDevice is a failed read the cloud answered (a 5xx): the device's
+// failure, backed off.
+var errDevice error = &cloud.APIError{Kind: cloud.ErrTransient, Endpoint: cloud.EndpointState, HTTPStatus: 502, Msg: "fake: device did not answer"}
 
 // logBuffer collects the poller's log lines.
 type logBuffer struct {

@@ -112,16 +112,16 @@ func TestThousandDevicesBatchedOnGrid(t *testing.T) {
 		f := newFake(list...)
 		f.latency = 300 * time.Millisecond
 		h := start(t, f, Config{Interval: time.Minute, ListInterval: time.Hour})
-		// The list arrives at 0.3 s: every device is read at 1 s, then the
-		// reads fill the grid from 61 s.
-		first := h.t0.Add(time.Second)
-		end := first.Add(4 * time.Minute)
+		// The list arrives at 0.3 s: every device is read at once, then
+		// the reads fill the grid from 61 s.
+		first := h.t0.Add(300 * time.Millisecond)
+		end := h.t0.Add(time.Second + 4*time.Minute)
 		time.Sleep(time.Until(end) - 500*time.Millisecond) // the last batch is answered
 		h.stop()
 
 		at := func(c call) time.Time { return c.at }
 		reads := firstReadsAtOnce(t, list, f.reads(""), first, at)
-		checkGridBatches(t, list, reads, time.Minute, readGrid, first.Add(time.Minute), end, at)
+		checkGridBatches(t, list, reads, time.Minute, readGrid, h.t0.Add(time.Second+time.Minute), end, at)
 
 		// The scene rounds of the devices with scenes went out with their
 		// first reads, in the same batch.
@@ -150,9 +150,9 @@ func TestSmallAccountsOnAWiderGrid(t *testing.T) {
 		f := newFake(list...)
 		f.latency = 300 * time.Millisecond
 		h := start(t, f, Config{Interval: time.Minute, ListInterval: time.Hour})
-		// The list arrives at 0.3 s: every device is read at 1 s, then the
-		// reads fill the 3 s grid from 63 s.
-		first := h.t0.Add(time.Second)
+		// The list arrives at 0.3 s: every device is read at once, then
+		// the reads fill the 3 s grid from 63 s.
+		first := h.t0.Add(300 * time.Millisecond)
 		periodic := h.t0.Add(3*time.Second + time.Minute)
 		end := periodic.Add(3 * time.Minute)
 		time.Sleep(time.Until(end) - 500*time.Millisecond)
@@ -283,7 +283,7 @@ func TestConfirmOffGrid(t *testing.T) {
 		f.latency = 200 * time.Millisecond
 		h := start(t, f, Config{Interval: time.Minute, ConfirmDelay: 2 * time.Second, ListInterval: time.Hour})
 		const grid = 10 * time.Second
-		// The list arrives at 0.2 s: every device read at 1 s, then
+		// The list arrives at 0.2 s: every device read at once, then
 		// periodic reads spread over the interval after, on the 10 s
 		// grid: at 70, 80, 100 and 110 s.
 		sleepUntil(h, 20300*time.Millisecond)
@@ -301,11 +301,11 @@ func TestConfirmOffGrid(t *testing.T) {
 			confirm time.Duration
 			want    []time.Duration
 		}{
-			{"D00", 0, secs(1, 70, 130, 190)},
+			{"D00", 0, secs(0.2, 70, 130, 190)},
 			// 22.3 + 60 = 82.3 s, rounded up to the grid: 90 s.
-			{"D01", 22300 * time.Millisecond, secs(1, 22.3, 90, 150, 210)},
-			{"D02", 102 * time.Second, secs(1, 100, 102, 170, 230)},
-			{"D03", 0, secs(1, 110, 170, 230)},
+			{"D01", 22300 * time.Millisecond, secs(0.2, 22.3, 90, 150, 210)},
+			{"D02", 102 * time.Second, secs(0.2, 100, 102, 170, 230)},
+			{"D03", 0, secs(0.2, 110, 170, 230)},
 		} {
 			reads := f.reads(tc.device)
 			checkCalls(t, h, "state", tc.device, tc.want)

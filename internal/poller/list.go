@@ -31,7 +31,7 @@ func (p *Poller) sendList(now time.Time) {
 // onList applies a device list: new devices are scheduled, removed ones
 // dropped, and the consumer told when anything changed.
 func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
-	p.progress = now
+	p.answered(now, err)
 	p.listInFlight = false
 	waiters := p.listInFlightW
 	p.listInFlightW = nil
@@ -47,7 +47,7 @@ func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 			ev = p.log.Info() // we have a list; it is only getting older
 		}
 		ev.Err(err).Int("failures", p.listFailures).Stringer("retry_in", retry).
-			Msg("poller: reading the device list failed; check CLOUD_API_KEY if this says unauthorized")
+			Msg("poller: reading the device list failed")
 		p.emitDone(waiters, fmt.Errorf("poller: refresh device list: %w", err))
 		return
 	}
@@ -70,6 +70,9 @@ func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 		}
 		hadScenes := d.hasLight() || d.hasDIY()
 		d.setDev(dev)
+		if d.stateless && !d.inFlight && now.Sub(d.lastSent) >= p.cfg.StatelessRecheck {
+			d.readNow = true // once more: it may answer now
+		}
 		if !hadScenes && (d.hasLight() || d.hasDIY()) {
 			d.nextScenes = onGrid(now)
 		}
@@ -103,7 +106,7 @@ func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 	// are spread evenly over the grid instants of the interval after the
 	// next, in list order (so no device is read again sooner than one
 	// interval), and the periodic reads keep that spread.
-	base := onGrid(now)
+	base := now // not on the grid: nothing waits for its next instant
 	spreadBase, slots := onGridOf(now, p.grid), max(int64(p.interval/p.grid), 1)
 	for i, dev := range added {
 		d := p.devices[dev.Key()]

@@ -36,6 +36,9 @@ import (
 // is never called.
 type Scheduler interface {
 	State(sku, device string, p scheduler.Priority, report func(cloud.DeviceState, error)) error
+	// Held says whether the device's state reads wait for a hold-off of
+	// the bridge's (a refused key, a 429's Retry-After), and until when.
+	Held(sku, device string) (scheduler.Hold, bool)
 	ListDevices(report func([]capability.Device, error)) error
 	Scenes(sku, device string, report func(cloud.Scenes, error)) error
 	DIYScenes(sku, device string, report func(cloud.Scenes, error)) error
@@ -50,6 +53,7 @@ type Store interface {
 	Seq() uint64
 	ApplyState(k capability.Key, st cloud.DeviceState, sentSeq uint64)
 	MarkUnreachable(k capability.Key, err error)
+	MarkStateless(k capability.Key)
 	SetScenes(k capability.Key, light []capability.Option, lightOK bool, diy []capability.Option, diyOK bool)
 }
 
@@ -66,6 +70,7 @@ const (
 	DefaultConfirmDelay              = 2 * time.Second
 	DefaultOfflineMaxInterval        = 10 * time.Minute
 	DefaultFailuresBeforeUnreachable = 3
+	DefaultStatelessRecheck          = 30 * time.Minute
 )
 
 // confirmWindow bounds the debounce of confirming reads: a burst of commands
@@ -107,6 +112,11 @@ type Config struct {
 	// FailuresBeforeUnreachable is how many reads in a row must fail before
 	// the device is reported unreachable.
 	FailuresBeforeUnreachable int
+	// StatelessRecheck is how long a device whose state reads the cloud
+	// refuses ("devices not exist": a group made in the vendor's app) goes
+	// unread: a device-list refresh at least this long after its last
+	// read reads it once more (a read on request always does).
+	StatelessRecheck time.Duration
 	// Grid is the grid of periodic reads and scene rounds; 0 (the
 	// default) lets the poller choose it from the interval and the number
 	// of devices (periodicGrid). Tests of other timings fix it at 1 s.
@@ -137,6 +147,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FailuresBeforeUnreachable <= 0 {
 		c.FailuresBeforeUnreachable = DefaultFailuresBeforeUnreachable
+	}
+	if c.StatelessRecheck <= 0 {
+		c.StatelessRecheck = DefaultStatelessRecheck
 	}
 	return c
 }
@@ -183,6 +196,12 @@ type device struct {
 	// device the user asked not to read; both set with SetDeviceOptions.
 	own      time.Duration
 	disabled bool
+	// stateless: the cloud refuses its state reads ("devices not exist":
+	// an app-made group); it is not read but on request or after a list
+	// refresh (StatelessRecheck).
+	stateless bool
+	// heldUntil: a read on request waits for the bridge's hold-off.
+	heldUntil time.Time
 
 	// failedReads counts failed reads in a row: enough of them make the
 	// device unreachable. backoffReads counts offline or failed reads in a
@@ -387,6 +406,13 @@ func (p *Poller) wake() {
 	select {
 	case p.kick <- struct{}{}:
 	default:
+	}
+}
+
+// answered records progress when a request's outcome reached the cloud.
+func (p *Poller) answered(now time.Time, err error) {
+	if cloud.Reached(err) {
+		p.progress = now
 	}
 }
 

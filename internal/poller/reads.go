@@ -38,6 +38,7 @@ func (p *Poller) stepRead(now time.Time, d *device) {
 		return
 	}
 	d.inFlight = true
+	d.heldUntil = time.Time{}
 	d.lastSent = now
 	d.sentSeq = sentSeq
 	d.inFlightWaiters = waiters
@@ -52,7 +53,7 @@ func latest(a, b time.Time) time.Time {
 
 // onState applies a state read's outcome.
 func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err error) {
-	p.progress = now
+	p.answered(now, err)
 	p.reads++
 	d.inFlight = false
 	waiters := d.inFlightWaiters
@@ -61,21 +62,37 @@ func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err err
 		p.emitDone(waiters, fmt.Errorf("poller: read %s: %w", d.dev, ErrRemoved))
 		return
 	}
-	if err != nil {
+	switch {
+	case cloud.IsStateless(err):
+		p.readErrors++
+		p.onStateless(d, err)
+	case cloud.IsAuth(err):
+		// A refused API key (or a read the scheduler held back after one)
+		// is the account's problem, not the device's: it counts as no
+		// failure of the device, which stays available with its last
+		// values, and it is not backed off (that would delay its recovery
+		// once the key is accepted again).
+		p.readErrors++
+		p.log.Debug().Err(err).Stringer("device", d.dev).Msg("poller: state read held back: the cloud refuses the API key")
+	case err != nil:
 		p.readErrors++
 		d.failedReads++
-		// A refused API key is the account's problem, not the device's: the
-		// scheduler already holds every request back for a while, and
-		// backing the device off on top would delay its recovery by up to
-		// the back-off after the key is accepted again.
-		if !cloud.IsAuth(err) {
+		if cloud.Reached(err) {
+			// The cloud answered with a failure: read the device less
+			// often. A cloud out of reach is no reason to: the reads
+			// cost nothing of the budget, and the next one is what
+			// finds it back.
 			d.backoffReads++
 		}
 		p.log.Debug().Err(err).Stringer("device", d.dev).Int("failures", d.failedReads).Msg("poller: state read failed")
 		if d.failedReads >= p.cfg.FailuresBeforeUnreachable {
 			p.store.MarkUnreachable(d.dev.Key(), err)
 		}
-	} else {
+	default:
+		if d.stateless {
+			d.stateless = false
+			p.log.Info().Stringer("device", d.dev).Msg("poller: the cloud answers this device's state reads again; polling it as usual")
+		}
 		d.failedReads = 0
 		if online, known := st.Online(); online || !known {
 			d.backoffReads = 0
@@ -95,6 +112,22 @@ func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err err
 	d.nextPoll = onGridOf(latest(next, now.Add(MinInterval)), p.gridOf(d))
 	p.schedule(d)
 	p.emitDone(waiters, wrapRead(d.dev, err))
+}
+
+// onStateless handles a state read the cloud refused because it keeps no
+// state for the device (an app-made group, listed as a device): the device
+// is not read any more (but on request and after list refreshes, see
+// StatelessRecheck) and shown available with what was last sent to it.
+// One warning says so, not one per interval.
+func (p *Poller) onStateless(d *device, err error) {
+	d.failedReads, d.backoffReads = 0, 0
+	if d.stateless {
+		return
+	}
+	d.stateless = true
+	p.log.Warn().Err(err).Stringer("device", d.dev).Dur("recheck_after", p.cfg.StatelessRecheck).
+		Msg("poller: the cloud keeps no state for this device (a group made in the vendor's app?); it is not polled, shown online with what was last sent to it, and still controllable")
+	p.store.MarkStateless(d.dev.Key())
 }
 
 func wrapRead(dev capability.Device, err error) error {

@@ -47,6 +47,12 @@ func (p *Poller) Confirm(sku, device string) {
 // read's outcome, after the consumer has seen its changes, from the
 // poller's goroutine; it must not block. An error return means the request
 // was not accepted and done will not be called.
+//
+// While the device's reads wait for a hold-off of the bridge's (the cloud
+// refused the key a moment ago, or asked to wait after a 429) the error
+// wraps scheduler.ErrReadsHeld and the hold's cause at once, so that the
+// asker hears of it now rather than minutes later; the read is still made
+// when reads resume, and its values are published as usual.
 func (p *Poller) ReadNow(sku, device string, done func(error)) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -57,6 +63,14 @@ func (p *Poller) ReadNow(sku, device string, done func(error)) error {
 	if d.disabled {
 		return fmt.Errorf("%w: %s", ErrDisabled, d.dev)
 	}
+	if h, held := p.s.Held(d.dev.SKU, d.dev.Device); held && time.Until(h.Until) > MinInterval {
+		if !d.inFlight { // a read in flight is the one that waits: it will do
+			d.readNow, d.heldUntil = true, h.Until
+			p.schedule(d)
+			p.wake()
+		}
+		return heldError(d, h)
+	}
 	d.readNow = true
 	if done != nil {
 		d.nextReadWaiters = append(d.nextReadWaiters, done)
@@ -64,6 +78,26 @@ func (p *Poller) ReadNow(sku, device string, done func(error)) error {
 	p.schedule(d)
 	p.wake()
 	return nil
+}
+
+// Held tells the poller that the device's state read in flight waits for a
+// hold-off (scheduler.Config.OnHeld): the ReadNow callers waiting for it
+// are told at once, with the cause, when the wait is longer than
+// MinInterval; the read's outcome comes later as usual.
+func (p *Poller) Held(sku, device string, h scheduler.Hold) {
+	p.post(func(now time.Time) {
+		d := p.devices[capability.Key{SKU: sku, Device: device}]
+		if d == nil || !d.inFlight || len(d.inFlightWaiters) == 0 || h.Until.Sub(now) <= MinInterval {
+			return
+		}
+		p.emitDone(d.inFlightWaiters, heldError(d, h))
+		d.inFlightWaiters = nil
+	})
+}
+
+func heldError(d *device, h scheduler.Hold) error {
+	return fmt.Errorf("poller: read %s: %w until %s, then the device is read: %w",
+		d.dev, scheduler.ErrReadsHeld, h.Until.UTC().Format(time.RFC3339), h.Err)
 }
 
 // RefreshDevices asks for the device list now. done (may be nil) is called
@@ -104,8 +138,10 @@ func (p *Poller) RefreshScenes(sku, device string, done func(error)) error {
 }
 
 // Progress returns when the poller last made progress: a state read, list
-// or scene fetch completed, ok or not (or Run started). A watchdog that
-// sees it stand still for several intervals knows the loop is stuck.
+// or scene fetch the cloud answered, whatever it said (or Run started).
+// Reads that never reached the cloud (refused connections, hold-offs) are
+// no progress: a watchdog that sees it stand still for several intervals
+// knows the loop is stuck or the cloud out of reach.
 func (p *Poller) Progress() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -48,7 +48,7 @@ func (p *Poller) stepScenes(now time.Time, d *device) {
 
 // onScenes records one fetch of a round and finishes the round after its last.
 func (p *Poller) onScenes(now time.Time, d *device, diyKind bool, sc cloud.Scenes, err error) {
-	p.progress = now
+	p.answered(now, err)
 	r := d.round
 	r.pending--
 	switch {

@@ -75,6 +75,8 @@ type device struct {
 	reachable  bool
 	read       bool
 	lastRead   time.Time
+	stateless  bool   // the cloud keeps no state for it (MarkStateless)
+	encoded    []byte // its entry of SaveValuesJSON, nil when it changed since
 
 	light, diy  *sceneList // shared with other devices; read-only
 	scenesKnown bool
@@ -99,6 +101,10 @@ type Registry struct {
 	now        func() time.Time
 
 	changes, saved uint64 // changes made, and how many of them Save has seen
+	// listChanges counts the changes of the list, definitions and scene
+	// lists (listSaved: as Save saw them); valuesSaved is changes as
+	// SaveValues saw them.
+	listChanges, listSaved, valuesSaved uint64
 }
 
 // New returns an empty registry that reports changes to sink.
@@ -162,6 +168,7 @@ func (r *Registry) SetDevices(list []capability.Device) ListChange {
 			all[i] = r.devices[k].merged
 		}
 		r.changes++
+		r.listChanges++
 		r.sink.Devices(all, ch.Added, ch.Removed)
 	}
 	if ch.First {
@@ -219,13 +226,14 @@ func (r *Registry) ApplyState(k capability.Key, st cloud.DeviceState, sentSeq ui
 		r.log.Info().Stringer("device", d.listed).Bool("online", online).Msg("device online state changed")
 	}
 	availabilityChanged := first || !d.reachable || online != d.online
-	d.read, d.online, d.reachable = true, online, true
+	d.read, d.online, d.reachable, d.stateless = true, online, true, false
 	d.lastRead = r.now()
 	if len(changed) > 0 || availabilityChanged {
 		if changed == nil {
 			changed = map[string]any{}
 		}
 		r.changes++
+		d.encoded = nil
 		r.sink.State(d.view(), changed)
 	}
 }
@@ -242,6 +250,27 @@ func (r *Registry) MarkUnreachable(k capability.Key, err error) {
 	d.reachable = false
 	r.log.Warn().Err(err).Stringer("device", d.listed).Msg("device unreachable: shown unavailable until a read works; reading it less often")
 	r.sink.Unreachable(d.view(), err)
+}
+
+// MarkStateless records that the cloud keeps no state for the device (its
+// state reads answer "devices not exist": a group made in the vendor's
+// app, which accepts commands). It is shown available, with the values last
+// sent to it (SetOptimistic) as its state, until a read works (ApplyState).
+func (r *Registry) MarkStateless(k capability.Key) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.devices[k]
+	if d == nil || d.stateless {
+		return
+	}
+	d.stateless = true
+	if d.read && d.online && d.reachable {
+		return
+	}
+	d.read, d.online, d.reachable = true, true, true
+	r.changes++
+	d.encoded = nil
+	r.sink.State(d.view(), map[string]any{})
 }
 
 // SetOptimistic records a value the cloud accepted for a command, as if
@@ -285,6 +314,7 @@ func (r *Registry) SetOptimistic(k capability.Key, instance string, value any) {
 	}
 	if d.read {
 		r.changes++
+		d.encoded = nil
 		r.sink.State(d.view(), changed)
 	}
 }
@@ -315,6 +345,7 @@ func (r *Registry) SetScenes(k capability.Key, light []capability.Option, lightO
 	if changed {
 		d.merged = mergeScenes(d.listed, d.light.options(), d.diy.options())
 		r.changes++
+		r.listChanges++
 		r.sink.Scenes(d.view())
 	}
 }
@@ -412,7 +443,9 @@ func (r *Registry) Stats() Stats {
 		if d.read && d.online && d.reachable {
 			st.Online++
 		}
-		st.OldestState = max(st.OldestState, now.Sub(d.lastRead))
+		if !d.stateless { // never read: its age says nothing
+			st.OldestState = max(st.OldestState, now.Sub(d.lastRead))
+		}
 	}
 	return st
 }

@@ -91,6 +91,17 @@ type Config struct {
 	// After it, one request at a time is sent until one is answered
 	// without a 401: a key still refused costs one request per hold-off.
 	AuthHoldoff time.Duration
+	// MaxRetryAfter caps the wait a 429's Retry-After asks for (default
+	// 5 min): a longer one is capped, and said once in the log, so that a
+	// bogus header cannot stop a device's reads for an hour.
+	MaxRetryAfter time.Duration
+	// OnHeld, when set, is called when a device's state read got a 429 and
+	// waits (Held says the same until then), so that whoever waits for
+	// that read can hear of it now. It must not block.
+	OnHeld func(sku, device string, h Hold)
+	// OnChange, when set, is called after each request's outcome is
+	// settled (the counts of Stats may have changed). It must not block.
+	OnChange func()
 	// ShutdownTimeout is how long Run waits, after its context ends, for
 	// requests on the wire before cancelling them (default 10 s).
 	ShutdownTimeout time.Duration
@@ -119,6 +130,7 @@ const (
 	defaultMaxQueuedCommands = 1000
 	defaultMaxQueuedReads    = 2000
 	defaultAuthHoldoff       = time.Minute
+	defaultMaxRetryAfter     = 5 * time.Minute
 	defaultShutdownTimeout   = 10 * time.Second
 	maxSafetyMargin          = 0.5
 )
@@ -151,7 +163,7 @@ func (c Config) Validate() error {
 		{"MaxAttempts", int64(c.MaxAttempts)}, {"RetryBase", int64(c.RetryBase)},
 		{"RetryMax", int64(c.RetryMax)}, {"MaxQueuedCommands", int64(c.MaxQueuedCommands)},
 		{"MaxQueuedReads", int64(c.MaxQueuedReads)}, {"AuthHoldoff", int64(c.AuthHoldoff)},
-		{"ShutdownTimeout", int64(c.ShutdownTimeout)},
+		{"MaxRetryAfter", int64(c.MaxRetryAfter)}, {"ShutdownTimeout", int64(c.ShutdownTimeout)},
 	}
 	for _, f := range nonNegative {
 		if f.v < 0 {
@@ -217,6 +229,7 @@ func (c Config) withDefaults() Config {
 		c.RetryMax = c.RetryBase
 	}
 	dur(&c.AuthHoldoff, defaultAuthHoldoff)
+	dur(&c.MaxRetryAfter, defaultMaxRetryAfter)
 	dur(&c.ShutdownTimeout, defaultShutdownTimeout)
 	return c
 }

@@ -241,6 +241,8 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 	return cmds, reads, wake
 }
 
+// sentLocked accounts a request handed to the wire; countLocked counts it
+// against the day's budget once its outcome says it reached the cloud.
 func (s *Scheduler) sentLocked(ep endpoint, a *attempt, now time.Time) {
 	s.requestsInFlight++
 	a.sent++
@@ -248,11 +250,6 @@ func (s *Scheduler) sentLocked(ep endpoint, a *attempt, now time.Time) {
 	if a.sent > 1 {
 		s.counts.retries++
 	}
-	s.counts.requests[ep]++
-	if day := dayOf(now); day != s.counts.day {
-		s.counts.day, s.counts.requestsToday = day, 0
-	}
-	s.counts.requestsToday++
 }
 
 // failQueuedLocked reports every queued request with err.
@@ -304,6 +301,7 @@ func (s *Scheduler) sendCommand(ctx context.Context, c *command) {
 	d := c.dev
 	d.busy[epControl] = false
 	s.requestsInFlight--
+	s.countLocked(epControl, now, err)
 	retry, err := s.settleLocked(now, epControl, d, &c.attempt, err, d.buckets[epControl], s.control)
 	var report func()
 	if retry {
@@ -319,6 +317,14 @@ func (s *Scheduler) sendCommand(ctx context.Context, c *command) {
 		report()
 	}
 	s.signal()
+	s.changed()
+}
+
+// changed tells Config.OnChange.
+func (s *Scheduler) changed() {
+	if s.cfg.OnChange != nil {
+		s.cfg.OnChange()
+	}
 }
 
 // requeueCommandLocked puts a command due for a retry back at the head of
@@ -373,9 +379,14 @@ func (s *Scheduler) sendRead(ctx context.Context, r *read) {
 	d.busy[r.ep] = false
 	s.requestsInFlight--
 	s.readsInFlight--
+	s.countLocked(r.ep, now, err)
 	retry, err := s.settleLocked(now, r.ep, d, &r.attempt, err, d.buckets[r.ep])
 	var waiters []func(any, error)
+	var held *Hold
 	if retry {
+		if r.ep == epState && r.rateLimited > 0 && s.cfg.OnHeld != nil {
+			held = &Hold{Until: r.notBefore, Err: r.lastErr}
+		}
 		s.requeueReadLocked(r)
 	} else {
 		waiters = r.waiters
@@ -384,7 +395,11 @@ func (s *Scheduler) sendRead(ctx context.Context, r *read) {
 	for _, w := range waiters {
 		w(v, err)
 	}
+	if held != nil {
+		s.cfg.OnHeld(d.key.SKU, d.key.Device, *held)
+	}
 	s.signal()
+	s.changed()
 }
 
 // requeueReadLocked puts a read due for a retry back at the head of its
@@ -413,6 +428,7 @@ func (s *Scheduler) requeueReadLocked(r *read) {
 // request used and decides whether it is retried. When it is not, the
 // error to report is returned.
 func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attempt, err error, buckets ...*bucket) (retry bool, _ error) {
+	a.lastErr = err
 	if err == nil {
 		for _, b := range buckets {
 			b.answered(now)
@@ -437,7 +453,7 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 		s.counts.rateLimited++
 		s.counts.lastRateLimited = now
 		a.rateLimited++
-		wait := retryAfter
+		wait := s.retryAfterLocked(retryAfter)
 		if wait <= 0 {
 			wait = s.backoff(a.rateLimited)
 		}

@@ -113,6 +113,7 @@ type attempt struct {
 	notBefore   time.Time // no retry before
 	giveUpAt    time.Time // commands: no retry after; zero: MaxAttempts decides
 	lastSent    time.Time
+	lastErr     error // of the last attempt, while it waits for a retry
 }
 
 type command struct {
@@ -169,11 +170,13 @@ type Scheduler struct {
 }
 
 type counters struct {
-	coalesced, superseded, rateLimited, retries, failures uint64
-	lastRateLimited                                       time.Time
-	requests                                              [numEndpoints]uint64
-	day                                                   int // yyyymmdd of requestsToday
-	requestsToday                                         int
+	coalesced, coalescedReads, superseded, rateLimited, retries, failures uint64
+	lastRateLimited                                                       time.Time
+	requests                                                              [numEndpoints]uint64
+	day                                                                   int // yyyymmdd of requestsToday
+	requestsToday                                                         int
+	retryAfterCapped                                                      bool // logged once
+	cloud                                                                 cloudHealth
 }
 
 // New returns a scheduler for c. Config fields left zero (or unusable: see
@@ -371,6 +374,7 @@ func (s *Scheduler) submitRead(ep endpoint, sku, dev string, p Priority, w func(
 	if r := d.reads[ep]; r != nil {
 		r.waiters = append(r.waiters, w)
 		s.counts.coalesced++
+		s.counts.coalescedReads++
 		if p < r.priority {
 			s.readQueues[r.priority].Remove(r.elem)
 			r.priority = p
@@ -411,17 +415,24 @@ type Stats struct {
 	// Devices is the number of devices whose buckets are tracked; devices
 	// idle with full buckets are forgotten (every minute), so it stays near
 	// the number of devices recently used.
-	Devices         int
-	Coalesced       uint64 // submissions merged into a queued request
+	Devices   int
+	Coalesced uint64 // submissions merged into a queued request
+	// CoalescedReads are the reads of Coalesced (the rest are commands
+	// that replaced a queued one).
+	CoalescedReads  uint64
 	Superseded      uint64 // commands replaced by a newer one
 	RateLimited     uint64 // 429 answers
 	LastRateLimited time.Time
 	Retries         uint64 // requests sent again after a 429 or a transient error
 	Failures        uint64 // requests whose failure was reported
-	// Requests counts requests sent, by endpoint name (Endpoint*).
+	// Requests counts requests that reached the cloud (cloud.Reached: an
+	// answer came back, or no answer came in time after the request was
+	// written), by endpoint name (Endpoint*).
 	Requests map[string]uint64
-	// RequestsToday counts requests sent since local midnight (the cloud
-	// has a daily limit; the spec does not say how large).
+	// RequestsToday counts the requests that reached the cloud since local
+	// midnight (the cloud has a daily limit; the spec does not say how
+	// large). Connections refused, unknown hosts, failed TLS handshakes
+	// and requests held back are not counted.
 	RequestsToday int
 	// Day is the day RequestsToday counts, yyyymmdd in local time.
 	Day    int
@@ -429,6 +440,8 @@ type Stats struct {
 	// AuthHoldoffUntil is set while requests are failed without being sent
 	// because the cloud refused the API key.
 	AuthHoldoffUntil time.Time
+	// Cloud says whether the cloud answers.
+	Cloud CloudHealth
 }
 
 // Stats returns a snapshot of queues, counters and buckets.
@@ -444,6 +457,8 @@ func (s *Scheduler) Stats() Stats {
 		InFlightCommands: s.requestsInFlight - s.readsInFlight,
 		Devices:          len(s.devices),
 		Coalesced:        s.counts.coalesced,
+		CoalescedReads:   s.counts.coalescedReads,
+		Cloud:            s.counts.cloud.snapshot(),
 		Superseded:       s.counts.superseded,
 		RateLimited:      s.counts.rateLimited,
 		LastRateLimited:  s.counts.lastRateLimited,

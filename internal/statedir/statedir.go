@@ -9,9 +9,12 @@
 package statedir
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -24,12 +27,17 @@ type Dir string
 // ErrOff is returned by Dir's methods when no state directory is set.
 var ErrOff = errors.New("statedir: no state directory (STATE_DIR is empty)")
 
+// ErrNewer is wrapped by Read's error for a file a newer version of the
+// bridge wrote: it is renamed aside (KeptAside names where), never read
+// and never overwritten, so that going back to the newer version finds it.
+var ErrNewer = errors.New("statedir: written by a newer version of the bridge")
+
 // envelope is the outside of every file.
 type envelope struct {
 	Format  string          `json:"format"`
 	Version int             `json:"version"`
 	Saved   time.Time       `json:"saved"`
-	Data    json.RawMessage `json:"data"`
+	Data    json.RawMessage `json:"data"` // last: WriteRaw puts it in place of null
 }
 
 // Write stores v as JSON in the file name of the directory, atomically:
@@ -43,12 +51,36 @@ func (d Dir) Write(name, format string, version int, v any) error {
 	if err != nil {
 		return fmt.Errorf("statedir: encode %s: %w", name, err)
 	}
-	b, err := json.Marshal(envelope{Format: format, Version: version, Saved: time.Now().UTC().Truncate(time.Second), Data: data})
+	return d.WriteRaw(name, format, version, data)
+}
+
+// WriteRaw is Write of data already encoded as JSON (the caller vouches
+// for it: it is not checked), put in the envelope as it is.
+func (d Dir) WriteRaw(name, format string, version int, data []byte) error {
+	return d.WriteTo(name, format, version, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteTo is Write of data that write encodes as JSON straight into the
+// file (the caller vouches for it), so that a large file is never whole
+// in memory; atomic, like Write.
+func (d Dir) WriteTo(name, format string, version int, write func(w io.Writer) error) error {
+	if d == "" {
+		return ErrOff
+	}
+	head, err := json.Marshal(envelope{Format: format, Version: version, Saved: time.Now().UTC().Truncate(time.Second)})
 	if err != nil {
 		return fmt.Errorf("statedir: encode %s: %w", name, err)
 	}
+	// The envelope with the data in place of its null.
+	head = bytes.TrimSuffix(head, []byte("null}"))
 	if err := os.MkdirAll(string(d), 0o700); err != nil {
 		return fmt.Errorf("statedir: create STATE_DIR %s: %w", d, err)
+	}
+	if v, ok := d.versionOf(name, format); ok && v > version {
+		return fmt.Errorf("%w: %s is version %d of %s and this bridge writes version %d; it is not replaced: move it away, or run the newer bridge", ErrNewer, d.path(name), v, format, version)
 	}
 	tmp, err := os.CreateTemp(string(d), "."+name+".*.tmp")
 	if err != nil {
@@ -59,7 +91,18 @@ func (d Dir) Write(name, format string, version int, v any) error {
 		tmp.Close()
 		return fmt.Errorf("statedir: write %s: %w", d.path(name), err)
 	}
-	if _, err := tmp.Write(b); err != nil {
+	bw := bufio.NewWriterSize(tmp, 64<<10)
+	_, err = bw.Write(head)
+	if err == nil {
+		err = write(bw)
+	}
+	if err == nil {
+		err = bw.WriteByte('}')
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
 		tmp.Close()
 		return fmt.Errorf("statedir: write %s: %w", d.path(name), err)
 	}
@@ -81,6 +124,43 @@ func (d Dir) Write(name, format string, version int, v any) error {
 	return nil
 }
 
+// versionOf is the version of the file name when it is a state file of
+// format. It reads only the envelope's first members (Write puts them
+// first), not the data: a large account's devices file is megabytes.
+func (d Dir) versionOf(name, format string) (int, bool) {
+	f, err := os.Open(d.path(name))
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	dec := json.NewDecoder(io.LimitReader(f, 4096))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return 0, false
+	}
+	var gotFormat string
+	version, haveVersion := 0, false
+	for range 2 {
+		key, err := dec.Token()
+		if err != nil {
+			return 0, false
+		}
+		switch key {
+		case "format":
+			if dec.Decode(&gotFormat) != nil {
+				return 0, false
+			}
+		case "version":
+			if dec.Decode(&version) != nil {
+				return 0, false
+			}
+			haveVersion = true
+		default:
+			return 0, false
+		}
+	}
+	return version, haveVersion && gotFormat == format
+}
+
 // Read decodes the file name of the directory into v. A missing file is
 // an error wrapping fs.ErrNotExist; a file that is not JSON, not of this
 // format or of another version is an error saying so, and v is left as it
@@ -100,6 +180,9 @@ func (d Dir) Read(name, format string, version int, v any) error {
 	if env.Format != format {
 		return fmt.Errorf("statedir: %s holds %q, not %q; it is ignored and replaced", d.path(name), env.Format, format)
 	}
+	if env.Version > version {
+		return d.keepAside(name, format, env.Version, version)
+	}
 	if env.Version != version {
 		return fmt.Errorf("statedir: %s is version %d of %s, this bridge reads version %d; it is ignored and replaced", d.path(name), env.Version, format, version)
 	}
@@ -110,6 +193,25 @@ func (d Dir) Read(name, format string, version int, v any) error {
 }
 
 func (d Dir) path(name string) string { return filepath.Join(string(d), name) }
+
+// keepAside renames a file of a newer version out of the way, to
+// <name>.v<version>.bak (or, when that is taken, with the time added), and
+// returns the error saying so. If it cannot be renamed, the error says the
+// file is left alone; Write then refuses to replace it.
+func (d Dir) keepAside(name, format string, got, want int) error {
+	aside := fmt.Sprintf("%s.v%d.bak", d.path(name), got)
+	if _, err := os.Lstat(aside); err == nil {
+		aside = fmt.Sprintf("%s.v%d.%d.bak", d.path(name), got, time.Now().Unix())
+	}
+	if err := os.Rename(d.path(name), aside); err != nil {
+		return fmt.Errorf("%w: %s is version %d of %s, this bridge reads version %d, and it cannot be moved aside (%v); it is left as it is and not replaced: move it away, or run the newer bridge", ErrNewer, d.path(name), got, format, want, err)
+	}
+	return fmt.Errorf("%w: %s is version %d of %s, this bridge reads version %d; it was kept as %s and this bridge starts without it (run the newer bridge again to use it)", ErrNewer, d.path(name), got, format, want, aside)
+}
+
+// KeptAside reports whether err is Read's error for a file of a newer
+// version.
+func KeptAside(err error) bool { return errors.Is(err, ErrNewer) }
 
 // Check reports whether the directory exists (or can be created) and the
 // bridge's user can write in it, with the fix when not.

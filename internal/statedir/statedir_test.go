@@ -53,7 +53,7 @@ func TestBadFilesAreReportedNotUsed(t *testing.T) {
 		"truncated":     {`{"format":"test/x","version":1,"data":{"count":`, "not a state file"},
 		"not JSON":      {"\x00\x01garbage", "not a state file"},
 		"other format":  {`{"format":"someone/else","version":1,"data":{}}`, `not "test/x"`},
-		"later version": {`{"format":"test/x","version":2,"data":{}}`, "version 2"},
+		"older version": {`{"format":"test/x","version":0,"data":{}}`, "version 0"},
 		"damaged data":  {`{"format":"test/x","version":1,"data":{"count":"many"}}`, "damaged"},
 	} {
 		t.Run(name, func(t *testing.T) {

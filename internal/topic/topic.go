@@ -22,6 +22,8 @@
 //	<base>/<id>/light/set               Home Assistant light (JSON schema) commands
 //	<base>/<id>/segment/<n>/set         Home Assistant per-segment light commands
 //
+// Inbound topics (commands and requests) are taken apart by Layout.Route,
+// and Layout.Inbound lists the filters the bridge subscribes to (route.go).
 // It does not know about brokers or payloads.
 package topic
 
@@ -157,15 +159,4 @@ func DeviceID(sku, device string) string {
 		return s
 	}
 	return s + "_" + d
-}
-
-// Parse splits a topic under the base into the device id and the rest
-// ("h6072_aabb", "set/brightness"); ok is false for topics outside the base.
-func (l Layout) Parse(t string) (id, rest string, ok bool) {
-	r, ok := strings.CutPrefix(t, l.Base+"/")
-	if !ok {
-		return "", "", false
-	}
-	id, rest, _ = strings.Cut(r, "/")
-	return id, rest, id != ""
 }

@@ -36,12 +36,11 @@ func TestLayout(t *testing.T) {
 	if New("").Base != DefaultBase {
 		t.Errorf("empty base is not the default")
 	}
-	id, rest, ok := l.Parse("home/bridge/d1/set/brightness")
-	if !ok || id != "d1" || rest != "set/brightness" {
-		t.Errorf("Parse = %q %q %v", id, rest, ok)
+	if r, err := l.Route("home/bridge/d1/set/brightness"); err != nil || r.ID != "d1" || r.Instance != "brightness" {
+		t.Errorf("Route = %+v, %v", r, err)
 	}
-	if _, _, ok := l.Parse("other/d1/set"); ok {
-		t.Errorf("Parse accepted a topic outside the base")
+	if _, err := l.Route("other/d1/set"); err == nil {
+		t.Errorf("Route accepted a topic outside the base")
 	}
 	if got := l.SegmentSet("d1", 3); got != "home/bridge/d1/segment/3/set" {
 		t.Errorf("SegmentSet = %q", got)
@@ -70,9 +69,8 @@ func TestBridgeTopics(t *testing.T) {
 		}
 	}
 	// The bridge finds the action after "request/" whatever its depth.
-	id, rest, ok := l.Parse(l.BridgeDeviceOptions())
-	if !ok || id != "bridge" || rest != "request/"+ActionDeviceOptions {
-		t.Errorf("Parse(device options) = %q %q %v", id, rest, ok)
+	if r, err := l.Route(l.BridgeDeviceOptions()); err != nil || r.Kind != KindRequest || r.Action != ActionDeviceOptions {
+		t.Errorf("Route(device options) = %+v, %v", r, err)
 	}
 }
 

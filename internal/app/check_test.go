@@ -1,0 +1,105 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/config"
+)
+
+// checkReport runs -check on an environment (with the embedded broker, so
+// no broker is needed) and returns its report.
+func checkReport(t *testing.T, environ map[string]string) (bool, string) {
+	t.Helper()
+	environ["MQTT_URL"] = "embedded"
+	environ["MQTT_LISTEN"] = "127.0.0.1:0"
+	environ["CLOUD_TIMEOUT"] = "5s"
+	cfg, err := config.Load(environ)
+	if err == nil {
+		err = cfg.Validate()
+	}
+	var out bytes.Buffer
+	ok := Check(context.Background(), cfg, err, &out, zerolog.Nop())
+	return ok, out.String()
+}
+
+// TestCheckNamesCloudBaseURL: -check names CLOUD_BASE_URL and the fix for a
+// base URL with the API's path, a path the service does not know, and an
+// address where nothing answers; it never blames the key for them, and says
+// each subject once.
+func TestCheckNamesCloudBaseURL(t *testing.T) {
+	sim := cloudsim.New(cloudsim.Options{})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nothing := "http://" + ln.Addr().String()
+	ln.Close()
+
+	for _, tc := range []struct {
+		name, base string
+		want       []string
+	}{
+		{"base URL with the API path", srv.URL + "/router/api/v1",
+			[]string{"FAIL configuration: CLOUD_BASE_URL=", "includes the API's path /router/api/v1", "set it to " + srv.URL + " (scheme and host only)"}},
+		{"base URL with another path", srv.URL + "/api",
+			[]string{"FAIL cloud: devices: ", "the service has no device list at this address: set CLOUD_BASE_URL to the API's scheme and host only"}},
+		{"nothing answers", nothing,
+			[]string{"FAIL cloud: devices: ", "nothing answers at the host and port of CLOUD_BASE_URL"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, out := checkReport(t, map[string]string{"CLOUD_BASE_URL": tc.base, "CLOUD_API_KEY": sim.APIKey()})
+			if ok {
+				t.Fatalf("-check passed:\n%s", out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("report lacks %q:\n%s", w, out)
+				}
+			}
+			for _, bad := range []string{"CLOUD_API_KEY;", "check CLOUD_API_KEY", "cloud: cloud:", "configuration: config:", "still in the account"} {
+				if strings.Contains(out, bad) {
+					t.Errorf("report says %q:\n%s", bad, out)
+				}
+			}
+		})
+	}
+
+	ok, out := checkReport(t, map[string]string{"CLOUD_BASE_URL": srv.URL, "CLOUD_API_KEY": sim.APIKey(), "POLL_INTERVAL": "60"})
+	if !ok || !strings.Contains(out, "ok   cloud: the API key works") {
+		t.Errorf("a good configuration (POLL_INTERVAL=60) failed:\n%s", out)
+	}
+}
+
+// TestDemoPrintsItsOwnIDs: the demo's instructions name its devices' real
+// ids, and every command it prints works as printed (no placeholders).
+func TestDemoPrintsItsOwnIDs(t *testing.T) {
+	sim := cloudsim.New(cloudsim.Options{})
+	var out bytes.Buffer
+	m := &Main{Config: config.Config{MQTT: config.MQTT{BaseTopic: "cloud2mqtt"}}, Stdout: &out}
+	m.printDemo(&environment{mqttURL: "tcp://127.0.0.1:18831", baseURL: "http://127.0.0.1:9"}, sim.Devices())
+	s := out.String()
+	for _, want := range []string{
+		"h619c_aabbccddeeff1001  H619C  Living Room Strip",
+		"h5106_aabbccddeeff1016  H5106  Air Quality Monitor",
+		"mosquitto_pub -h 127.0.0.1 -p 18831 -t 'cloud2mqtt/h619c_aabbccddeeff1001/set' -m '{\"powerSwitch\":\"on\"",
+		"-t 'cloud2mqtt/h619c_aabbccddeeff1001/set/lightScene' -m 'Sunrise'",
+		"-t 'cloud2mqtt/h7133_aabbccddeeff1009/set/targetTemperature' -m 22",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the demo's instructions lack %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "<id>") || strings.Contains(s, "<") {
+		t.Errorf("a placeholder in the demo's instructions:\n%s", s)
+	}
+}

@@ -1,0 +1,169 @@
+package app
+
+import (
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"cloud2mqtt/internal/bridge"
+	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/registry"
+	"cloud2mqtt/internal/scheduler"
+)
+
+// What the bridge says of itself: the cloud's health, figures published
+// when they change, and the state directory written within seconds.
+
+// Defaults of Main's tuning (tests set them short).
+const (
+	// defaultCloudGrace is how long every request may fail before the
+	// cloud counts as unreachable (fewer if failingAfter requests failed
+	// in a row first): /healthz turns 503 and the bridge's Cloud sensor
+	// off well within a minute of the cloud going away.
+	defaultCloudGrace = 20 * time.Second
+	// defaultSaveDelay is how long after a change the state directory is
+	// written: changes within it are written together, and a kill loses
+	// at most this much (plus the write).
+	defaultSaveDelay = 8 * time.Second
+	// defaultStatsDelay gathers the changes of bridge/stats: every read
+	// changes requests_today, and one message a second is enough.
+	defaultStatsDelay = time.Second
+)
+
+// failingAfter requests in a row that never reached the cloud make it
+// unreachable before the grace ends: a read and its retries failing.
+const failingAfter = 3
+
+// tuning are Main's timings tests shorten (export_truth_test.go).
+type tuning struct {
+	cloudGrace, saveDelay, statsDelay time.Duration
+	authHoldoff, maxRetryAfter        time.Duration
+	statelessRecheck                  time.Duration
+}
+
+func (t tuning) withDefaults() tuning {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&t.cloudGrace, defaultCloudGrace)
+	def(&t.saveDelay, defaultSaveDelay)
+	def(&t.statsDelay, defaultStatsDelay)
+	return t
+}
+
+// cloudFailing says whether the cloud counts as unreachable now, and why.
+func cloudFailing(h scheduler.CloudHealth, now time.Time, grace time.Duration) (bool, string) {
+	// Answers that are errors (5xx, 429) must last the grace: a blip of
+	// a few is not an outage. Requests that never reached the cloud
+	// (refused, unknown host, TLS) are one sooner.
+	unreached := h.Failures >= failingAfter && !cloud.Reached(h.Err)
+	if h.FailingSince.IsZero() || !h.Failing(now, grace) && !unreached {
+		return false, ""
+	}
+	what := "the cloud is not reachable"
+	if cloud.Reached(h.Err) {
+		what = "the cloud answers only errors"
+	}
+	since := now.Sub(h.FailingSince).Round(time.Second)
+	reason := fmt.Sprintf("%s: %d requests failed in the last %s, none succeeded", what, h.Failures, since)
+	if h.Err != nil {
+		reason += ": " + h.Err.Error()
+	}
+	if !h.LastAnswer.IsZero() {
+		reason += "; last answer at " + h.LastAnswer.UTC().Format(time.RFC3339)
+	}
+	return true, reason
+}
+
+// cloudConnected is the bridge's Cloud sensor: nil before any request has
+// an outcome.
+func cloudConnected(h scheduler.CloudHealth, now time.Time, grace time.Duration) *bool {
+	if h.LastAnswer.IsZero() && h.FailingSince.IsZero() {
+		return nil
+	}
+	failing, _ := cloudFailing(h, now, grace)
+	ok := !failing
+	return &ok
+}
+
+// notifier wakes its listeners without blocking, once per gathering: a
+// listener woken takes its time (a delay) and calls done before it looks,
+// and the changes until then cost an atomic each, not a wake (every read
+// is a change; at 1000 devices that is 17 a second).
+type notifier []*listener
+
+type listener struct {
+	c       chan struct{}
+	pending atomic.Bool
+}
+
+// done re-arms the listener: the next change wakes it again. Call it
+// before looking at what changed.
+func (l *listener) done() { l.pending.Store(false) }
+
+func newNotifier(n int) notifier {
+	out := make(notifier, n)
+	for i := range out {
+		out[i] = &listener{c: make(chan struct{}, 1)}
+	}
+	return out
+}
+
+func (n notifier) notify() {
+	for _, l := range n {
+		if l.pending.Swap(true) {
+			continue
+		}
+		select {
+		case l.c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// notifyingSink is the mirror as the registry's sink, telling the
+// notifier of every change (devices online, the list, values: the figures
+// of bridge/stats and the state directory's contents).
+type notifyingSink struct {
+	*bridge.Mirror
+	notify func()
+}
+
+func (s notifyingSink) Devices(all, added, removed []capability.Device) {
+	s.Mirror.Devices(all, added, removed)
+	s.notify()
+}
+
+func (s notifyingSink) State(v registry.View, changed map[string]any) {
+	s.Mirror.State(v, changed)
+	s.notify()
+}
+
+func (s notifyingSink) Unreachable(v registry.View, err error) {
+	s.Mirror.Unreachable(v, err)
+	s.notify()
+}
+
+func (s notifyingSink) Scenes(v registry.View) {
+	s.Mirror.Scenes(v)
+	s.notify()
+}
+
+// exposedAddr reports whether an HTTP_ADDR listens on every interface (no
+// host, 0.0.0.0 or ::), so that /metrics and /healthz are open to the
+// network.
+func exposedAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}

@@ -1,0 +1,34 @@
+package cloudsim
+
+import (
+	"fmt"
+
+	"cloud2mqtt/internal/capability"
+)
+
+// SetLocal changes a light's state as a command over the vendor's LAN
+// interface would (internal/lansim links its devices here): the value is
+// validated and stored as a control would store it, a colour sets the
+// colour temperature to 0, but no request, token or control record is
+// spent, and the cloud's online flag does not matter.
+func (s *Sim) SetLocal(device, instance string, v any) error {
+	v = capability.NormalizeValue(v)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sd, err := s.lookup(device)
+	if err != nil {
+		return err
+	}
+	c, ok := sd.dev.Capability(instance)
+	if !ok || !c.Controllable() {
+		return fmt.Errorf("cloudsim: set %s of %s locally: the device has no such controllable instance", instance, device)
+	}
+	if err := capability.Validate(s.effective(sd, c), v); err != nil {
+		return fmt.Errorf("cloudsim: set %s of %s locally: %w", instance, device, err)
+	}
+	sd.values[instance] = merge(sd.values[instance], capability.WithDefaults(c, v))
+	if _, hasCT := sd.dev.Capability(capability.InstanceColorTemperatureK); hasCT && instance == capability.InstanceColorRGB {
+		sd.values[capability.InstanceColorTemperatureK] = int64(0)
+	}
+	return nil
+}

@@ -1,0 +1,88 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DurationHint is how a valid duration looks, for error messages.
+const DurationHint = "seconds (60) or a number with a unit (60s, 1m, 6h)"
+
+// ParseDuration reads a duration the one way the bridge reads every duration:
+// from the environment (POLL_INTERVAL=60), from options sent over MQTT
+// ({"poll_interval":"60"} or 60) and from Home Assistant's numbers. A plain
+// number is seconds ("60", "1.5"); anything else is Go's duration syntax
+// ("60s", "1m", "1h30m"). So 60, "60", "60s" and "1m" are the same.
+//
+// Blanks around the value are ignored. The error does not repeat the value:
+// callers name the setting and quote what was sent.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, errors.New("empty")
+	}
+	if isDecimal(s) {
+		secs, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(secs) || math.Abs(secs) >= float64(math.MaxInt64)/float64(time.Second) {
+			return 0, errors.New("out of range")
+		}
+		return time.Duration(math.Round(secs * float64(time.Second))), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, errors.New("not a duration")
+	}
+	return d, nil
+}
+
+// durationError is the one message for a value that is not a duration,
+// naming the setting: `POLL_INTERVAL="soon" is not a duration: use ...`.
+func durationError(name, value string) error {
+	return fmt.Errorf("%s=%q is not a duration: use %s", name, value, DurationHint)
+}
+
+// ParseDurationFor is ParseDuration with the error a user sees, naming the
+// setting (a variable such as POLL_INTERVAL, or an option's name).
+func ParseDurationFor(name, value string) (time.Duration, error) {
+	d, err := ParseDuration(value)
+	if err != nil {
+		return 0, durationError(name, value)
+	}
+	return d, nil
+}
+
+// isDecimal reports whether s is a plain decimal number: an optional sign,
+// digits, at most one point (no exponent, no hex, no Inf or NaN, which
+// strconv.ParseFloat would also take).
+func isDecimal(s string) bool {
+	if s[0] == '+' || s[0] == '-' {
+		s = s[1:]
+	}
+	digits, points := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.':
+			points++
+		default:
+			return false
+		}
+	}
+	return digits > 0 && points <= 1
+}
+
+// parseEnvDuration is the environment's parser of time.Duration fields
+// (caarlos0/env's FuncMap), so the environment reads durations as
+// ParseDuration does.
+func parseEnvDuration(v string) (any, error) {
+	d, err := ParseDuration(v)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}

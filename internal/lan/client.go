@@ -1,0 +1,263 @@
+// Package lan speaks the vendor's local UDP interface (docs/lan.md): it
+// finds lights by a scan, matches them to the cloud's devices by id,
+// switches them (turn, brightness, colorwc) and reads their status, each
+// command confirmed by a status request. It knows the cloud's instances
+// and value forms (capability) but nothing of the registry, the scheduler
+// or MQTT: the bridge decides what goes over the LAN and what to the cloud.
+//
+// Safety: the client sends only to its scan targets and to the addresses
+// that answered a scan; it accepts scan answers only in the window after
+// its own scan (from the targets' addresses unless a group or broadcast
+// address was scanned) and status answers only from a located device's
+// address; everything else is counted and dropped.
+package lan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Config configures a Client. The zero value of every member but Logger
+// is the production default.
+type Config struct {
+	// Listen is the address answers arrive at (LAN_LISTEN); the devices
+	// answer to port 4002 of the address a request came from, and every
+	// request is sent from this socket.
+	Listen string
+	// Targets are where scans go (LAN_SCAN_TARGETS); default the group.
+	Targets []Target
+	// ScanPort is the port of targets that name none (4001); CommandPort
+	// the devices' port for commands and status requests (4003). Tests set
+	// free loopback ports.
+	ScanPort, CommandPort int
+	// ScanWindow is how long after a scan its answers are accepted (3 s).
+	ScanWindow time.Duration
+	// ConfirmTimeout is how long one try waits for a status answer
+	// (300 ms); Tries how many tries a command or a status read makes (3),
+	// so a silent device is given up after about a second.
+	ConfirmTimeout time.Duration
+	Tries          int
+	// Pace and PaceBurst space the datagrams sent to one device (devices
+	// drop bursts): at most PaceBurst at once, then one every Pace
+	// (defaults 50 ms and 4: a command with its status request, twice,
+	// goes out at once). A negative Pace switches pacing off.
+	Pace      time.Duration
+	PaceBurst int
+	Logger    zerolog.Logger
+	// OnStatus hears every accepted status answer (polls, confirmations,
+	// and answers to requests of an earlier try), in arrival order, from
+	// the client's reader goroutine: it must not block or call the client.
+	OnStatus func(id string, s Status)
+	// OnDevice hears a device found, moved, or changing reachability (from
+	// the reader, or from the Send or Status call that found it silent); it
+	// must not block or call the client either.
+	OnDevice func(d Device)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Targets == nil {
+		c.Targets = []Target{{Host: Group}}
+	}
+	if c.ScanPort == 0 {
+		c.ScanPort = ScanPort
+	}
+	if c.CommandPort == 0 {
+		c.CommandPort = CommandPort
+	}
+	if c.ScanWindow <= 0 {
+		c.ScanWindow = 3 * time.Second
+	}
+	if c.ConfirmTimeout <= 0 {
+		c.ConfirmTimeout = 300 * time.Millisecond
+	}
+	if c.Tries <= 0 {
+		c.Tries = 3
+	}
+	if c.Pace == 0 {
+		c.Pace = 50 * time.Millisecond
+	}
+	if c.PaceBurst <= 0 {
+		c.PaceBurst = 4
+	}
+	return c
+}
+
+// Errors a caller decides on: ErrNotLocal and ErrNoAnswer mean "use the
+// cloud" (the second also marked the device unreachable locally until its
+// next scan or status answer); ErrNotConfirmed means the device answers
+// but does not show the command (the cloud may still manage it).
+var (
+	ErrNotLocal     = errors.New("not reachable over the LAN")
+	ErrNoAnswer     = errors.New("no status answer")
+	ErrNotConfirmed = errors.New("status does not show the command")
+	ErrClosed       = errors.New("lan client closed")
+)
+
+// Stats count what the client sent and what it dropped.
+type Stats struct {
+	Sent, Received                                      uint64
+	Malformed, Oversized, Unsolicited, Spoofed, Unknown uint64
+	Confirmed, NotConfirmed, NoAnswer                   uint64
+}
+
+// Client is the bridge's end of the LAN interface. Its methods are safe for
+// concurrent use.
+type Client struct {
+	cfg     Config
+	log     zerolog.Logger
+	conn    *net.UDPConn
+	closed  chan struct{}
+	closing sync.Once
+	wg      sync.WaitGroup
+
+	mu       sync.Mutex
+	known    map[string]string // upper-case id → the caller's spelling
+	devices  map[string]*device
+	byAddr   map[netip.Addr]*device
+	window   scanWindow
+	unknown  map[string]bool // ids logged once
+	stats    Stats
+	trace    func(event string) // tests: every datagram's fate
+	scanMsg  []byte
+	stateMsg []byte
+}
+
+type scanWindow struct {
+	until     time.Time
+	anySource bool
+	from      map[netip.Addr]bool
+}
+
+// New binds the listening socket and starts reading. A port taken by
+// another program is an error that says which and what to do.
+func New(cfg Config) (*Client, error) {
+	cfg = cfg.withDefaults()
+	ap, err := ParseListen(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("lan: %w", err)
+	}
+	network := "udp4"
+	if ap.Addr().Is6() {
+		network = "udp6"
+	}
+	lc := net.ListenConfig{Control: allowBroadcast}
+	pc, err := lc.ListenPacket(context.Background(), network, ap.String())
+	if err != nil {
+		return nil, listenError(cfg.Listen, ap, err)
+	}
+	c := &Client{
+		cfg: cfg, log: cfg.Logger.With().Str("component", "lan").Logger(),
+		conn: pc.(*net.UDPConn), closed: make(chan struct{}),
+		known: map[string]string{}, devices: map[string]*device{}, byAddr: map[netip.Addr]*device{},
+		unknown: map[string]bool{}, trace: func(string) {},
+		scanMsg: AppendScan(nil), stateMsg: AppendStatusRequest(nil),
+	}
+	c.wg.Add(1)
+	go c.read()
+	return c, nil
+}
+
+func listenError(listen string, ap netip.AddrPort, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("lan: LAN_LISTEN=%s: UDP port %d is in use by another program on this machine, most likely "+
+			"another local integration of these lights (only one program per host can receive the devices' answers, "+
+			"which always go to port %d): turn that integration's LAN control off, run the bridge on another host or "+
+			"in a container with its own IP address, or set LAN_ENABLED=false to use the cloud only: %w",
+			listen, ap.Port(), ListenPort, err)
+	}
+	return fmt.Errorf("lan: LAN_LISTEN=%s: cannot listen (use an address of this machine, or 0.0.0.0:%d): %w", listen, ListenPort, err)
+}
+
+// Addr is the address the client listens on (its port, when LAN_LISTEN
+// asked for port 0).
+func (c *Client) Addr() netip.AddrPort { return c.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+// Close stops the client and waits for its reader.
+func (c *Client) Close() error {
+	var err error
+	c.closing.Do(func() {
+		close(c.closed)
+		err = c.conn.Close()
+		c.wg.Wait()
+	})
+	return err
+}
+
+// Stats is a copy of the counters.
+func (c *Client) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// read receives datagrams until Close. A datagram longer than MaxDatagram
+// fills the buffer's last byte and is dropped as oversized.
+func (c *Client) read() {
+	defer c.wg.Done()
+	buf := make([]byte, MaxDatagram+1)
+	for {
+		n, from, err := c.conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			select {
+			case <-c.closed:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			c.log.Debug().Err(err).Msg("receive failed")
+			continue
+		}
+		c.handle(buf[:n], netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
+	}
+}
+
+// handle decodes one datagram and hands it on; callbacks run after the
+// lock is released, in arrival order (one reader).
+func (c *Client) handle(b []byte, from netip.AddrPort) {
+	a, err := DecodeAnswer(b)
+	var notify func()
+	event := ""
+	c.mu.Lock()
+	c.stats.Received++
+	switch {
+	case errors.Is(err, ErrOversized):
+		c.stats.Oversized++
+		event = "oversized"
+	case err != nil:
+		c.stats.Malformed++
+		event = "malformed"
+	case a.Cmd == CmdScan:
+		event, notify = c.onScanLocked(a.Scan, from.Addr())
+	default:
+		event, notify = c.onStatusLocked(a.Status, from.Addr())
+	}
+	trace := c.trace
+	c.mu.Unlock()
+	if err != nil {
+		c.log.Debug().Err(err).Stringer("from", from).Msg("datagram dropped")
+	}
+	if notify != nil {
+		notify()
+	}
+	trace(event)
+}
+
+// count and log a dropped answer.
+func (c *Client) dropLocked(counter *uint64, event string, from netip.Addr, why string) (string, func()) {
+	*counter++
+	c.log.Debug().Stringer("from", from).Msg(why)
+	return event, nil
+}

@@ -1,0 +1,232 @@
+package lan
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Device is what the client knows of a device found on the LAN.
+type Device struct {
+	ID, SKU string
+	// Addr is the address its scan answer came from: the only address the
+	// client sends its commands to and accepts its status answers from.
+	Addr netip.Addr
+	// Reachable is false from a command or read that got no status answer
+	// until the device's next scan or status answer.
+	Reachable bool
+	// Seen is when the device last answered.
+	Seen time.Time
+	// Firmware, as the scan answer gave it.
+	BLEVersionHard, BLEVersionSoft, WiFiVersionHard, WiFiVersionSoft string
+}
+
+// device is a Device and its client-side records, guarded by Client.mu
+// except pace (safe itself) and busy (a semaphore).
+type device struct {
+	Device
+	pace    *rate.Limiter
+	busy    chan struct{} // one command at a time per device
+	waiters map[chan Status]struct{}
+}
+
+// maxUnknownLogged bounds the ids remembered for logging once: spoofed
+// scan answers must not grow memory.
+const maxUnknownLogged = 256
+
+// SetKnown replaces the ids scan answers are matched against (the cloud's
+// device list). Matching ignores case. A device no longer known is
+// forgotten; devices already found keep their address.
+func (c *Client) SetKnown(ids []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	known := make(map[string]string, len(ids))
+	for _, id := range ids {
+		known[strings.ToUpper(id)] = id
+	}
+	for id, d := range c.devices {
+		if known[strings.ToUpper(id)] != id {
+			delete(c.devices, id)
+			if c.byAddr[d.Addr] == d {
+				delete(c.byAddr, d.Addr)
+			}
+		}
+	}
+	c.known = known
+	clear(c.unknown) // an id unknown before may be known now, or gone again
+}
+
+// Devices lists the devices found, by id.
+func (c *Client) Devices() []Device {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Device, 0, len(c.devices))
+	for _, d := range c.devices {
+		if d.Addr.IsValid() {
+			out = append(out, d.Device)
+		}
+	}
+	slices.SortFunc(out, func(a, b Device) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Device is one found device; ok is false when no scan answer located it.
+func (c *Client) Device(id string) (Device, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.devices[id]
+	if d == nil || !d.Addr.IsValid() {
+		return Device{}, false
+	}
+	return d.Device, true
+}
+
+// Reachable says whether commands for the device go over the LAN now.
+func (c *Client) Reachable(id string) bool {
+	d, ok := c.Device(id)
+	return ok && d.Reachable
+}
+
+// onScanLocked takes a scan answer from an address: accepted only in the
+// window of the client's own scan and from an address it allows, and only
+// for a known id. A device at a new address moves; a device that had that
+// address before loses it.
+func (c *Client) onScanLocked(a ScanAnswer, from netip.Addr) (string, func()) {
+	now := time.Now()
+	w := c.window
+	if now.After(w.until) || (!w.anySource && !w.from[from]) {
+		return c.dropLocked(&c.stats.Unsolicited, "unsolicited", from, "scan answer outside a scan's window or from an address not scanned: dropped")
+	}
+	id, ok := c.known[strings.ToUpper(a.Device)]
+	if !ok {
+		c.stats.Unknown++
+		key := strings.ToUpper(a.Device)
+		if !c.unknown[key] && len(c.unknown) < maxUnknownLogged {
+			c.unknown[key] = true
+			c.log.Debug().Str("device", a.Device).Str("sku", a.SKU).Stringer("addr", from).
+				Msg("scan answer from a device not in the cloud's list: ignored")
+		}
+		return "unknown", nil
+	}
+	if a.IP.IsValid() && a.IP != from {
+		c.log.Debug().Str("device", id).Stringer("says", a.IP).Stringer("from", from).
+			Msg("scan answer names another address than it came from; using the sender's")
+	}
+	d := c.devices[id]
+	if d == nil {
+		d = &device{Device: Device{ID: id}, busy: make(chan struct{}, 1), waiters: map[chan Status]struct{}{}}
+		d.pace = c.newPace()
+		c.devices[id] = d
+	}
+	before := d.Device
+	var moved *device
+	if d.Addr != from {
+		if other := c.byAddr[from]; other != nil && other != d {
+			other.Addr, other.Reachable = netip.Addr{}, false
+			moved = other
+		}
+		if c.byAddr[d.Addr] == d {
+			delete(c.byAddr, d.Addr)
+		}
+		d.Addr = from
+		c.byAddr[from] = d
+	}
+	d.SKU, d.Reachable, d.Seen = a.SKU, true, now
+	d.BLEVersionHard, d.BLEVersionSoft, d.WiFiVersionHard, d.WiFiVersionSoft =
+		a.BLEVersionHard, a.BLEVersionSoft, a.WiFiVersionHard, a.WiFiVersionSoft
+	c.logFound(before, d.Device, moved)
+	changed := before.Addr != d.Addr || before.Reachable != d.Reachable || before.SKU != d.SKU
+	return "scan", c.deviceNotice(changed, d.Device, moved)
+}
+
+func (c *Client) logFound(before, now Device, lost *device) {
+	switch {
+	case !before.Addr.IsValid():
+		c.log.Info().Str("device", now.ID).Str("sku", now.SKU).Stringer("addr", now.Addr).Msg("found on the LAN")
+	case before.Addr != now.Addr:
+		c.log.Info().Str("device", now.ID).Stringer("from", before.Addr).Stringer("to", now.Addr).Msg("moved on the LAN")
+	case !before.Reachable:
+		c.log.Info().Str("device", now.ID).Stringer("addr", now.Addr).Msg("reachable on the LAN again")
+	}
+	if lost != nil {
+		c.log.Info().Str("device", lost.ID).Stringer("addr", now.Addr).Str("now", now.ID).
+			Msg("another device answers at this device's address: address forgotten until its next scan answer")
+	}
+}
+
+// deviceNotice is the OnDevice calls for what changed (nil for none).
+func (c *Client) deviceNotice(changed bool, d Device, lost *device) func() {
+	if c.cfg.OnDevice == nil || (!changed && lost == nil) {
+		return nil
+	}
+	var other Device
+	if lost != nil {
+		other = lost.Device
+	}
+	return func() {
+		if lost != nil {
+			c.cfg.OnDevice(other)
+		}
+		if changed {
+			c.cfg.OnDevice(d)
+		}
+	}
+}
+
+// onStatusLocked takes a status answer: accepted only from a located
+// device's address. It makes the device reachable and wakes its waiters.
+func (c *Client) onStatusLocked(s Status, from netip.Addr) (string, func()) {
+	d := c.byAddr[from]
+	if d == nil {
+		return c.dropLocked(&c.stats.Spoofed, "spoofed", from, "status answer from an address no scan answer gave: dropped")
+	}
+	was := d.Reachable
+	d.Reachable, d.Seen = true, time.Now()
+	if !was {
+		c.log.Info().Str("device", d.ID).Stringer("addr", d.Addr).Msg("reachable on the LAN again")
+	}
+	for ch := range d.waiters {
+		select {
+		case ch <- s:
+		default: // a waiter that is not reading has enough answers
+		}
+	}
+	id, dev := d.ID, d.Device
+	devNotice := c.deviceNotice(!was, dev, nil)
+	onStatus := c.cfg.OnStatus
+	return "status", func() {
+		if devNotice != nil {
+			devNotice()
+		}
+		if onStatus != nil {
+			onStatus(id, s)
+		}
+	}
+}
+
+// markUnreachable records that the device did not answer.
+func (c *Client) markUnreachable(d *device) {
+	c.mu.Lock()
+	was := d.Reachable
+	d.Reachable = false
+	c.stats.NoAnswer++
+	dev := d.Device
+	c.mu.Unlock()
+	if was {
+		c.log.Info().Str("device", dev.ID).Stringer("addr", dev.Addr).
+			Msg("no status answer on the LAN: using the cloud until its next scan or status answer")
+		if c.cfg.OnDevice != nil {
+			c.cfg.OnDevice(dev)
+		}
+	}
+}
+
+func (c *Client) newPace() *rate.Limiter {
+	if c.cfg.Pace < 0 {
+		return rate.NewLimiter(rate.Inf, 1)
+	}
+	return rate.NewLimiter(rate.Every(c.cfg.Pace), c.cfg.PaceBurst)
+}

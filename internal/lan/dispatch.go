@@ -1,0 +1,118 @@
+package lan
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"cloud2mqtt/internal/capability"
+)
+
+// ErrSuperseded reports a command whose value a newer one for the same
+// device and setting replaced before it was sent; the newer one reports.
+var ErrSuperseded = errors.New("superseded by a newer command")
+
+// Dispatcher sends commands given as cloud instances and values, one Send
+// at a time per device, coalescing as the cloud's scheduler does: commands
+// that arrive while a device's Send is in flight wait, a newer value for
+// the same setting replaces a waiting one (a colour and a white are one
+// setting: the newer wins), and everything waiting goes out together in
+// the next Send with one status request.
+type Dispatcher struct {
+	c   *Client
+	ctx context.Context
+	end context.CancelFunc
+	wg  sync.WaitGroup
+
+	mu      sync.Mutex
+	pending map[string][]*job // by device id, in arrival order
+	running map[string]bool
+}
+
+type job struct {
+	slot   string
+	cmd    Command
+	report func(Status, error)
+}
+
+// NewDispatcher dispatches over the client until Close.
+func NewDispatcher(c *Client) *Dispatcher {
+	ctx, end := context.WithCancel(context.Background())
+	return &Dispatcher{c: c, ctx: ctx, end: end, pending: map[string][]*job{}, running: map[string]bool{}}
+}
+
+// Submit queues a command for the device if it can go over the LAN now:
+// the instance and value have a LAN form (CommandFor) and the device is
+// reachable. When it returns false nothing was queued and the caller sends
+// the command to the cloud. report is called exactly once, from another
+// goroutine: with the status that shows the command, with ErrSuperseded,
+// or with the Send's error (the caller then sends it to the cloud).
+func (q *Dispatcher) Submit(id, instance string, value any, report func(Status, error)) bool {
+	cmd, ok := CommandFor(instance, value)
+	if !ok || !q.c.Reachable(id) {
+		return false
+	}
+	j := &job{slot: slotOf(instance), cmd: cmd, report: report}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.ctx.Err() != nil {
+		return false
+	}
+	waiting := q.pending[id]
+	for i, old := range waiting {
+		if old.slot == j.slot {
+			waiting = append(waiting[:i], waiting[i+1:]...)
+			q.wg.Add(1)
+			go func() { defer q.wg.Done(); old.report(Status{}, ErrSuperseded) }()
+			break
+		}
+	}
+	q.pending[id] = append(waiting, j)
+	if !q.running[id] {
+		q.running[id] = true
+		q.wg.Add(1)
+		go q.run(id)
+	}
+	return true
+}
+
+// slotOf is the setting a command changes: colour and white share one.
+func slotOf(instance string) string {
+	if instance == capability.InstanceColorTemperatureK {
+		return capability.InstanceColorRGB
+	}
+	return instance
+}
+
+// run sends the device's waiting commands until none wait.
+func (q *Dispatcher) run(id string) {
+	defer q.wg.Done()
+	for {
+		q.mu.Lock()
+		jobs := q.pending[id]
+		delete(q.pending, id)
+		if len(jobs) == 0 {
+			delete(q.running, id)
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		cmds := make([]Command, len(jobs))
+		for i, j := range jobs {
+			cmds[i] = j.cmd
+		}
+		s, err := q.c.Send(q.ctx, id, cmds...)
+		for _, j := range jobs {
+			j.report(s, err)
+		}
+	}
+}
+
+// Close stops sending: commands in flight or waiting report the context's
+// error; it waits for the device goroutines.
+func (q *Dispatcher) Close() {
+	q.mu.Lock()
+	q.end()
+	q.mu.Unlock()
+	q.wg.Wait()
+}

@@ -1,0 +1,70 @@
+package lan
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestParseTargets(t *testing.T) {
+	got, err := ParseTargets(" 239.255.255.250, 192.168.20.31:4001 ,lamp.lan,[fd00::1]:4001,fd00::2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Target{{Host: Group}, {Host: "192.168.20.31", Port: 4001}, {Host: "lamp.lan"},
+		{Host: "fd00::1", Port: 4001}, {Host: "fd00::2"}}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("target %d: got %v, want %v", i, got[i], want[i])
+		}
+	}
+	for _, bad := range []string{"", "a,,b", "host:99999", "host:x", ":4001", "a b"} {
+		_, err := ParseTargets(bad)
+		if err == nil || !strings.Contains(err.Error(), "LAN_SCAN_TARGETS") {
+			t.Errorf("ParseTargets(%q) = %v, want an error naming LAN_SCAN_TARGETS", bad, err)
+		}
+	}
+}
+
+func TestParseListen(t *testing.T) {
+	for in, want := range map[string]string{
+		"0.0.0.0:4002": "0.0.0.0:4002", ":4002": "0.0.0.0:4002", "127.0.0.1:0": "127.0.0.1:0",
+	} {
+		got, err := ParseListen(in)
+		if err != nil || got.String() != want {
+			t.Errorf("ParseListen(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"4002", "host:4002", "0.0.0.0:70000"} {
+		if _, err := ParseListen(bad); err == nil || !strings.Contains(err.Error(), "LAN_LISTEN") {
+			t.Errorf("ParseListen(%q) = %v, want an error naming LAN_LISTEN", bad, err)
+		}
+	}
+}
+
+func TestResolveAllowsAnySourceOnlyForGroupsAndBroadcasts(t *testing.T) {
+	bcast := func() map[netip.Addr]bool { return map[netip.Addr]bool{netip.MustParseAddr("192.168.20.255"): true} }
+	tests := []struct {
+		targets []Target
+		any     bool
+	}{
+		{[]Target{{Host: "127.0.0.2"}, {Host: "127.0.0.3", Port: 9}}, false},
+		{[]Target{{Host: "127.0.0.2"}, {Host: Group}}, true},
+		{[]Target{{Host: "192.168.20.255"}}, true},
+		{[]Target{{Host: "255.255.255.255"}}, true},
+	}
+	for _, tt := range tests {
+		r, errs := resolve(context.Background(), tt.targets, 4001, bcast)
+		if len(errs) > 0 || r.anySource != tt.any || len(r.dests) != len(tt.targets) {
+			t.Errorf("resolve(%v) = %+v, %v; want anySource %v", tt.targets, r, errs, tt.any)
+		}
+	}
+	r, _ := resolve(context.Background(), []Target{{Host: "127.0.0.3", Port: 9}, {Host: "127.0.0.2"}}, 4001, bcast)
+	if r.dests[0] != netip.MustParseAddrPort("127.0.0.3:9") || r.dests[1] != netip.MustParseAddrPort("127.0.0.2:4001") {
+		t.Errorf("ports: %v", r.dests)
+	}
+}

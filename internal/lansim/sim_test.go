@@ -1,0 +1,207 @@
+package lansim_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/lan"
+	"cloud2mqtt/internal/lansim"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// The demo catalogue's H6076 light (white 2200–6500 K).
+const demoLight = "AA:BB:CC:DD:EE:FF:10:02"
+
+func udp(t *testing.T, addr string) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// client is a lan.Client that knows every device of the simulator.
+// Its timeout bounds how long a try waits for an answer that shows the
+// command: tests set it short where they expect none.
+func client(t *testing.T, sim *lansim.Sim, timeout time.Duration, ids ...string) *lan.Client {
+	t.Helper()
+	var targets []lan.Target
+	for _, id := range ids {
+		a, err := sim.Addr(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, lan.Target{Host: a.String(), Port: sim.ScanPort()})
+	}
+	found := make(chan string, 16)
+	c, err := lan.New(lan.Config{Listen: "127.0.0.1:0", Targets: targets, CommandPort: sim.CommandPort(),
+		ConfirmTimeout: timeout, OnDevice: func(d lan.Device) { found <- d.ID }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetKnown(ids)
+	if err := c.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range ids {
+		select {
+		case <-found:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the simulator's devices did not answer the scan")
+		}
+	}
+	return c
+}
+
+func TestLinkedDeviceSharesTheCloudsState(t *testing.T) {
+	cloud := cloudsim.New(cloudsim.Options{})
+	sim, err := lansim.New(lansim.Options{Cloud: cloud}, lansim.Spec{ID: demoLight, SKU: "H6076", Linked: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	c := client(t, sim, 200*time.Millisecond, demoLight)
+	ctx := context.Background()
+	value := func(instance string) any {
+		v, _ := cloud.Value(demoLight, instance)
+		return v
+	}
+
+	// The LAN changes the cloud's state, as the real light reports it there.
+	if _, err := c.Send(ctx, demoLight, lan.Turn(true), lan.Brightness(33), lan.White(3000)); err != nil {
+		t.Fatal(err)
+	}
+	if value(capability.InstancePower) != int64(1) || value(capability.InstanceBrightness) != int64(33) ||
+		value(capability.InstanceColorTemperatureK) != int64(3000) {
+		t.Errorf("cloud after LAN commands: power %v, brightness %v, white %v", value(capability.InstancePower),
+			value(capability.InstanceBrightness), value(capability.InstanceColorTemperatureK))
+	}
+	if _, err := c.Send(ctx, demoLight, lan.Color(lan.RGB{R: 1, G: 2, B: 3})); err != nil {
+		t.Fatal(err)
+	}
+	if value(capability.InstanceColorRGB) != int64(0x010203) || value(capability.InstanceColorTemperatureK) != int64(0) {
+		t.Errorf("cloud after a colour: colorRgb %v, colorTemperatureK %v (want 0 while a colour shows)",
+			value(capability.InstanceColorRGB), value(capability.InstanceColorTemperatureK))
+	}
+	if n := len(cloud.Requests()); n != 0 {
+		t.Errorf("LAN commands spent %d cloud requests", n)
+	}
+
+	// The cloud (the vendor's app) changes what the LAN reads.
+	if err := cloud.SetValue(demoLight, capability.InstanceBrightness, int64(77)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Status(ctx, demoLight)
+	if err != nil || s.Brightness != 77 || s.Color != (lan.RGB{R: 1, G: 2, B: 3}) || !s.On {
+		t.Errorf("LAN status after a cloud change: %+v, %v", s, err)
+	}
+
+	// A white outside this light's range (2200–6500 K) is ignored by it.
+	if _, err := c.Send(ctx, demoLight, lan.White(9000)); !errors.Is(err, lan.ErrNotConfirmed) {
+		t.Errorf("white 9000 K on a 2200–6500 K light: %v, want ErrNotConfirmed", err)
+	}
+	// A wall switch on a linked light goes to the cloud's state too.
+	if err := sim.Switch(demoLight, func(s *lan.Status) { s.On = false }); err != nil {
+		t.Fatal(err)
+	}
+	if value(capability.InstancePower) != int64(0) {
+		t.Errorf("cloud power after the wall switch: %v", value(capability.InstancePower))
+	}
+}
+
+func TestAnswersGoToTheReplyPort(t *testing.T) {
+	sim, err := lansim.New(lansim.Options{}, lansim.Spec{ID: "AA", SKU: "H6008",
+		State: lan.Status{On: true, Brightness: 5, HasBrightness: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	asker, answers := udp(t, "127.0.0.1:0"), udp(t, "127.0.0.1:0")
+	sim.SetReplyPort(answers.LocalAddr().(*net.UDPAddr).Port)
+	addr, _ := sim.Addr("AA")
+	if addr != netip.MustParseAddr("127.0.0.2") {
+		t.Errorf("first device at %s, want 127.0.0.2", addr)
+	}
+	to := netip.AddrPortFrom(addr, uint16(sim.CommandPort()))
+	if _, err := asker.WriteToUDPAddrPort(lan.AppendStatusRequest(nil), to); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	answers.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, from, err := answers.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := lan.DecodeAnswer(buf[:n])
+	if err != nil || a.Cmd != lan.CmdStatus || a.Status.Brightness != 5 || from.Addr() != addr {
+		t.Errorf("answer %+v from %s: %v", a, from, err)
+	}
+	// A scan to the command port is not answered there; garbage is logged.
+	if _, err := asker.WriteToUDPAddrPort([]byte("garbage"), to); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := asker.WriteToUDPAddrPort(lan.AppendStatusRequest(nil), to); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := answers.ReadFromUDPAddrPort(buf); err != nil {
+		t.Fatal(err)
+	}
+	if c := sim.Counts("AA"); c["malformed"] != 1 || c[lan.CmdStatus] != 2 {
+		t.Errorf("counts %v", c)
+	}
+	if r := sim.Received("AA"); len(r) != 3 || r[0].Request.Cmd != lan.CmdStatus || r[1].Request.Cmd != "" {
+		t.Errorf("received %+v", r)
+	}
+}
+
+func TestTurnedOffDeviceIsSilent(t *testing.T) {
+	sim, err := lansim.New(lansim.Options{}, lansim.Spec{ID: "AA", SKU: "H6008"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	c := client(t, sim, 20*time.Millisecond, "AA")
+	sim.SetOff("AA", true)
+	c2 := context.Background()
+	if _, err := c.Status(c2, "AA"); !errors.Is(err, lan.ErrNoAnswer) {
+		t.Errorf("status of a device turned off: %v", err)
+	}
+	if n := len(sim.Received("AA")); n != 1 { // the scan before it went off
+		t.Errorf("a device turned off took in %d datagrams", n-1)
+	}
+	sim.SetOff("AA", false)
+	for { // one short try a read while marked unreachable; the answer comes
+		_, err := c.Status(c2, "AA")
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, lan.ErrNoAnswer) {
+			t.Fatalf("status once on again: %v", err)
+		}
+	}
+}
+
+func TestSpecsAreChecked(t *testing.T) {
+	for name, spec := range map[string]lansim.Spec{
+		"off this host":    {ID: "AA", SKU: "H6008", Addr: netip.MustParseAddr("192.168.1.2")},
+		"no id":            {SKU: "H6008"},
+		"linked, no cloud": {ID: "AA", SKU: "H6008", Linked: true},
+	} {
+		if sim, err := lansim.New(lansim.Options{}, spec); err == nil {
+			sim.Close()
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

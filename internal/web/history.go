@@ -1,0 +1,132 @@
+package web
+
+import (
+	"sync"
+	"time"
+
+	"cloud2mqtt/internal/cloud"
+)
+
+// History counts the cloud requests of the last 24 hours per clock hour
+// and endpoint group, for the budget's chart, and of the last hour per
+// minute, for the pace. The app feeds it from where requests are counted
+// (Observe); its methods are safe for concurrent use and cost a lock and
+// an increment.
+type History struct {
+	mu      sync.Mutex
+	started time.Time
+	hours   [24]hourSlot
+	minutes [60]minuteSlot
+}
+
+type hourSlot struct {
+	hour   int64 // Unix time / 3600 of the hour counted; 0: unused
+	counts [groups]int
+}
+
+type minuteSlot struct {
+	minute int64 // Unix time / 60
+	n      int
+}
+
+// The endpoint groups of the chart.
+const (
+	groupState = iota
+	groupControl
+	groupList
+	groupScenes
+	groupOther
+	groups
+)
+
+// Hour is one bar of the chart: the requests of the clock hour that
+// starts at Start, by endpoint group.
+type Hour struct {
+	Start   time.Time `json:"start"`
+	State   int       `json:"state"`
+	Control int       `json:"control"`
+	List    int       `json:"list"`
+	Scenes  int       `json:"scenes"`
+	Other   int       `json:"other"`
+}
+
+// NewHistory returns an empty history; the pace is measured from start.
+func NewHistory(start time.Time) *History {
+	return &History{started: start}
+}
+
+// group maps the cloud's endpoint names (cloud.Endpoint*) to the chart's.
+func group(endpoint string) int {
+	switch endpoint {
+	case cloud.EndpointState:
+		return groupState
+	case cloud.EndpointControl:
+		return groupControl
+	case cloud.EndpointDevices:
+		return groupList
+	case cloud.EndpointScenes, cloud.EndpointDIYScenes:
+		return groupScenes
+	}
+	return groupOther
+}
+
+// Observe counts one request to endpoint (a cloud.Endpoint* name) sent at t.
+func (h *History) Observe(endpoint string, t time.Time) {
+	g := group(endpoint)
+	sec := t.Unix()
+	hr, mn := sec/3600, sec/60
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// A slot holds the latest hour (minute) that falls on it: a request
+	// older than the one counted there is too old to show.
+	if hs := &h.hours[hr%24]; hs.hour <= hr {
+		if hs.hour != hr {
+			*hs = hourSlot{hour: hr}
+		}
+		hs.counts[g]++
+	}
+	if ms := &h.minutes[mn%60]; ms.minute <= mn {
+		if ms.minute != mn {
+			*ms = minuteSlot{minute: mn}
+		}
+		ms.n++
+	}
+}
+
+// Hours returns the 24 clock hours up to now's, oldest first.
+func (h *History) Hours(now time.Time) []Hour {
+	cur := now.Unix() / 3600
+	out := make([]Hour, 24)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range out {
+		hr := cur - 23 + int64(i)
+		o := Hour{Start: time.Unix(hr*3600, 0).In(now.Location())}
+		if hs := h.hours[((hr%24)+24)%24]; hs.hour == hr {
+			o.State, o.Control, o.List = hs.counts[groupState], hs.counts[groupControl], hs.counts[groupList]
+			o.Scenes, o.Other = hs.counts[groupScenes], hs.counts[groupOther]
+		}
+		out[i] = o
+	}
+	return out
+}
+
+// PerHour is the current pace: the requests of the last 60 whole minutes
+// (or of the whole minutes since the start, when more recent), per hour.
+// ok is false before a whole minute has passed.
+func (h *History) PerHour(now time.Time) (rate float64, ok bool) {
+	cur := now.Unix() / 60 // the minute under way, not counted
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	window := min(time.Unix(cur*60, 0).Sub(h.started), time.Hour).Truncate(time.Second)
+	if window < time.Minute {
+		return 0, false
+	}
+	n := 0
+	for _, ms := range h.minutes {
+		if ms.minute >= cur-60 && ms.minute < cur {
+			n += ms.n
+		}
+	}
+	return float64(n) / window.Hours(), true
+}

@@ -1,0 +1,155 @@
+// Package web is the bridge's status page and the small JSON API behind it:
+// devices, the day's request budget, recent problems, live updates (server-
+// sent events) and a few actions, on the HTTP_ADDR endpoint beside /healthz
+// and /metrics.
+//
+// It knows nothing of MQTT, the scheduler or the registry: the app fills
+// the types below through Source and carries the actions out through
+// Actions, with the same code paths as the MQTT requests. The page is one
+// HTML file, a style sheet and a script, embedded (no CDN, no build chain),
+// served under a strict Content-Security-Policy.
+//
+// It is not a configuration editor: settings beyond a device's enabled flag
+// and poll interval stay with the environment and the MQTT options.
+package web
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"cloud2mqtt/internal/capability"
+)
+
+// Source is what the page shows, read by the handler when a client asks
+// (a GET, or once a tick while an event stream is open): nothing is read
+// while nobody watches. Methods are called from HTTP goroutines and must be
+// safe for concurrent use; they should return copies.
+type Source interface {
+	// Devices lists the account's devices in the cloud's order.
+	Devices() []Device
+	// Device is one device with its current values and capabilities;
+	// false when id names none.
+	Device(id string) (DeviceDetail, bool)
+	// Budget is the request budget as the scheduler counts it. The handler
+	// adds the hourly history and the projection to midnight.
+	Budget() Budget
+	// Problems are the recent warnings and errors, in any order (the
+	// handler sorts them newest first). ProblemLog keeps them.
+	Problems() []Problem
+}
+
+// Actions are the page's buttons. Each must take the same path as the
+// equivalent MQTT request so that both behave alike; an error's text is
+// shown to the user, so it should say what to do. A device that id does
+// not name is ErrUnknownDevice (wrapped or not): 404.
+type Actions interface {
+	// ReadNow queues a state read of the device (<id>/get over MQTT); it
+	// returns once queued, the result arrives as a change of the device.
+	ReadNow(id string) error
+	// SetEnabled enables or disables polling and discovery of a device
+	// (device/options {"disabled": !enabled}).
+	SetEnabled(id string, enabled bool) error
+	// SetPollInterval sets the device's own poll interval, a Go duration
+	// such as "2m" as the user typed it (device/options
+	// {"poll_interval": interval}); "" returns it to the bridge's
+	// interval (null).
+	SetPollInterval(id string, interval string) error
+	// RefreshDevices reads the device list again (bridge/request/refresh).
+	RefreshDevices() error
+	// RepublishDiscovery publishes every discovery config again
+	// (bridge/request/republish).
+	RepublishDiscovery() error
+}
+
+// ErrUnknownDevice is what Actions return for an id that names no device.
+var ErrUnknownDevice = errors.New("web: no device has this id; the ids are those of /api/devices")
+
+// Device is one row of the devices table (/api/devices).
+type Device struct {
+	// ID is the device's topic id (<base>/<id>), unique and stable.
+	ID string `json:"id"`
+	// Name is the display name (the user's, else the cloud's).
+	Name string `json:"name"`
+	// Model is the cloud's sku, Type its device type
+	// (devices.types.light...).
+	Model string `json:"model"`
+	Type  string `json:"type"`
+	// Status is one of the Status* constants.
+	Status string `json:"status"`
+	// Disabled is a device the user asked not to read.
+	Disabled bool `json:"disabled"`
+	// Path is how the device is reached: "cloud" or "local".
+	Path string `json:"path"`
+	// LastRead is when a read last succeeded; nil when never.
+	LastRead *time.Time `json:"last_read"`
+	// PollInterval is the interval in force (with any back-off), and
+	// OwnInterval true when it is the device's own setting.
+	PollInterval Duration `json:"poll_interval"`
+	OwnInterval  bool     `json:"own_interval"`
+	// LastError is the last failed read's or command's error; "" after a
+	// good read.
+	LastError string `json:"last_error"`
+}
+
+// Device statuses.
+const (
+	StatusOnline      = "online"      // the last read worked and the cloud said online
+	StatusOffline     = "offline"     // the cloud said offline
+	StatusUnreachable = "unreachable" // reads keep failing
+	StatusUnknown     = "unknown"     // not read yet
+)
+
+// DeviceDetail is one device with its values (/api/devices/{id}).
+type DeviceDetail struct {
+	Device
+	// Values are the current values by instance, normalised as the
+	// registry keeps them.
+	Values map[string]any `json:"values"`
+	// Capabilities are the device's capability definitions, as listed.
+	Capabilities []capability.Capability `json:"capabilities"`
+}
+
+// Budget is what the scheduler counts of the request budget.
+type Budget struct {
+	// RequestsToday counts requests sent since local midnight; DailyLimit
+	// is the configured limit (0: none).
+	RequestsToday int `json:"requests_today"`
+	DailyLimit    int `json:"daily_limit"`
+	// RateLimited counts 429 answers since the start, Last429 the last.
+	RateLimited uint64     `json:"rate_limited"`
+	Last429     *time.Time `json:"last_429"`
+	// QueueDepth is the requests waiting for budget, InFlight those on
+	// the wire.
+	QueueDepth int `json:"queue_depth"`
+	InFlight   int `json:"in_flight"`
+	// PollInterval is the bridge's planned interval for online devices.
+	PollInterval Duration `json:"poll_interval"`
+	// Buckets are the token buckets' fill.
+	Buckets []Bucket `json:"buckets"`
+}
+
+// Bucket is one token bucket: Tokens left of Capacity.
+type Bucket struct {
+	// Name says which (e.g. "state (fewest of any device)").
+	Name     string  `json:"name"`
+	Tokens   float64 `json:"tokens"`
+	Capacity float64 `json:"capacity"`
+}
+
+// Problem is one warning or error, as bridge/logging publishes it.
+type Problem struct {
+	Time    time.Time `json:"time"`
+	Level   string    `json:"level"` // "warning", "error", "fatal" or "panic"
+	Message string    `json:"message"`
+	// Fields are the log line's other fields (device, error, ...).
+	Fields map[string]any `json:"fields,omitempty"`
+}
+
+// Duration is a time.Duration written in JSON as whole seconds.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as seconds.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return strconv.AppendFloat(nil, time.Duration(d).Seconds(), 'f', -1, 64), nil
+}
