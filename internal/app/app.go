@@ -368,18 +368,8 @@ func (m *Main) tuning() tuning {
 	return m.tune.withDefaults()
 }
 
-// WaitReady blocks until the daemon is ready or ctx ends.
-func (m *Main) WaitReady(ctx context.Context) error {
-	select {
-	case <-m.readyChan():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// readyChan is closed once the daemon is ready; WaitReady may be called
-// before Run has started.
+// readyChan is closed once the first device list is in (tests wait for it
+// with WaitReady, export_test.go); it may be asked for before Run starts.
 func (m *Main) readyChan() chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -387,13 +377,6 @@ func (m *Main) readyChan() chan struct{} {
 		m.ready = make(chan struct{})
 	}
 	return m.ready
-}
-
-// HTTPURL is the base URL of the HTTP endpoint once it listens ("" when off).
-func (m *Main) HTTPURL() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.httpURL
 }
 
 func (m *Main) httpClient() *http.Client {

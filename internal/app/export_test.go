@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+
 	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/poller"
 	"cloud2mqtt/internal/scheduler"
@@ -12,4 +14,22 @@ import (
 // event, not for the production default. Run uses them as f leaves them.
 func (m *Main) TuneConfigs(f func(*scheduler.Config, *poller.Config, *mqtt.Config)) {
 	m.tuneConfigs = f
+}
+
+// WaitReady blocks until the daemon is ready (the first device list is in)
+// or ctx ends.
+func (m *Main) WaitReady(ctx context.Context) error {
+	select {
+	case <-m.readyChan():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// HTTPURL is the base URL of the HTTP endpoint once it listens ("" when off).
+func (m *Main) HTTPURL() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.httpURL
 }
