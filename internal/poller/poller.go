@@ -51,7 +51,7 @@ type Scheduler interface {
 type Store interface {
 	SetDevices(list []capability.Device) registry.ListChange
 	Seq() uint64
-	ApplyState(k capability.Key, st cloud.DeviceState, sentSeq uint64)
+	ApplyState(k capability.Key, st registry.State, sentSeq uint64)
 	MarkUnreachable(k capability.Key, err error)
 	MarkStateless(k capability.Key)
 	SetScenes(k capability.Key, light []capability.Option, lightOK bool, diy []capability.Option, diyOK bool)

@@ -20,7 +20,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/capability"
-	"cloud2mqtt/internal/cloud"
 )
 
 // Sink receives every change. Its methods are called one at a time, in the
@@ -190,7 +189,7 @@ func (r *Registry) Seq() uint64 {
 // ApplyState stores a good read of the device, sent when Seq was sentSeq,
 // and tells the sink what changed. Values set optimistically after the read
 // was sent are kept: the read cannot know of them.
-func (r *Registry) ApplyState(k capability.Key, st cloud.DeviceState, sentSeq uint64) {
+func (r *Registry) ApplyState(k capability.Key, st State, sentSeq uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	d := r.devices[k]
