@@ -28,6 +28,7 @@ const (
 type lanHarness struct {
 	*harness
 	lan *lansim.Sim
+	cc  lan.Config        // the LAN client's settings (the simulator's)
 	ids map[string]string // device → topic id
 }
 
@@ -55,7 +56,7 @@ func startLANHarness(t *testing.T, env map[string]string) *lanHarness {
 	}
 	h.main.SetLANClient(cc)
 	h.start()
-	lh := &lanHarness{harness: h, lan: ls, ids: map[string]string{}}
+	lh := &lanHarness{harness: h, lan: ls, cc: cc, ids: map[string]string{}}
 	for _, d := range h.sim.Devices() {
 		lh.ids[d.Device] = topic.DeviceID(d.SKU, d.Device)
 	}
@@ -256,4 +257,40 @@ func TestLocalControl(t *testing.T) {
 			t.Errorf("availability %q with the cloud stopped, want online", a)
 		}
 	})
+}
+
+// TestLocalControlWithoutTheCloud: with STATE_DIR, a start while the cloud
+// fails every request (the device list comes from the state directory)
+// still finds the local lights, switches and reads them, and keeps them
+// available.
+func TestLocalControlWithoutTheCloud(t *testing.T) {
+	h := startLANHarness(t, map[string]string{"STATE_DIR": t.TempDir()})
+	w := h.watch
+	h.waitConnection(lanQuietLight, "local")
+	h.stop()
+	h.sim.Faults().FailFraction(cloudsim.AnyEndpoint, 1, 503)
+	h.main = h.newMain(h.main.Config)
+	h.main.SetLANClient(h.cc)
+	h.start() // ready: the device list comes from the state directory
+
+	id := h.ids[lanQuietLight]
+	for _, v := range []string{"0", "1"} {
+		h.publish("cloud2mqtt/"+id+"/set/powerSwitch", v)
+		w.waitJSON(5*time.Second, h.stateTopic(lanQuietLight), func(m map[string]any) bool {
+			return fmt.Sprint(m["powerSwitch"]) == v && m["connection"] == "local"
+		})
+		if st, _ := h.lan.State(lanQuietLight); st.On != (v == "1") {
+			t.Errorf("device on=%v after %s", st.On, v)
+		}
+	}
+	if err := h.lan.Switch(lanQuietLight, func(s *lan.Status) { s.Brightness, s.HasBrightness = 12, true }); err != nil {
+		t.Fatal(err)
+	}
+	w.waitJSON(3*time.Second, h.stateTopic(lanQuietLight), func(m map[string]any) bool { return m["brightness"] == 12.0 })
+	if a, _ := w.get("cloud2mqtt/" + id + "/availability"); a != "online" {
+		t.Errorf("local light's availability %q with the cloud failing, want online", a)
+	}
+	if n, _ := cloudRequests(h.sim, cloud.EndpointControl, lanQuietLight); n != 0 {
+		t.Errorf("%d cloud control requests for the local light", n)
+	}
 }
