@@ -8,9 +8,12 @@ var localInstances = []string{
 	capability.InstanceColorRGB, capability.InstanceColorTemperatureK,
 }
 
-// localCapable says whether the LAN may reach the device: it has a
-// controllable LAN instance.
+// localCapable says whether the LAN may reach the device: a light with a
+// controllable LAN instance (local.Eligible).
 func localCapable(dev capability.Device) bool {
+	if dev.Type != capability.DeviceLight {
+		return false
+	}
 	for _, inst := range localInstances {
 		if c, ok := dev.Capability(inst); ok && c.Controllable() {
 			return true

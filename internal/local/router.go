@@ -180,9 +180,13 @@ func (r *Router) applyList() bool {
 	return added
 }
 
-// Eligible says whether the device may be controlled over the LAN: it has
-// a controllable LAN instance (power, brightness, colour or white).
+// Eligible says whether the device may be controlled over the LAN: a light
+// (the interface is the lights') with a controllable LAN instance (power,
+// brightness, colour or white). Appliances' power stays with the cloud.
 func Eligible(d capability.Device) bool {
+	if d.Type != capability.DeviceLight {
+		return false
+	}
 	for _, c := range d.Capabilities {
 		if registry.IsLocalInstance(c.Instance) && c.Controllable() {
 			return true
