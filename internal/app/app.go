@@ -143,6 +143,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if lanr != nil {
+		defer lanr.Close() // its socket, on every way out (Run closes it too)
+	}
 	reg := registry.New(withLANSink(notifyingSink{mirror, kicks.notify}, lanr), log.With().Str("component", "registry").Logger())
 	restoreState(dir, reg, log)
 	poll = poller.New(sched, reg, pcfg, log.With().Str("component", "poller").Logger())
@@ -170,9 +173,6 @@ func (m *Main) Run(ctx context.Context) error {
 		mirror.Connected(c)
 	})
 	if err != nil {
-		if lanr != nil {
-			lanr.Close()
-		}
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -131,7 +131,8 @@ func (r *Router) Run(ctx context.Context) {
 	}
 }
 
-// Close releases the socket of a router that never ran.
+// Close stops sending and releases the socket; Run does it too, and a
+// second Close does nothing.
 func (r *Router) Close() {
 	r.disp.Close()
 	_ = r.client.Close()
