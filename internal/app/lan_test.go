@@ -118,6 +118,11 @@ func TestLocalControl(t *testing.T) {
 		return ok == 3
 	})
 
+	w.waitJSON(15*time.Second, "cloud2mqtt/bridge/info", func(m map[string]any) bool {
+		l, _ := m["lan"].(map[string]any)
+		return l != nil && l["enabled"] == true && l["found"] == 2.0 && l["reachable"] == 2.0
+	})
+
 	t.Run("commands go over the LAN, not to the cloud", func(t *testing.T) {
 		h.sim.ResetLog()
 		id := h.ids[lanQuietLight]
