@@ -81,8 +81,8 @@ type Local struct {
 	Enabled      bool          `env:"LAN_ENABLED" envDefault:"false" doc:"Control and read the lights that offer the vendor's LAN interface locally (true or false); turn LAN Control on for each light in the vendor's app"`
 	ListenAddr   string        `env:"LAN_LISTEN" envDefault:"0.0.0.0:4002" doc:"Address (host:port) the lights' LAN answers arrive at; they always answer to port 4002 of the sender"`
 	ScanTargets  string        `env:"LAN_SCAN_TARGETS" envDefault:"239.255.255.250" doc:"Comma-separated hosts or host:port the LAN scan goes to: the multicast group, other subnets' lights or broadcast addresses; a list replaces the default"`
-	ScanInterval time.Duration `env:"LAN_SCAN_INTERVAL" envDefault:"5m" doc:"How often the LAN is scanned for lights; at least 10s"`
-	PollInterval time.Duration `env:"LAN_POLL_INTERVAL" envDefault:"10s" doc:"How often each local light's state is read over the LAN (no cloud request); at least 1s"`
+	ScanInterval time.Duration `env:"LAN_SCAN_INTERVAL" envDefault:"5m" doc:"How often the LAN is scanned for lights; at least 1s"`
+	PollInterval time.Duration `env:"LAN_POLL_INTERVAL" envDefault:"10s" doc:"How often each local light's state is read over the LAN (no cloud request); at least 100ms"`
 }
 
 // Limits are the cloud's rate limits the scheduler keeps to. The defaults are

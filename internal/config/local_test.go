@@ -19,8 +19,8 @@ func TestLocalSettings(t *testing.T) {
 		{"LAN_LISTEN", "lights:4002", "not an IP address"},
 		{"LAN_SCAN_TARGETS", "239.255.255.250,,10.0.0.5", "empty entry"},
 		{"LAN_SCAN_TARGETS", "10.0.0.5:99999", "port"},
-		{"LAN_SCAN_INTERVAL", "5s", "LAN_SCAN_INTERVAL=5s is below the 10s floor"},
-		{"LAN_POLL_INTERVAL", "500ms", "LAN_POLL_INTERVAL=500ms is below the 1s floor"},
+		{"LAN_SCAN_INTERVAL", "500ms", "LAN_SCAN_INTERVAL=500ms is below the 1s floor"},
+		{"LAN_POLL_INTERVAL", "50ms", "LAN_POLL_INTERVAL=50ms is below the 100ms floor"},
 	} {
 		env := map[string]string{tc.name: tc.value}
 		for k, v := range base {

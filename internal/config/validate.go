@@ -25,8 +25,8 @@ const (
 	MinPollInterval       = 2 * time.Second
 	MinDeviceListInterval = time.Minute
 	MinSceneInterval      = time.Minute
-	MinLANScanInterval    = 10 * time.Second
-	MinLANPollInterval    = time.Second
+	MinLANScanInterval    = time.Second
+	MinLANPollInterval    = 100 * time.Millisecond
 )
 
 // Validate reports every problem of the configuration at once, one line per
@@ -353,9 +353,9 @@ func (v *validator) local(l Local) {
 		v.add("LAN_SCAN_TARGETS", err.Error())
 	}
 	if l.ScanInterval < MinLANScanInterval {
-		v.add("LAN_SCAN_INTERVAL", fmt.Sprintf("LAN_SCAN_INTERVAL=%s is below the %s floor (a scan goes to every target and lights seldom move; a silent light is found again by its next scan)", FormatDuration(l.ScanInterval), FormatDuration(MinLANScanInterval)))
+		v.add("LAN_SCAN_INTERVAL", fmt.Sprintf("LAN_SCAN_INTERVAL=%s is below the %s floor (the floor of the LAN client's scans; minutes are plenty: lights seldom move, and a silent light is found again by its next status answer)", FormatDuration(l.ScanInterval), FormatDuration(MinLANScanInterval)))
 	}
 	if l.PollInterval < MinLANPollInterval {
-		v.add("LAN_POLL_INTERVAL", fmt.Sprintf("LAN_POLL_INTERVAL=%s is below the %s floor (the lights drop bursts of datagrams)", FormatDuration(l.PollInterval), FormatDuration(MinLANPollInterval)))
+		v.add("LAN_POLL_INTERVAL", fmt.Sprintf("LAN_POLL_INTERVAL=%s is below the %s floor (the floor of the LAN client's polls; each light is also paced on its own, since lights drop bursts of datagrams)", FormatDuration(l.PollInterval), FormatDuration(MinLANPollInterval)))
 	}
 }
