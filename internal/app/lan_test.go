@@ -165,12 +165,39 @@ func TestLocalControl(t *testing.T) {
 		}
 	})
 
-	t.Run("scenes still reach the cloud", func(t *testing.T) {
+	t.Run("scenes and toggles still reach the cloud", func(t *testing.T) {
+		// A scene of the light, as bridge/devices lists it.
+		var scene string
+		w.until(10*time.Second, "the light's scenes in bridge/devices", func() bool {
+			p, _ := w.get("cloud2mqtt/bridge/devices")
+			var list []struct {
+				Device       string `json:"device"`
+				Capabilities []struct {
+					Instance   string `json:"instance"`
+					Parameters struct {
+						Options []struct {
+							Name string `json:"name"`
+						} `json:"options"`
+					} `json:"parameters"`
+				} `json:"capabilities"`
+			}
+			_ = json.Unmarshal([]byte(p), &list)
+			for _, d := range list {
+				for _, c := range d.Capabilities {
+					if d.Device == lanToggleLight && c.Instance == "lightScene" && len(c.Parameters.Options) > 0 {
+						scene = c.Parameters.Options[0].Name
+					}
+				}
+			}
+			return scene != ""
+		})
 		h.sim.ResetLog()
+		h.publish("cloud2mqtt/"+h.ids[lanToggleLight]+"/set/lightScene", scene)
 		h.publish("cloud2mqtt/"+h.ids[lanToggleLight]+"/set/gradientToggle", `1`)
-		w.until(5*time.Second, "the toggle's cloud control request", func() bool {
+		w.until(5*time.Second, "the scene's and the toggle's cloud control requests", func() bool {
 			_, inst := cloudRequests(h.sim, cloud.EndpointControl, lanToggleLight)
-			return strings.Contains(strings.Join(inst, ","), "gradientToggle")
+			all := strings.Join(inst, ",")
+			return strings.Contains(all, "lightScene") && strings.Contains(all, "gradientToggle")
 		})
 	})
 
@@ -239,6 +266,10 @@ func TestLocalControl(t *testing.T) {
 		w.until(3*time.Second, "the next brightness through the cloud", func() bool {
 			n, _ := cloudRequests(h.sim, cloud.EndpointControl, lanToggleLight)
 			return n >= 2
+		})
+		w.until(3*time.Second, "the cloud at the last value (none lost)", func() bool {
+			v, _ := h.sim.Value(lanToggleLight, "brightness")
+			return fmt.Sprint(v) == "24"
 		})
 		// Back on the LAN: found local again by its next status answer.
 		if err := h.lan.SetOff(lanToggleLight, false); err != nil {
