@@ -40,3 +40,22 @@ func TestLocalSettings(t *testing.T) {
 		t.Errorf("%v, poll %v", err, cfg.Local.PollInterval)
 	}
 }
+
+// TestLocalSettingsInTheTable: -check and the startup log say when the LAN
+// settings have no effect, and what the demo uses instead.
+func TestLocalSettingsInTheTable(t *testing.T) {
+	base := map[string]string{"CLOUD_BASE_URL": "https://api.example.com", "CLOUD_API_KEY": "k"}
+	off := mustLoad(t, base)
+	if got := rowOf(off, "LAN_POLL_INTERVAL"); got != "10s (not used: only with LAN_ENABLED=true)" {
+		t.Errorf("LAN off: %q", got)
+	}
+	base["LAN_ENABLED"] = "true"
+	if got := rowOf(mustLoad(t, base), "LAN_POLL_INTERVAL"); got != "10s" {
+		t.Errorf("LAN on: %q", got)
+	}
+	demo := mustLoad(t, map[string]string{})
+	demo.Demo = true
+	if got := rowOf(demo, "LAN_ENABLED"); !strings.HasPrefix(got, "true (-demo") {
+		t.Errorf("demo: %q", got)
+	}
+}
