@@ -202,3 +202,15 @@ func checkLocal(ctx context.Context, cfg config.Config, devs []capability.Device
 		fmt.Fprintf(out, "     %s  %s  %s  at %s\n", topic.DeviceID(d.SKU, d.ID), d.SKU, d.ID, d.Addr)
 	}
 }
+
+// connectionOf is how a device is reached, for the status page's "path"
+// (internal/web: webSource.Path): "local" while the LAN reaches it, else
+// "cloud".
+func connectionOf(reg *registry.Registry) func(capability.Key) string {
+	return func(k capability.Key) string {
+		if reg.Location(k).Local {
+			return "local"
+		}
+		return "cloud"
+	}
+}
