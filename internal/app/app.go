@@ -20,6 +20,8 @@ import (
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/discovery"
+	"cloud2mqtt/internal/lan"
+	"cloud2mqtt/internal/local"
 	"cloud2mqtt/internal/logging"
 	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/poller"
@@ -58,6 +60,10 @@ type Main struct {
 	// back-offs and retry intervals in the scheduler's, the poller's and the
 	// MQTT client's configuration.
 	tuneConfigs func(*scheduler.Config, *poller.Config, *mqtt.Config)
+	// lan is the LAN router (nil: LAN control off); lanClient, set by
+	// tests, replaces the LAN client's settings (lan.go).
+	lan       *local.Router
+	lanClient *lan.Config
 }
 
 // Run runs the daemon until ctx ends, then shuts down in order: the poller
@@ -125,6 +131,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Discovery: discovery.Config{
 			Prefix: cfg.HA.DiscoveryPrefix, Layout: layout, Version: m.Version,
 			BridgeID: topic.DeviceID("bridge", layout.Base), DailyLimit: cfg.Cloud.DailyLimit,
+			Local: cfg.Local.Enabled || cfg.Demo,
 		},
 		DiscoveryEnabled: cfg.HA.Discovery,
 		HAStatusTopic:    cfg.HA.StatusTopic,
@@ -132,12 +139,23 @@ func (m *Main) Run(ctx context.Context) error {
 		OnCommand:        met.observeCommand,
 		Log:              log.With().Str("component", "bridge").Logger(),
 	})
-	reg := registry.New(notifyingSink{mirror, kicks.notify}, log.With().Str("component", "registry").Logger())
+	lanr, err := m.newLocal(cfg, env)
+	if err != nil {
+		return err
+	}
+	if lanr != nil {
+		defer lanr.Close() // its socket, on every way out (Run closes it too)
+	}
+	reg := registry.New(withLANSink(notifyingSink{mirror, kicks.notify}, lanr), log.With().Str("component", "registry").Logger())
 	restoreState(dir, reg, log)
 	poll = poller.New(sched, reg, pcfg, log.With().Str("component", "poller").Logger())
 	set := newSettings(cfg, dir, log, poll, mirror)
 	set.apply()
 	br := bridge.New(mirror, reg, poll, sched, set)
+	if lanr != nil {
+		lanr.Bind(reg, poll)
+		br.SetLocal(lanr)
+	}
 	// On the first connect, subscribe before the client says "online" (a
 	// command sent on seeing it must be taken); on every (re)connect,
 	// publish through this connection and republish everything retained
@@ -220,12 +238,16 @@ func (m *Main) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); env.events(ctx, mirror) }()
 	}
 
+	if lanr != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); lanr.Run(ctx) }()
+	}
 	wg.Add(4)
 	go func() { defer wg.Done(); br.Run(ctx) }()
 	go func() { defer wg.Done(); persist(ctx, saveKick, tune.saveDelay, dir, reg, sched, log) }()
 	go func() {
 		defer wg.Done()
-		m.background(ctx, ready, statsKick, parts{mirror, reg, sched, poll, conn, set})
+		m.background(ctx, ready, statsKick, parts{mirror, reg, sched, poll, conn, set, lanr})
 	}()
 	go func() {
 		defer wg.Done()
@@ -260,6 +282,7 @@ type parts struct {
 	poll   *poller.Poller
 	conn   *mqtt.Client
 	set    *settings
+	lan    *local.Router // nil: LAN control off
 }
 
 // infoEvery is how often bridge/info is refreshed when only its counters
@@ -300,7 +323,7 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listen
 		p.mirror.PublishStats(st)
 		if key := (infoKey{p.set.version(), ps.Plan}); key != lastInfo || now.Sub(infoAt) >= infoEvery {
 			lastInfo, infoAt = key, now
-			p.mirror.PublishInfo(bridgeInfo(m.Version, p.set, ps, sc))
+			p.mirror.PublishInfo(withLANInfo(bridgeInfo(m.Version, p.set, ps, sc), p.lan))
 		}
 		if !p.reg.Listed() {
 			sd.Status("waiting for the cloud's device list: %d failed tries", ps.ListFailures)

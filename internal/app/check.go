@@ -88,6 +88,9 @@ func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, 
 	} else {
 		say(true, "cloud", fmt.Sprintf("the API key works; %d devices on the account", len(devs)))
 	}
+	if cfg.Local.Enabled && !cfg.Demo {
+		checkLocal(ctx, cfg, devs, say, out, log) // lan.go
+	}
 	return ok
 }
 

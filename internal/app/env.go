@@ -16,6 +16,7 @@ import (
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/events"
+	"cloud2mqtt/internal/lan"
 	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/topic"
 )
@@ -27,6 +28,10 @@ type environment struct {
 	baseURL, apiKey, mqttURL string
 	events                   func(ctx context.Context, mirror *bridge.Mirror)
 	closers                  []func()
+	// lan replaces the LAN client's settings (the demo's simulated
+	// lights, lan.go); lanLights are those lights.
+	lan       *lan.Config
+	lanLights []demoLANLight
 }
 
 func (e *environment) close() {
@@ -79,6 +84,9 @@ func (m *Main) environment(ctx context.Context) (*environment, error) {
 	// The demo's events come straight from the simulator, in the live
 	// service's payload shape, through the same decoder as real ones.
 	env.events = func(ctx context.Context, mirror *bridge.Mirror) { demoEvents(ctx, sim, mirror) }
+	if err := m.demoLAN(env, sim); err != nil {
+		return fail(err)
+	}
 	m.printDemo(env, sim.Devices())
 	return env, nil
 }
@@ -161,6 +169,8 @@ Devices (topic id, model, name):
 		line("Heater to 22", pub+" -t '"+base+"/"+id+"/set/targetTemperature' -m 22")
 	}
 	line("Errors of commands", sub+" -t '"+base+"/+/error' -v")
+	b.WriteString("\n")
+	printDemoLAN(&b, env.lanLights, base)
 	fmt.Fprintf(&b, `Home Assistant:         add the MQTT integration with broker %s, port %s; devices appear by discovery.
 Node-RED:               import deploy/node-red/flows.json and point its broker node at %s:%s.
 

@@ -103,6 +103,7 @@ type Bridge struct {
 	released  bool          // the first list is in and nothing is held any more
 	heldKick  chan struct{}
 	rejects   *rejects
+	local     Local // nil: LAN control off (local.go)
 }
 
 // New returns a bridge that answers through mirror, looks devices up in

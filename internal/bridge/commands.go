@@ -204,10 +204,10 @@ func (b *Bridge) command(id string, dev capability.Device, instance string, inpu
 		return
 	}
 	req := cloud.ControlRequest{SKU: dev.SKU, Device: dev.Device, Type: c.Type, Instance: instance, Value: value}
-	err = b.cmd.Control(req, func(r scheduler.CommandResult) { b.commandDone(id, dev, r) })
-	if err != nil {
-		b.reject(id, dev, instance, value, err)
+	if b.localCommand(id, dev, req) {
+		return // over the LAN (local.go); the cloud if that fails
 	}
+	b.cloudCommand(id, dev, req)
 }
 
 // completeStruct lays a partial struct value over the last known one, so

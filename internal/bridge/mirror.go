@@ -56,6 +56,7 @@ type entry struct {
 	stateJSON []byte       // last published <id>/state
 	lightJSON []byte       // last published <id>/light
 	avail     string       // last published availability
+	location  registry.Location
 }
 
 // NewMirror returns a mirror that publishes nothing until Connected.
@@ -196,6 +197,7 @@ type deviceJSON struct {
 	Name         string                  `json:"name"`
 	Type         string                  `json:"type"`
 	Options      *optionsJSON            `json:"options,omitempty"`
+	Local        *localJSON              `json:"local,omitempty"`
 	Capabilities []capability.Capability `json:"capabilities"`
 }
 
@@ -277,6 +279,7 @@ func (m *Mirror) deviceListJSONLocked() []byte {
 		}
 		dj := deviceJSON{ID: id, SKU: e.dev.SKU, Device: e.dev.Device,
 			Name: displayName(e.dev), Type: e.dev.Type, Capabilities: caps}
+		dj.Local = localOf(e.location)
 		if o, ok := m.options[e.key]; ok {
 			dj.Options = &optionsJSON{Disabled: o.Disabled, Name: o.Name}
 			if o.PollInterval > 0 {

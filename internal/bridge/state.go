@@ -18,6 +18,7 @@ func (m *Mirror) State(v registry.View, _ map[string]any) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e := m.entryLocked(v.Device.Key()); e != nil {
+		m.locatedLocked(e, v.Location)
 		m.sendLocked(m.stateLocked(e, v))
 	}
 }
@@ -66,6 +67,9 @@ func stateJSON(v registry.View) []byte {
 		buf.WriteString("true")
 	} else {
 		buf.WriteString("false")
+	}
+	if c := v.Location.Connection(); c != "" {
+		buf.WriteString(`,"connection":"` + c + `"`) // local.go
 	}
 	for _, k := range slices.Sorted(maps.Keys(v.Values)) {
 		kb, _ := json.Marshal(k)

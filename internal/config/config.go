@@ -34,6 +34,7 @@ import (
 type Config struct {
 	Cloud  Cloud         `group:"Cloud API"`
 	Poll   Poll          `group:"Polling"`
+	Local  Local         `group:"Local control (the vendor's LAN interface)"`
 	Limits Limits        `group:"Rate limits (the cloud's documented table; lower them when other apps share the account)"`
 	MQTT   MQTT          `group:"MQTT"`
 	HA     HomeAssistant `group:"Home Assistant"`
@@ -72,6 +73,16 @@ type Poll struct {
 	Interval           time.Duration `env:"POLL_INTERVAL" envDefault:"60s" doc:"How often each device's state is read; at least 2s (the cloud allows 30 state reads per minute per device), rounded up to whole seconds (reads are sent in batches once a second)"`
 	DeviceListInterval time.Duration `env:"DEVICE_LIST_INTERVAL" envDefault:"10m" doc:"How often the device list is read to find added or removed devices; at least 1m"`
 	SceneInterval      time.Duration `env:"SCENE_INTERVAL" envDefault:"6h" doc:"How often each light's scene lists are read; at least 1m"`
+}
+
+// Local is the vendor's LAN interface beside the cloud (docs/lan.md,
+// README "Local control").
+type Local struct {
+	Enabled      bool          `env:"LAN_ENABLED" envDefault:"false" doc:"Control and read the lights that offer the vendor's LAN interface locally (true or false); turn LAN Control on for each light in the vendor's app"`
+	ListenAddr   string        `env:"LAN_LISTEN" envDefault:"0.0.0.0:4002" doc:"Address (host:port) the lights' LAN answers arrive at; they always answer to port 4002 of the sender"`
+	ScanTargets  string        `env:"LAN_SCAN_TARGETS" envDefault:"239.255.255.250" doc:"Comma-separated hosts or host:port the LAN scan goes to: the multicast group, other subnets' lights or broadcast addresses; a list replaces the default"`
+	ScanInterval time.Duration `env:"LAN_SCAN_INTERVAL" envDefault:"5m" doc:"How often the LAN is scanned for lights; at least 1s"`
+	PollInterval time.Duration `env:"LAN_POLL_INTERVAL" envDefault:"10s" doc:"How often each local light's state is read over the LAN (no cloud request); at least 100ms"`
 }
 
 // Limits are the cloud's rate limits the scheduler keeps to. The defaults are

@@ -218,6 +218,10 @@ func (c Config) inEffect(name string) (string, bool) {
 		return "the simulator's (-demo)", true
 	case "MQTT_URL":
 		return EmbeddedBroker + " (-demo: the embedded broker on MQTT_LISTEN)", true
+	case "LAN_ENABLED":
+		return "true (-demo: three lights on the LAN simulator)", true
+	case "LAN_LISTEN", "LAN_SCAN_TARGETS":
+		return "the LAN simulator's (-demo)", true
 	}
 	return "", false
 }
@@ -226,6 +230,9 @@ func (c Config) inEffect(name string) (string, bool) {
 func (c Config) unused(name string) string {
 	if name == "MQTT_LISTEN" && !c.Demo && !c.Embedded() {
 		return "only for MQTT_URL=embedded"
+	}
+	if strings.HasPrefix(name, "LAN_") && name != "LAN_ENABLED" && !c.Local.Enabled && !c.Demo {
+		return "only with LAN_ENABLED=true"
 	}
 	return ""
 }

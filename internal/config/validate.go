@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode"
 
+	"cloud2mqtt/internal/lan"
 	"cloud2mqtt/internal/logging"
 )
 
@@ -24,6 +25,8 @@ const (
 	MinPollInterval       = 2 * time.Second
 	MinDeviceListInterval = time.Minute
 	MinSceneInterval      = time.Minute
+	MinLANScanInterval    = time.Second
+	MinLANPollInterval    = 100 * time.Millisecond
 )
 
 // Validate reports every problem of the configuration at once, one line per
@@ -70,6 +73,8 @@ func (c Config) Validate() error {
 	if c.Poll.SceneInterval < MinSceneInterval {
 		v.add("SCENE_INTERVAL", fmt.Sprintf("SCENE_INTERVAL=%s is below the %s floor (scene lists rarely change; the bridge/request/scenes request reads them on demand)", FormatDuration(c.Poll.SceneInterval), FormatDuration(MinSceneInterval)))
 	}
+
+	v.local(c.Local)
 
 	// State directory.
 	if d := c.State.Dir; d != "" && !filepath.IsAbs(d) {
@@ -336,4 +341,21 @@ func isToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// local checks the LAN settings, also when LAN_ENABLED=false (a setting
+// left wrong would fail only on the day it is turned on).
+func (v *validator) local(l Local) {
+	if _, err := lan.ParseListen(l.ListenAddr); err != nil {
+		v.add("LAN_LISTEN", err.Error())
+	}
+	if _, err := lan.ParseTargets(l.ScanTargets); err != nil {
+		v.add("LAN_SCAN_TARGETS", err.Error())
+	}
+	if l.ScanInterval < MinLANScanInterval {
+		v.add("LAN_SCAN_INTERVAL", fmt.Sprintf("LAN_SCAN_INTERVAL=%s is below the %s floor (the floor of the LAN client's scans; minutes are plenty: lights seldom move, and a silent light is found again by its next status answer)", FormatDuration(l.ScanInterval), FormatDuration(MinLANScanInterval)))
+	}
+	if l.PollInterval < MinLANPollInterval {
+		v.add("LAN_POLL_INTERVAL", fmt.Sprintf("LAN_POLL_INTERVAL=%s is below the %s floor (the floor of the LAN client's polls; each light is also paced on its own, since lights drop bursts of datagrams)", FormatDuration(l.PollInterval), FormatDuration(MinLANPollInterval)))
+	}
 }

@@ -63,6 +63,9 @@ type Config struct {
 	// 0 means none. The bridge's "Quota left today" sensor exists only with
 	// a limit.
 	DailyLimit int
+	// Local is LAN_ENABLED: the lights the LAN may reach get a "Connection"
+	// sensor (local.go).
+	Local bool
 }
 
 func (c Config) withDefaults() Config {

@@ -61,6 +61,9 @@ func entities(cfg Config, dev capability.Device, id string) []*entity {
 	}
 	b.operate()
 	b.connectivity()
+	if cfg.Local && localCapable(dev) {
+		b.connection() // local.go
+	}
 	return b.out
 }
 

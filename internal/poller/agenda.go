@@ -46,6 +46,9 @@ func (d *device) readDue() (due time.Time, ok bool) {
 	if d.inFlight || d.disabled || d.stateless && !d.readNow {
 		return time.Time{}, false
 	}
+	if d.localQuiet() && !d.readNow && d.confirmDue.IsZero() {
+		return time.Time{}, false // the LAN reads it (local.go)
+	}
 	due = d.nextPoll
 	if !d.confirmDue.IsZero() && d.confirmDue.Before(due) {
 		due = d.confirmDue

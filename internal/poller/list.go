@@ -94,6 +94,7 @@ func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 		d.setDev(dev)
 		o := p.options[dev.Key()]
 		d.own, d.disabled = o.Interval, o.Disabled
+		d.local = p.locals[dev.Key()]
 		p.devices[dev.Key()] = d
 	}
 	if len(added) > 0 || removed > 0 || ch.First {
@@ -134,6 +135,13 @@ func (p *Poller) replan() {
 	for _, d := range p.devices {
 		switch {
 		case d.disabled:
+		case d.local.local && d.local.every > 0:
+			own = append(own, d.local.every) // local.go
+		case d.local.local:
+			// Read by the cloud only at start, on request and after
+			// cloud commands: counted as one read a day, which also
+			// counts its first read and scene rounds in the plan.
+			own = append(own, day)
 		case d.own > 0:
 			own = append(own, d.own)
 		default:

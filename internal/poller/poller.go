@@ -196,6 +196,9 @@ type device struct {
 	// device the user asked not to read; both set with SetDeviceOptions.
 	own      time.Duration
 	disabled bool
+	// local: reached over the LAN (local.go), read by the cloud only for
+	// what the LAN lacks.
+	local localReads
 	// stateless: the cloud refuses its state reads ("devices not exist":
 	// an app-made group); it is not read but on request or after a list
 	// refresh (StatelessRecheck).
@@ -272,6 +275,7 @@ type Poller struct {
 	plan          Plan
 	devices       map[capability.Key]*device
 	options       map[capability.Key]DeviceOptions // by SetDeviceOptions, also for devices not listed yet
+	locals        map[capability.Key]localReads    // by SetLocal, also for devices not listed yet
 	agenda        agenda                           // the devices by when they next need the loop
 	batch         []*device                        // the devices due in this step, reused
 	nextList      time.Time

@@ -145,5 +145,8 @@ func (p *Poller) deviceInterval(d *device) time.Duration {
 	if d.own > 0 {
 		base = d.own
 	}
+	if d.local.local && d.local.every > 0 {
+		base = d.local.every // local.go
+	}
 	return scheduler.Backoff(base, max(p.cfg.OfflineMaxInterval, base), d.backoffReads)
 }

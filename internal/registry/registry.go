@@ -56,6 +56,7 @@ type View struct {
 	Reachable bool      // the last reads worked
 	Read      bool      // at least one read succeeded
 	LastRead  time.Time // of the last good read; when listed until then
+	Location  Location  // where it is reached: the LAN or the cloud (local.go)
 }
 
 // Available reports whether Home Assistant should show the device as
@@ -74,15 +75,16 @@ type device struct {
 	reachable  bool
 	read       bool
 	lastRead   time.Time
-	stateless  bool   // the cloud keeps no state for it (MarkStateless)
-	encoded    []byte // its entry of SaveValuesJSON, nil when it changed since
+	stateless  bool     // the cloud keeps no state for it (MarkStateless)
+	encoded    []byte   // its entry of SaveValuesJSON, nil when it changed since
+	location   Location // LAN or cloud (local.go)
 
 	light, diy  *sceneList // shared with other devices; read-only
 	scenesKnown bool
 }
 
 func (d *device) view() View {
-	return View{Device: d.merged, Values: d.values, Online: d.online, Reachable: d.reachable, Read: d.read, LastRead: d.lastRead}
+	return View{Device: d.merged, Values: d.values, Online: d.online, Reachable: d.reachable, Read: d.read, LastRead: d.lastRead, Location: d.location}
 }
 
 // Registry is the store of devices. Its methods are safe for concurrent use.
@@ -197,12 +199,17 @@ func (r *Registry) ApplyState(k capability.Key, st State, sentSeq uint64) {
 		return
 	}
 	online, ok := st.Online()
-	if !ok {
-		online = true // no online capability: the values are all we know
+	if !ok || d.location.Local {
+		// No online capability: the values are all we know. Reachable
+		// over the LAN: the LAN is the better witness (local.go).
+		online = true
 	}
 	first := !d.read
 	var changed map[string]any // made on the first change: most reads change nothing
 	for inst, v := range st.All() {
+		if d.keepLocal(inst) {
+			continue
+		}
 		if seq, ok := d.optimistic[inst]; ok {
 			if sentSeq < seq {
 				continue // sent before the command: the confirming read decides
@@ -243,8 +250,8 @@ func (r *Registry) MarkUnreachable(k capability.Key, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	d := r.devices[k]
-	if d == nil || !d.reachable {
-		return
+	if d == nil || !d.reachable || d.location.Local {
+		return // a device the LAN reaches stays available (local.go)
 	}
 	d.reachable = false
 	r.log.Warn().Err(err).Stringer("device", d.listed).Msg("device unreachable: shown unavailable until a read works; reading it less often")

@@ -1,0 +1,125 @@
+package registry
+
+import (
+	"slices"
+
+	"cloud2mqtt/internal/capability"
+)
+
+// LocalInstances are the instances the vendor's LAN interface reads and
+// sets (lan.Instances): while a device is reachable over the LAN they come
+// from there, and a cloud read leaves them alone.
+var LocalInstances = []string{
+	capability.InstancePower, capability.InstanceBrightness,
+	capability.InstanceColorRGB, capability.InstanceColorTemperatureK,
+}
+
+// IsLocalInstance says whether the LAN reads and sets instance.
+func IsLocalInstance(instance string) bool { return slices.Contains(LocalInstances, instance) }
+
+// Location is where a device is reached, as the LAN router sets it.
+type Location struct {
+	// Eligible: LAN control is on and the device has one of
+	// LocalInstances, so it may be found locally (Home Assistant's
+	// "Connection" sensor shows for it).
+	Eligible bool
+	// Addr is the address its scan answer came from; "" while the LAN has
+	// not found it.
+	Addr string
+	// Local: reachable over the LAN now. Its LocalInstances come from the
+	// LAN and its availability follows the LAN.
+	Local bool
+}
+
+// Connection is what Home Assistant's "Connection" sensor shows: "local"
+// or "cloud"; "" for a device that is not Eligible.
+func (l Location) Connection() string {
+	switch {
+	case !l.Eligible:
+		return ""
+	case l.Local:
+		return "local"
+	default:
+		return "cloud"
+	}
+}
+
+// ApplyLocal lays a status read over the LAN (sent when Seq was sentSeq)
+// over the device's state: only the instances given that the device has,
+// with ApplyState's rule for optimistic values; its other instances keep
+// what the cloud said. The device answered, so it is reachable and
+// online: its availability follows the LAN while the cloud is out of reach.
+func (r *Registry) ApplyLocal(k capability.Key, values map[string]any, sentSeq uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.devices[k]
+	if d == nil {
+		return
+	}
+	var changed map[string]any
+	for inst, v := range values {
+		if _, ok := d.listed.Capability(inst); !ok {
+			continue
+		}
+		if seq, ok := d.optimistic[inst]; ok {
+			if sentSeq < seq {
+				continue // sent before the command: the confirming read decides
+			}
+			delete(d.optimistic, inst)
+		}
+		v = capability.NormalizeValue(v)
+		if old, had := d.values[inst]; !had || !capability.Equal(old, v) {
+			if changed == nil {
+				changed = make(map[string]any)
+			}
+			changed[inst] = v
+			d.values[inst] = v
+		}
+	}
+	if !d.reachable && d.read {
+		r.log.Info().Stringer("device", d.listed).Msg("device reachable again (it answers on the LAN)")
+	}
+	availabilityChanged := !d.read || !d.reachable || !d.online
+	d.read, d.online, d.reachable = true, true, true
+	d.lastRead = r.now()
+	if len(changed) > 0 || availabilityChanged {
+		if changed == nil {
+			changed = map[string]any{}
+		}
+		r.changes++
+		d.encoded = nil
+		r.sink.State(d.view(), changed)
+	}
+}
+
+// SetLocation records where the device is reached; the sink hears of a
+// change (State with nothing changed) when the device has been read.
+func (r *Registry) SetLocation(k capability.Key, loc Location) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.devices[k]
+	if d == nil || d.location == loc {
+		return
+	}
+	d.location = loc
+	if d.read {
+		r.sink.State(d.view(), map[string]any{})
+	}
+}
+
+// Location is where the device is reached (the zero Location for an
+// unknown device).
+func (r *Registry) Location(k capability.Key) Location {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d := r.devices[k]; d != nil {
+		return d.location
+	}
+	return Location{}
+}
+
+// keepLocal says whether a cloud read leaves the instance alone: the
+// device is reachable over the LAN, which gives it.
+func (d *device) keepLocal(instance string) bool {
+	return d.location.Local && IsLocalInstance(instance)
+}
