@@ -87,12 +87,25 @@ type Options struct {
 	Log                         zerolog.Logger
 }
 
+// mirrorSide is all the Bridge asks of the Mirror (which owns the published
+// topics, their lock and the id of every device): it never takes the
+// Mirror's lock or reads its entries itself.
+type mirrorSide interface {
+	keyOf(id string) (capability.Key, string, bool)
+	disabled(k capability.Key) bool
+	deviceCount() int
+	deviceList() []byte
+	republish(withConfigs bool)
+	republishState(k capability.Key)
+	send(msgs []message)
+}
+
 // Bridge takes every MQTT message for the daemon. Its methods are safe for
 // concurrent use.
 type Bridge struct {
 	opt       Options
 	log       zerolog.Logger
-	mirror    *Mirror
+	mirror    mirrorSide
 	reg       Registry
 	read      Reader
 	cmd       Commander

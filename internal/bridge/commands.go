@@ -241,11 +241,3 @@ func (b *Bridge) commandDone(id string, dev capability.Device, r scheduler.Comma
 		b.mirror.republishState(dev.Key()) // roll back what an optimistic UI may show
 	}
 }
-
-func (m *Mirror) republishState(k capability.Key) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if e := m.entryLocked(k); e != nil && e.stateJSON != nil {
-		m.sendLocked([]message{{m.opt.Layout.State(e.id), e.stateJSON, true}})
-	}
-}

@@ -81,9 +81,7 @@ func (b *Bridge) handleRequest(action string, payload []byte) {
 		ok, reasons, details := b.opt.Health()
 		b.respond(action, req, map[string]any{"healthy": ok, "reasons": reasons, "details": details}, nil)
 	case topic.ActionDevices:
-		b.mirror.mu.Lock()
-		list := b.mirror.deviceListJSONLocked()
-		b.mirror.mu.Unlock()
+		list := b.mirror.deviceList()
 		b.respond(action, req, json.RawMessage(list), nil)
 	case topic.ActionReadAll:
 		n, held := 0, 0

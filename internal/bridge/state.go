@@ -193,3 +193,20 @@ func (m *Mirror) Event(sku, device, instance string, name string, value any, msg
 	m.send([]message{{m.opt.Layout.Event(id), p, false}})
 	m.log.Info().Str("device", sku+"/"+device).Str("instance", instance).Str("event", name).Msg("device event")
 }
+
+// republishState publishes the device's last state again: a failed command
+// rolls back what an optimistic UI may show.
+func (m *Mirror) republishState(k capability.Key) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.entryLocked(k); e != nil && e.stateJSON != nil {
+		m.sendLocked([]message{{m.opt.Layout.State(e.id), e.stateJSON, true}})
+	}
+}
+
+// deviceList is the device list as JSON, as bridge/devices carries it.
+func (m *Mirror) deviceList() []byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.deviceListJSONLocked()
+}
