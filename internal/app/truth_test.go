@@ -18,6 +18,7 @@ import (
 	"cloud2mqtt/internal/app"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/scheduler"
 )
 
 // faultyTransport stands between the bridge and the simulated cloud: it
@@ -124,6 +125,9 @@ func TestHealthAndCountFollowTheCloud(t *testing.T) {
 	h, ft := startFaulty(t, harnessOptions{
 		env: map[string]string{"HTTP_ADDR": "127.0.0.1:0", "STATE_DIR": dir},
 		sim: cloudsim.Options{Catalogue: firstDevices(2)},
+		// Retries within a second: the refused requests the count must
+		// not take in come at once, not at the default back-off.
+		sched: func(c *scheduler.Config) { c.RetryBase, c.RetryMax = 100*time.Millisecond, time.Second },
 	}, app.Tuning{CloudGrace: 2 * time.Second, SaveDelay: 100 * time.Millisecond, StatsDelay: 50 * time.Millisecond})
 	h.devices()
 	h.watch.until(wait, "/healthz 200", func() bool { code, _ := getHealth(t, h); return code == 200 })
