@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -283,105 +282,6 @@ type parts struct {
 	conn   *mqtt.Client
 	set    *settings
 	lan    *local.Router // nil: LAN control off
-}
-
-// infoEvery is how often bridge/info is refreshed when only its counters
-// (requests today, quota left) moved; a change of settings goes out at once.
-const infoEvery = time.Minute
-
-// background publishes the bridge's stats and info, reports progress to
-// systemd, and marks the daemon ready (WaitReady) once the first device
-// list is in. A change of a figure (kick) publishes the stats within
-// statsDelay; the tick catches what changes with time alone (the Cloud
-// sensor, a 429 a minute old).
-func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listener, p parts) {
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	tune := m.tuning()
-	gather := time.NewTimer(time.Hour)
-	gather.Stop()
-	defer gather.Stop()
-	gathering := false
-	readySent := false
-	readsDone, listOut, settled := false, false, false
-	// bridge/info is built only when what it shows may have changed: the
-	// settings, the plan, or (once a minute) the counters.
-	type infoKey struct {
-		settings int
-		plan     poller.Plan
-	}
-	var lastInfo infoKey
-	var infoAt time.Time
-	sd := Systemd{Log: m.Log}
-	check := func() {
-		now := time.Now()
-		limit := p.set.dailyLimit()
-		sc, ps, rs := p.sched.Stats(), p.poll.Stats(), p.reg.Stats()
-		p.mirror.SetDailyLimit(limit)
-		st := bridgeStats(m.Version, sc, rs, limit, now)
-		st.CloudConnected = cloudConnected(sc.Cloud, now, tune.cloudGrace)
-		p.mirror.PublishStats(st)
-		if key := (infoKey{p.set.version(), ps.Plan}); key != lastInfo || now.Sub(infoAt) >= infoEvery {
-			lastInfo, infoAt = key, now
-			p.mirror.PublishInfo(withLANInfo(bridgeInfo(m.Version, p.set, ps, sc), p.lan))
-		}
-		if !p.reg.Listed() {
-			sd.Status("waiting for the cloud's device list: %d failed tries", ps.ListFailures)
-		} else {
-			sd.Status("%d devices, %d online, %d × 429 since start", rs.Devices, rs.Online, sc.RateLimited)
-		}
-		if !readySent && p.conn.Connected() && p.reg.Listed() {
-			readySent = true
-			close(ready)
-		}
-		switch {
-		case settled:
-		case readsDone && !p.mirror.ListPending() && !listOut:
-			// The device list with the scenes may have been handed to
-			// the connection in this very check (PublishStats above):
-			// wait a tick for it to go out, or the collection below
-			// would find it still held and size the heap to it.
-			listOut = true
-		case listOut:
-			// The start's burst is over: every device read once and
-			// the device list with the scenes out. Its memory (a large
-			// account's discovery configs, first answers and device
-			// lists) goes back to the system now rather than at the
-			// scavenger's slow pace: minutes of a resident peak
-			// otherwise (docs/reliability.md).
-			settled = true
-			debug.FreeOSMemory()
-			m.Log.Debug().Int("devices", ps.Devices).Msg("start-up reads done; memory of the start returned to the system")
-		case p.reg.Listed() && ps.Reads >= uint64(ps.Devices):
-			readsDone = true
-		}
-	}
-	// Until ready, look often: the first device list should show at once.
-	fast := time.NewTicker(200 * time.Millisecond)
-	defer fast.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-fast.C:
-			if readySent {
-				fast.Stop()
-				continue
-			}
-			check()
-		case <-t.C:
-			check()
-		case <-kick.c:
-			if !gathering {
-				gathering = true
-				gather.Reset(tune.statsDelay)
-			}
-		case <-gather.C:
-			gathering = false
-			kick.done()
-			check()
-		}
-	}
 }
 
 // tuning is m.tune with the defaults filled in.

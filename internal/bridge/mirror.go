@@ -137,13 +137,6 @@ func (m *Mirror) Devices(all, added, removed []capability.Device) {
 	}
 }
 
-// Listed reports whether the first device list has arrived (it may be empty).
-func (m *Mirror) Listed() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.listed
-}
-
 func uniqueID(taken map[string]*entry, id string) string {
 	for i := 2; ; i++ {
 		c := id + "-" + strconv.Itoa(i)

@@ -141,14 +141,6 @@ func IsRateLimited(err error) (retryAfter time.Duration, ok bool) {
 	return ae.RetryAfter, true
 }
 
-// IsTransient reports whether the same request may succeed if tried again
-// later: server errors, timeouts, resets and unreadable answers. A cancelled
-// context is not transient.
-func IsTransient(err error) bool {
-	k, _ := kindOf(err)
-	return k == ErrTransient
-}
-
 // IsRejected reports whether the service refused the request itself (400 or
 // 404 class): sending it again unchanged cannot succeed.
 func IsRejected(err error) bool {

@@ -164,9 +164,9 @@ func TestErrors(t *testing.T) {
 			}
 			ra, limited := IsRateLimited(err)
 			if IsAuth(err) != (tt.kind == ErrAuth) || limited != (tt.kind == ErrRateLimited) || ra != tt.retryAfter && limited ||
-				IsTransient(err) != (tt.kind == ErrTransient) || IsRejected(err) != (tt.kind == ErrRequest || tt.kind == ErrNotFound) {
+				isTransient(err) != (tt.kind == ErrTransient) || IsRejected(err) != (tt.kind == ErrRequest || tt.kind == ErrNotFound) {
 				t.Errorf("helpers disagree with kind %v: auth %v, limited %v %v, transient %v, rejected %v",
-					tt.kind, IsAuth(err), limited, ra, IsTransient(err), IsRejected(err))
+					tt.kind, IsAuth(err), limited, ra, isTransient(err), IsRejected(err))
 			}
 			if strings.Contains(msg, testKey) {
 				t.Errorf("the error shows the key: %s", msg)
@@ -201,7 +201,7 @@ func TestCancelledContextIsNotTransient(t *testing.T) {
 	}()
 	_, err := c.State(ctx, tSKU, tDevice)
 	var ae *APIError
-	if !errors.Is(err, context.Canceled) || errors.As(err, &ae) || IsTransient(err) {
+	if !errors.Is(err, context.Canceled) || errors.As(err, &ae) || isTransient(err) {
 		t.Fatalf("error %v, want the context's cancellation, not an API error", err)
 	}
 	if want := "cloud: state H6072/AA:BB:CC:DD:EE:FF:00:11: context canceled"; err.Error() != want {
@@ -283,7 +283,7 @@ func TestErrorKindAndHelpers(t *testing.T) {
 		t.Errorf("IsRateLimited through a wrap: %v, %v", ra, ok)
 	}
 	for _, err := range []error{nil, errors.New("plain"), &APIError{}} {
-		if _, ok := IsRateLimited(err); ok || IsAuth(err) || IsTransient(err) || IsRejected(err) {
+		if _, ok := IsRateLimited(err); ok || IsAuth(err) || isTransient(err) || IsRejected(err) {
 			t.Errorf("%v is classified", err)
 		}
 	}
@@ -294,4 +294,12 @@ func TestErrorKindAndHelpers(t *testing.T) {
 	if !errors.Is(e, io.ErrUnexpectedEOF) {
 		t.Error("Unwrap does not reach the cause")
 	}
+}
+
+// isTransient reports whether err is a transient failure (ErrTransient):
+// server errors, timeouts, resets and unreadable answers; a cancelled
+// context is not one.
+func isTransient(err error) bool {
+	k, _ := kindOf(err)
+	return k == ErrTransient
 }

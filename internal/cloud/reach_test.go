@@ -58,7 +58,7 @@ func TestReached(t *testing.T) {
 		if err == nil || Reached(err) {
 			t.Errorf("Reached(%v) = true, want false: nothing was sent", err)
 		}
-		if !IsTransient(err) {
+		if !isTransient(err) {
 			t.Errorf("a refused connection is no longer transient: %v", err)
 		}
 	})

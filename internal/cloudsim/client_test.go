@@ -219,7 +219,7 @@ func TestClientErrors(t *testing.T) {
 
 func transient(t *testing.T, err error) {
 	t.Helper()
-	if !cloud.IsTransient(err) {
+	if ae := (*cloud.APIError)(nil); !errors.As(err, &ae) || ae.Kind != cloud.ErrTransient {
 		t.Fatalf("err = %v, want transient", err)
 	}
 }

@@ -38,7 +38,7 @@ type source struct {
 	devices []capability.Device
 }
 
-func loadList(t *testing.T, path string) []capability.Device {
+func loadList(t testing.TB, path string) []capability.Device {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -67,7 +67,7 @@ func mergeScenes(d *capability.Device, instance string, opts []capability.Option
 // sources returns every device list the golden files cover: the shared
 // fixtures (the recorded dynamic scenes merged into the H6072 lamps, the
 // model they were recorded from) and the demo catalogue with its scenes.
-func sources(t *testing.T) []source {
+func sources(t testing.TB) []source {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(fixtures, "list_devices*.json"))
 	if err != nil || len(paths) == 0 {

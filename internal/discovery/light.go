@@ -78,7 +78,7 @@ func lightEntity(cfg Config, id string, l *lightPlan) *entity {
 // scene found in values (the bridge's optimistic record of the last one
 // set) and null otherwise.
 func LightState(dev capability.Device, values map[string]any, online bool) ([]byte, bool) {
-	l := analyse(dev).light
+	l := lightOf(dev)
 	if l == nil {
 		return nil, false
 	}
@@ -187,7 +187,7 @@ func parseLightCommand(payload []byte) (lightCommand, error) {
 // colour temperature is accepted in kelvin or mireds (see miredKelvinSplit).
 // Transition and flash are ignored: the cloud has neither.
 func DecodeLight(dev capability.Device, payload []byte) ([]Command, error) {
-	l := analyse(dev).light
+	l := lightOf(dev)
 	if l == nil {
 		return nil, fmt.Errorf("discovery: %s has no light; it has no %s or colour capability", dev, capability.InstancePower)
 	}

@@ -3,6 +3,7 @@ package discovery
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -262,5 +263,39 @@ func TestMiredsRoundTrip(t *testing.T) {
 		if got := kelvinOfMireds(m); math.Floor(1e6/got) != m {
 			t.Fatalf("%v mireds decode to %v K, which is %v mireds", m, got, math.Floor(1e6/got))
 		}
+	}
+}
+
+// TestLightStateFollowsTheDefinition: the light's analysis is kept per
+// device definition; a new definition of the same device (the scene lists
+// refreshed: a new []Capability) is analysed anew, so a scene added since
+// is named as the effect, and one removed no longer is.
+func TestLightStateFollowsTheDefinition(t *testing.T) {
+	values := map[string]any{"powerSwitch": int64(1), "lightScene": int64(4242)}
+	lamp := colourLamp()
+	if got, _ := LightState(lamp, values, true); !strings.Contains(string(got), `"effect":null`) {
+		t.Fatalf("a scene the lamp does not list: %s, want effect null", got)
+	}
+	refreshed := lamp
+	refreshed.Capabilities = slices.Clone(lamp.Capabilities)
+	for i, c := range refreshed.Capabilities {
+		if c.Instance == capability.InstanceLightScene {
+			p := *c.Parameters
+			p.Options = append(slices.Clone(p.Options), capability.Option{Name: "Aurora", Value: int64(4242)})
+			refreshed.Capabilities[i].Parameters = &p
+		}
+	}
+	if got, _ := LightState(refreshed, values, true); !strings.Contains(string(got), `"effect":"Aurora"`) {
+		t.Errorf("after the scene list gained Aurora: %s, want effect Aurora", got)
+	}
+	if got, _ := LightState(lamp, values, true); !strings.Contains(string(got), `"effect":null`) {
+		t.Errorf("the old definition again: %s, want effect null", got)
+	}
+	// The same definition shorter (a capability gone from the end) is
+	// another definition too.
+	short := lamp
+	short.Capabilities = lamp.Capabilities[:4] // power, brightness, colours: no scenes
+	if got, _ := LightState(short, map[string]any{"powerSwitch": int64(1)}, true); strings.Contains(string(got), "effect") {
+		t.Errorf("a lamp without scenes: %s, want no effect", got)
 	}
 }

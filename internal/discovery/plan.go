@@ -2,8 +2,11 @@ package discovery
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"unicode"
+	"weak"
 
 	"cloud2mqtt/internal/capability"
 )
@@ -91,6 +94,42 @@ func intRange(c capability.Capability) *capability.Range {
 		return nil
 	}
 	return &r
+}
+
+// lightKey names one device definition: the lights of one model share one
+// []Capability (capability.DeviceDecoder), and a device with scenes keeps
+// its merged one until they change. A definition is never changed in place
+// once handed out (the registry builds a new one), so the first
+// capability's address, the length and the type name what analyse reads.
+// The weak pointer keeps no definition alive; a definition collected and a
+// new one at the same address get different weak pointers.
+type lightKey struct {
+	caps weak.Pointer[capability.Capability]
+	n    int
+	typ  string
+}
+
+// lightPlans caches lightOf's answers (lightKey → *lightPlan, nil for none);
+// an entry goes when its definition is collected.
+var lightPlans sync.Map
+
+// lightOf is analyse(dev).light, worked out once per device definition:
+// LightState runs on every state change of every light, and DecodeLight on
+// every command, with the same few definitions.
+func lightOf(dev capability.Device) *lightPlan {
+	if len(dev.Capabilities) == 0 {
+		return nil // analyse finds no light without capabilities
+	}
+	first := &dev.Capabilities[0]
+	k := lightKey{caps: weak.Make(first), n: len(dev.Capabilities), typ: dev.Type}
+	if l, ok := lightPlans.Load(k); ok {
+		return l.(*lightPlan)
+	}
+	l := analyse(dev).light
+	if _, loaded := lightPlans.LoadOrStore(k, l); !loaded {
+		runtime.AddCleanup(first, func(k lightKey) { lightPlans.Delete(k) }, k)
+	}
+	return l
 }
 
 func analyse(dev capability.Device) *plan {

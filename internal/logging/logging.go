@@ -37,9 +37,6 @@ var levels = []string{"trace", "debug", "info", "warn", "error"}
 // Levels returns the accepted LOG_LEVEL values.
 func Levels() []string { return append([]string(nil), levels...) }
 
-// Formats returns the accepted LOG_FORMAT values.
-func Formats() []string { return []string{FormatAuto, FormatConsole, FormatJSON, FormatJournal} }
-
 // ParseLevel parses a LOG_LEVEL value, case-insensitively.
 func ParseLevel(s string) (zerolog.Level, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
@@ -74,17 +71,12 @@ type Where struct {
 	Journal  bool // systemd's journal (JOURNAL_STREAM is set)
 }
 
-// New returns a logger writing to w at level in format. Format auto means
-// console when isTerminal (the caller checks its output with IsTerminal),
-// JSON otherwise. Console output is coloured only on a terminal. Every line
-// has a timestamp.
-func New(w io.Writer, level, format string, isTerminal bool) (zerolog.Logger, error) {
-	return NewFor(w, level, format, Where{Terminal: isTerminal})
-}
-
-// NewFor is New for an output that may be the journal (format auto then
-// means journal); also receive every event as zerolog's JSON line, whatever
-// the format (a Forwarder).
+// NewFor returns a logger writing to w at level in format. Format auto means
+// console on a terminal (where.Terminal: the caller checks its output with
+// IsTerminal), journal on systemd's journal, JSON otherwise. Console output
+// is coloured only on a terminal. Every line but the journal's has a
+// timestamp (the journal has its own). also receive every event as
+// zerolog's JSON line, whatever the format (a Forwarder).
 func NewFor(w io.Writer, level, format string, where Where, also ...io.Writer) (zerolog.Logger, error) {
 	isTerminal := where.Terminal
 	lvl, err := ParseLevel(level)

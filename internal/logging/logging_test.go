@@ -33,7 +33,7 @@ func TestFormats(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.format+map[bool]string{true: "/terminal", false: "/pipe"}[tc.isTerminal], func(t *testing.T) {
 			var buf bytes.Buffer
-			log, err := New(&buf, "info", tc.format, tc.isTerminal)
+			log, err := NewFor(&buf, "info", tc.format, Where{Terminal: tc.isTerminal})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +88,7 @@ func stripANSI(s string) string {
 func TestLevels(t *testing.T) {
 	for _, level := range []string{"trace", "debug", "info", "warn", "error", "WARN", " debug "} {
 		var buf bytes.Buffer
-		log, err := New(&buf, level, "json", false)
+		log, err := NewFor(&buf, level, "json", Where{})
 		if err != nil {
 			t.Fatalf("%q: %v", level, err)
 		}
@@ -122,15 +122,15 @@ func indexOf(s []string, x string) int {
 }
 
 func TestBadSettingsNameTheVariable(t *testing.T) {
-	if _, err := New(&bytes.Buffer{}, "verbose", "json", false); err == nil ||
+	if _, err := NewFor(&bytes.Buffer{}, "verbose", "json", Where{}); err == nil ||
 		err.Error() != `logging: LOG_LEVEL="verbose" is not a level: use one of trace, debug, info, warn, error` {
 		t.Errorf("bad level: %v", err)
 	}
-	if _, err := New(&bytes.Buffer{}, "info", "xml", false); err == nil ||
+	if _, err := NewFor(&bytes.Buffer{}, "info", "xml", Where{}); err == nil ||
 		err.Error() != `logging: LOG_FORMAT="xml" is not a format: use auto, console, json or journal` {
 		t.Errorf("bad format: %v", err)
 	}
-	if _, err := New(&bytes.Buffer{}, "", "json", false); err == nil || !strings.Contains(err.Error(), "LOG_LEVEL") {
+	if _, err := NewFor(&bytes.Buffer{}, "", "json", Where{}); err == nil || !strings.Contains(err.Error(), "LOG_LEVEL") {
 		t.Errorf("empty level: %v", err)
 	}
 }
@@ -138,8 +138,8 @@ func TestBadSettingsNameTheVariable(t *testing.T) {
 // Two loggers do not share a level (no zerolog globals).
 func TestLoggersAreIndependent(t *testing.T) {
 	var a, b bytes.Buffer
-	la, _ := New(&a, "error", "json", false)
-	lb, _ := New(&b, "debug", "json", false)
+	la, _ := NewFor(&a, "error", "json", Where{})
+	lb, _ := NewFor(&b, "debug", "json", Where{})
 	la.Debug().Msg("x")
 	lb.Debug().Msg("y")
 	if a.Len() != 0 || b.Len() == 0 {

@@ -28,7 +28,7 @@ func TestRedactHidesEverySecret(t *testing.T) {
 
 func TestRedactedLoggerOutput(t *testing.T) {
 	var buf bytes.Buffer
-	log, err := New(Redact(&buf, "s3cr3t-key"), "info", "json", false)
+	log, err := NewFor(Redact(&buf, "s3cr3t-key"), "info", "json", Where{})
 	if err != nil {
 		t.Fatal(err)
 	}

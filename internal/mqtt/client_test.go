@@ -372,6 +372,39 @@ func TestPublishWhileDisconnected(t *testing.T) {
 	})
 }
 
+// connectUntilRefused runs Connect until its first failed attempt is
+// logged, then ends its context: a connect that is refused is waited for as
+// the event, not for a fixed time. A Connect that succeeds returns at once.
+func connectUntilRefused(t *testing.T, cfg Config, logs *mqtttest.SyncBuffer) (*Client, error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		c   *Client
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := Connect(ctx, cfg, nil)
+		done <- result{c, err}
+	}()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(10 * time.Second)
+	for !strings.Contains(logs.String(), "cannot connect to MQTT broker; retrying") {
+		select {
+		case r := <-done:
+			return r.c, r.err
+		case <-timeout:
+			t.Fatalf("no failed connect attempt logged within 10 s:\n%s", logs)
+		case <-tick.C:
+		}
+	}
+	cancel()
+	r := <-done
+	return r.c, r.err
+}
+
 func TestPassword(t *testing.T) {
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind), mqtttest.WithPassword("bridge", "hunter2"))
@@ -381,9 +414,7 @@ func TestPassword(t *testing.T) {
 
 		bad, badLogs := testConfig(t, b.URL())
 		bad.Username, bad.Password = "bridge", "wrong-pw"
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		c, err := Connect(ctx, bad, nil)
+		c, err := connectUntilRefused(t, bad, badLogs)
 		if err == nil {
 			closeClient(t, c)
 			t.Fatal("Connect with a wrong password succeeded")
@@ -421,10 +452,8 @@ func TestTLS(t *testing.T) {
 			t.Errorf("got %v", m)
 		}
 
-		untrusted, _ := testConfig(t, b.URL())
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if c, err := Connect(ctx, untrusted, nil); err == nil {
+		untrusted, untrustedLogs := testConfig(t, b.URL())
+		if c, err := connectUntilRefused(t, untrusted, untrustedLogs); err == nil {
 			closeClient(t, c)
 			t.Error("Connect without the CA trusted a self-made certificate")
 		} else if !strings.Contains(err.Error(), "TLS") {

@@ -31,6 +31,10 @@ type ClientOptions struct {
 	Persistent         bool   // clean session off
 	Will               *Message
 	AutoReconnect      bool
+	// NoRetry makes the first failed connect the answer: a test expecting
+	// the connection to fail (no CA, a proxy that is down) sets it, so it
+	// does not wait out the retries meant for a broker still starting.
+	NoRetry bool
 }
 
 // Client is a plain paho client for a test's side of the conversation:
@@ -105,7 +109,7 @@ func DialClient(t testing.TB, url string, o ClientOptions) (*Client, error) {
 			break
 		}
 		var netErr net.Error
-		if !errors.As(err, &netErr) && !strings.Contains(err.Error(), "network Error") || time.Now().After(deadline) {
+		if o.NoRetry || !errors.As(err, &netErr) && !strings.Contains(err.Error(), "network Error") || time.Now().After(deadline) {
 			return nil, err
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -167,17 +171,6 @@ func (c *Client) Until(topic, payload string, timeout time.Duration) []Message {
 		seen = append(seen, m)
 		if m.Topic == topic && m.Payload == payload {
 			return seen
-		}
-	}
-}
-
-// Drain discards the messages received so far.
-func (c *Client) Drain() {
-	for {
-		select {
-		case <-c.msgs:
-		default:
-			return
 		}
 	}
 }

@@ -52,7 +52,7 @@ func TestStart(t *testing.T) {
 					t.Fatalf("CAFile %q URL %q: want a CA file and ssl://", b.CAFile(), b.URL())
 				}
 				roundTrip(t, b.URL(), ClientOptions{CAFile: b.CAFile()})
-				if _, err := DialClient(t, b.URL(), ClientOptions{}); err == nil {
+				if _, err := DialClient(t, b.URL(), ClientOptions{NoRetry: true}); err == nil {
 					t.Errorf("client without the test CA accepted the server certificate")
 				}
 			})
@@ -110,7 +110,7 @@ func TestProxySeverPublishesWill(t *testing.T) {
 			watcher.WaitFor("w/state", "gone", 10*time.Second)
 
 			p.SetDown(true)
-			if _, err := DialClient(t, p.URL(), ClientOptions{}); err == nil {
+			if _, err := DialClient(t, p.URL(), ClientOptions{NoRetry: true}); err == nil {
 				t.Errorf("client connected through a proxy that is down")
 			}
 			p.SetDown(false)

@@ -3,7 +3,6 @@ package mqtttest
 import (
 	"io"
 	"net"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -48,13 +47,6 @@ func NewProxy(t testing.TB, target string) *Proxy {
 
 // Addr is the proxy's 127.0.0.1:port.
 func (p *Proxy) Addr() string { return p.l.Addr().String() }
-
-// Port is the proxy's port.
-func (p *Proxy) Port() int {
-	_, port, _ := net.SplitHostPort(p.Addr())
-	n, _ := strconv.Atoi(port)
-	return n
-}
 
 // URL is tcp://127.0.0.1:port.
 func (p *Proxy) URL() string { return "tcp://" + p.Addr() }

@@ -137,7 +137,7 @@ func TestFailures(t *testing.T) {
 		attempts int
 		check    func(error) bool
 	}{
-		{"transient", transient(), 0, cloud.IsTransient},
+		{"transient", transient(), 0, isTransient},
 		{"unclassified", errors.New("connection reset"), 0, func(err error) bool { return err != nil }},
 		{"400", rejected, 1, cloud.IsRejected},
 		{"404", notFound, 1, cloud.IsRejected},
@@ -333,8 +333,14 @@ func TestReadFailures(t *testing.T) {
 		if n := len(f.Calls()); n != 4 {
 			t.Errorf("%d tries of a failing read, want MaxAttempts (4)", n)
 		}
-		if !cloud.IsTransient(readErr) {
+		if !isTransient(readErr) {
 			t.Errorf("reported %v, want the cloud's error", readErr)
 		}
 	})
+}
+
+// isTransient reports whether err is the cloud's transient failure.
+func isTransient(err error) bool {
+	var ae *cloud.APIError
+	return errors.As(err, &ae) && ae.Kind == cloud.ErrTransient
 }

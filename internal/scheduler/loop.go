@@ -139,7 +139,8 @@ func Earliest(cur, t time.Time) time.Time {
 // dispatchLocked takes every request that may be sent now off the queues,
 // counting it against its buckets and slots, and returns them with the
 // instant at which a waiting request next becomes sendable (zero when only
-// an answer or a submission can change anything).
+// an answer or a submission can change anything). Commands go first, then
+// reads.
 func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read) ([]*command, []*read, time.Time) {
 	if now.Before(s.authUntil) {
 		if s.queuedCommands > 0 || s.queuedReadWaiters > 0 {
@@ -155,63 +156,82 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 	if s.authErr != nil {
 		maxInFlight = 1
 	}
-	var wake time.Time
+	cmds, cmdWake := s.dispatchCommandsLocked(now, maxInFlight, cmds)
+	reads, readWake := s.dispatchReadsLocked(now, maxInFlight, reads)
+	return cmds, reads, Earliest(cmdWake, readWake)
+}
 
-	// Commands: devices in ring order; a device served goes to the back,
-	// so at the account limit devices take turns.
-	if len(s.ring) > 0 {
-		kept := s.ring[:0]
-		var served []*device
-		for _, d := range s.ring {
-			if len(d.commands) == 0 {
-				d.inRing = false
-				continue
-			}
-			if d.busy[epControl] || s.requestsInFlight >= maxInFlight || !s.control.ready(now) {
-				kept = append(kept, d)
-				continue
-			}
-			c := d.commands[0]
-			if c.notBefore.After(now) {
-				wake = Earliest(wake, c.notBefore)
-				kept = append(kept, d)
-				continue
-			}
-			b := s.bucketLocked(d, epControl)
-			if at := b.readyAt(now); !at.Equal(now) {
-				wake = Earliest(wake, at)
-				kept = append(kept, d)
-				continue
-			}
-			d.commands[0] = nil
-			d.commands = d.commands[1:]
-			s.queuedCommands--
-			d.busy[epControl] = true
-			s.control.send()
-			b.send()
-			s.sentLocked(epControl, &c.attempt, now)
-			cmds = append(cmds, c)
-			if len(d.commands) > 0 {
-				served = append(served, d)
-			} else {
-				d.inRing = false
-				d.commands = nil
-			}
+// dispatchCommandsLocked appends the commands that may be sent now to cmds:
+// devices in ring order, one command each; a device served goes to the
+// back, so at the account limit devices take turns. wake is when a waiting
+// command next becomes sendable.
+func (s *Scheduler) dispatchCommandsLocked(now time.Time, maxInFlight int, cmds []*command) (_ []*command, wake time.Time) {
+	if len(s.ring) == 0 {
+		return cmds, wake
+	}
+	kept := s.ring[:0]
+	var served []*device
+	for _, d := range s.ring {
+		if len(d.commands) == 0 {
+			d.inRing = false
+			continue
 		}
-		s.ring = append(kept, served...)
-		if s.queuedCommands > 0 && !s.control.ready(now) {
-			wake = Earliest(wake, s.control.readyAt(now))
+		if d.busy[epControl] || s.requestsInFlight >= maxInFlight || !s.control.ready(now) {
+			kept = append(kept, d)
+			continue
+		}
+		c := d.commands[0]
+		if c.notBefore.After(now) {
+			wake = Earliest(wake, c.notBefore)
+			kept = append(kept, d)
+			continue
+		}
+		b := s.bucketLocked(d, epControl)
+		if at := b.readyAt(now); !at.Equal(now) {
+			wake = Earliest(wake, at)
+			kept = append(kept, d)
+			continue
+		}
+		s.sendCommandLocked(now, d, b)
+		cmds = append(cmds, c)
+		if len(d.commands) > 0 {
+			served = append(served, d)
+		} else {
+			d.inRing = false
+			d.commands = nil
 		}
 	}
+	s.ring = append(kept, served...)
+	if s.queuedCommands > 0 && !s.control.ready(now) {
+		wake = Earliest(wake, s.control.readyAt(now))
+	}
+	return cmds, wake
+}
 
-	// Reads by priority, oldest first within one.
+// sendCommandLocked takes d's first command off its queue and counts it
+// against the account's and the device's control buckets.
+func (s *Scheduler) sendCommandLocked(now time.Time, d *device, b *bucket) {
+	c := d.commands[0]
+	d.commands[0] = nil
+	d.commands = d.commands[1:]
+	s.queuedCommands--
+	d.busy[epControl] = true
+	s.control.send()
+	b.send()
+	s.sentLocked(epControl, &c.attempt, now)
+}
+
+// dispatchReadsLocked appends the reads that may be sent now to reads: by
+// priority, oldest first within one, while read slots are free. wake is
+// when a waiting read next becomes sendable.
+func (s *Scheduler) dispatchReadsLocked(now time.Time, maxInFlight int, reads []*read) (_ []*read, wake time.Time) {
 	readSlots := s.cfg.MaxInFlight - s.cfg.CommandSlots
 	for p := range s.readQueues {
 		l := &s.readQueues[p]
 		for e := l.Front(); e != nil; {
 			next := e.Next()
 			if s.readsInFlight >= readSlots || s.requestsInFlight >= maxInFlight {
-				return cmds, reads, wake
+				return reads, wake
 			}
 			r := e.Value.(*read)
 			d := r.dev
@@ -226,19 +246,26 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 					break
 				}
 				l.Remove(e)
-				r.elem = nil
-				d.reads[r.ep] = nil
-				d.busy[r.ep] = true
-				b.send()
-				s.queuedReadWaiters -= len(r.waiters)
-				s.readsInFlight++
-				s.sentLocked(r.ep, &r.attempt, now)
+				s.sendReadLocked(now, r, b)
 				reads = append(reads, r)
 			}
 			e = next
 		}
 	}
-	return cmds, reads, wake
+	return reads, wake
+}
+
+// sendReadLocked marks r, taken off its queue, as sent and counts it
+// against its device's bucket and the read slots.
+func (s *Scheduler) sendReadLocked(now time.Time, r *read, b *bucket) {
+	d := r.dev
+	r.elem = nil
+	d.reads[r.ep] = nil
+	d.busy[r.ep] = true
+	b.send()
+	s.queuedReadWaiters -= len(r.waiters)
+	s.readsInFlight++
+	s.sentLocked(r.ep, &r.attempt, now)
 }
 
 // sentLocked accounts a request handed to the wire; countLocked counts it

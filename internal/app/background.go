@@ -1,0 +1,159 @@
+package app
+
+import (
+	"context"
+	"runtime/debug"
+	"time"
+
+	"cloud2mqtt/internal/poller"
+	"cloud2mqtt/internal/registry"
+	"cloud2mqtt/internal/scheduler"
+)
+
+// infoEvery is how often bridge/info is refreshed when only its counters
+// (requests today, quota left) moved; a change of settings goes out at once.
+const infoEvery = time.Minute
+
+// background publishes the bridge's stats and info, reports progress to
+// systemd, and marks the daemon ready (WaitReady) once the first device
+// list is in. A change of a figure (kick) publishes the stats within
+// statsDelay; the tick catches what changes with time alone (the Cloud
+// sensor, a 429 a minute old).
+func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listener, p parts) {
+	b := &backgroundLoop{m: m, p: p, tune: m.tuning(), ready: ready, sd: Systemd{Log: m.Log}}
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	gather := time.NewTimer(time.Hour)
+	gather.Stop()
+	defer gather.Stop()
+	gathering := false
+	// Until ready, look often: the first device list should show at once.
+	fast := time.NewTicker(200 * time.Millisecond)
+	defer fast.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-fast.C:
+			if b.readySent {
+				fast.Stop()
+				continue
+			}
+			b.check()
+		case <-t.C:
+			b.check()
+		case <-kick.c:
+			if !gathering {
+				gathering = true
+				gather.Reset(b.tune.statsDelay)
+			}
+		case <-gather.C:
+			gathering = false
+			kick.done()
+			b.check()
+		}
+	}
+}
+
+// backgroundLoop is the state of Main.background between its checks.
+type backgroundLoop struct {
+	m         *Main
+	p         parts
+	tune      tuning
+	sd        Systemd
+	ready     chan struct{} // closed once, when readySent turns true
+	readySent bool
+	// bridge/info is built only when what it shows may have changed: the
+	// settings, the plan, or (once a minute) the counters.
+	lastInfo infoKey
+	infoAt   time.Time
+	start    startMemory
+}
+
+// infoKey is what, changed, makes bridge/info go out before infoEvery.
+type infoKey struct {
+	settings int
+	plan     poller.Plan
+}
+
+// check is one look at the daemon: stats and info published, the systemd
+// status, readiness, and the start's memory returned once it is over.
+func (b *backgroundLoop) check() {
+	now := time.Now()
+	sc, ps, rs := b.p.sched.Stats(), b.p.poll.Stats(), b.p.reg.Stats()
+	b.publishStats(now, sc, rs)
+	b.publishInfo(now, sc, ps)
+	b.reportStatus(sc, ps, rs)
+	if !b.readySent && b.p.conn.Connected() && b.p.reg.Listed() {
+		b.readySent = true
+		close(b.ready)
+	}
+	if b.start.step(b.p.reg.Listed(), ps, b.p.mirror.ListPending) {
+		debug.FreeOSMemory()
+		b.m.Log.Debug().Int("devices", ps.Devices).Msg("start-up reads done; memory of the start returned to the system")
+	}
+}
+
+// publishStats hands bridge/stats (and the day's limit) to the mirror,
+// which publishes what changed.
+func (b *backgroundLoop) publishStats(now time.Time, sc scheduler.Stats, rs registry.Stats) {
+	limit := b.p.set.dailyLimit()
+	b.p.mirror.SetDailyLimit(limit)
+	st := bridgeStats(b.m.Version, sc, rs, limit, now)
+	st.CloudConnected = cloudConnected(sc.Cloud, now, b.tune.cloudGrace)
+	b.p.mirror.PublishStats(st)
+}
+
+// publishInfo publishes bridge/info when the settings or the plan changed,
+// or infoEvery after the last time (for its counters).
+func (b *backgroundLoop) publishInfo(now time.Time, sc scheduler.Stats, ps poller.Stats) {
+	key := infoKey{b.p.set.version(), ps.Plan}
+	if key == b.lastInfo && now.Sub(b.infoAt) < infoEvery {
+		return
+	}
+	b.lastInfo, b.infoAt = key, now
+	b.p.mirror.PublishInfo(withLANInfo(bridgeInfo(b.m.Version, b.p.set, ps, sc), b.p.lan))
+}
+
+// reportStatus tells systemd (STATUS=) where the daemon is.
+func (b *backgroundLoop) reportStatus(sc scheduler.Stats, ps poller.Stats, rs registry.Stats) {
+	if !b.p.reg.Listed() {
+		b.sd.Status("waiting for the cloud's device list: %d failed tries", ps.ListFailures)
+		return
+	}
+	b.sd.Status("%d devices, %d online, %d × 429 since start", rs.Devices, rs.Online, sc.RateLimited)
+}
+
+// startMemory follows the start's burst (every device read once, then the
+// device list with the scenes out) to return its memory to the system once
+// it is over.
+type startMemory struct {
+	readsDone, listOut, settled bool
+}
+
+// step advances by one check; it is true once, at the check where the
+// start's memory should go back to the system. listed is whether the first
+// device list is in; listPending tells whether the mirror still holds the
+// device list with the scenes back.
+func (s *startMemory) step(listed bool, ps poller.Stats, listPending func() bool) bool {
+	switch {
+	case s.settled:
+	case s.readsDone && !listPending() && !s.listOut:
+		// The device list with the scenes may have been handed to the
+		// connection in this very check (PublishStats): wait a check for
+		// it to go out, or the collection would find it still held and
+		// size the heap to it.
+		s.listOut = true
+	case s.listOut:
+		// The start's burst is over: every device read once and the
+		// device list with the scenes out. Its memory (a large account's
+		// discovery configs, first answers and device lists) goes back to
+		// the system now rather than at the scavenger's slow pace: minutes
+		// of a resident peak otherwise (docs/reliability.md).
+		s.settled = true
+		return true
+	case listed && ps.Reads >= uint64(ps.Devices):
+		s.readsDone = true
+	}
+	return false
+}

@@ -1,0 +1,34 @@
+package discovery
+
+import (
+	"testing"
+
+	"cloud2mqtt/internal/capability"
+)
+
+// BenchmarkLightState is one light state payload, as the bridge builds it
+// on every state change of every light: the lights of the shared fixtures
+// and the demo catalogue (scenes merged), in turn.
+func BenchmarkLightState(b *testing.B) {
+	var lights []capability.Device
+	for _, s := range sources(b) {
+		for _, d := range s.devices {
+			if _, ok := LightState(d, nil, true); ok {
+				lights = append(lights, d)
+			}
+		}
+	}
+	if len(lights) == 0 {
+		b.Fatal("no lights in the fixtures")
+	}
+	values := map[string]any{"powerSwitch": int64(1), "brightness": int64(40),
+		"colorRgb": int64(0xFF8000), "colorTemperatureK": int64(0)}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, ok := LightState(lights[i%len(lights)], values, true); !ok {
+			b.Fatal("no light state")
+		}
+		i++
+	}
+}
