@@ -131,8 +131,14 @@ func (c *Client) Subscribe(filter string, qos byte) {
 func (c *Client) Publish(topic, payload string, retained bool, qos byte) {
 	c.t.Helper()
 	tok := c.pc.Publish(topic, qos, retained, payload)
-	if !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-		c.t.Fatalf("mqtttest: publish %s: %v", topic, tok.Error())
+	// A large payload takes its time on a loaded machine (tests send 50 MB
+	// to see it refused): a second more for every MiB.
+	wait := 5*time.Second + time.Duration(len(payload)>>20)*time.Second
+	if !tok.WaitTimeout(wait) {
+		c.t.Fatalf("mqtttest: publish %s: not acknowledged within %s", topic, wait)
+	}
+	if err := tok.Error(); err != nil {
+		c.t.Fatalf("mqtttest: publish %s: %v", topic, err)
 	}
 }
 
