@@ -34,8 +34,29 @@ const (
 // Call it after Load and after setting Demo.
 func (c Config) Validate() error {
 	v := validator{unparsed: c.unparsed}
+	v.cloud(c)
+	v.poll(c)
+	v.local(c.Local)
+	v.stateDir(c)
+	v.limits(c)
+	v.mqtt(c)
+	v.homeAssistant(c)
+	v.http(c)
+	v.logging(c)
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("config: %w", errors.Join(v.problems...))
+}
 
-	// Cloud.
+// validator collects problems, skipping variables Load already reported.
+type validator struct {
+	unparsed map[string]string
+	problems []error
+}
+
+// cloud checks the cloud's address, key, timeout, events and daily limit.
+func (v *validator) cloud(c Config) {
 	switch {
 	case c.Cloud.BaseURL == "" && !c.Demo:
 		v.add("CLOUD_BASE_URL", "CLOUD_BASE_URL is empty: set it to the cloud API's base address, like https://api.example.com (or run with -demo)")
@@ -62,8 +83,10 @@ func (c Config) Validate() error {
 	if c.Cloud.DailyLimit < 0 {
 		v.add("CLOUD_DAILY_LIMIT", fmt.Sprintf("CLOUD_DAILY_LIMIT=%d is negative: set the most requests per day, or 0 for no daily limit", c.Cloud.DailyLimit))
 	}
+}
 
-	// Polling.
+// poll checks the intervals against their floors.
+func (v *validator) poll(c Config) {
 	if c.Poll.Interval < MinPollInterval {
 		v.add("POLL_INTERVAL", fmt.Sprintf("POLL_INTERVAL=%s is below the %s floor (the cloud allows 30 state reads per minute per device)", FormatDuration(c.Poll.Interval), FormatDuration(MinPollInterval)))
 	}
@@ -73,15 +96,17 @@ func (c Config) Validate() error {
 	if c.Poll.SceneInterval < MinSceneInterval {
 		v.add("SCENE_INTERVAL", fmt.Sprintf("SCENE_INTERVAL=%s is below the %s floor (scene lists rarely change; the bridge/request/scenes request reads them on demand)", FormatDuration(c.Poll.SceneInterval), FormatDuration(MinSceneInterval)))
 	}
+}
 
-	v.local(c.Local)
-
-	// State directory.
+// stateDir checks that STATE_DIR is absolute.
+func (v *validator) stateDir(c Config) {
 	if d := c.State.Dir; d != "" && !filepath.IsAbs(d) {
 		v.add("STATE_DIR", fmt.Sprintf("STATE_DIR=%q is not an absolute path: use one like /var/lib/cloud2mqtt (under systemd, StateDirectory=cloud2mqtt sets it)", d))
 	}
+}
 
-	// Rate limits.
+// limits checks that every rate limit can send a request.
+func (v *validator) limits(c Config) {
 	for _, l := range []struct {
 		name  string
 		value int
@@ -99,8 +124,11 @@ func (c Config) Validate() error {
 			v.add(l.name, fmt.Sprintf("%s=%d must be at least 1 (%s of zero would never send a request): set it to the cloud's limit or lower", l.name, l.value, l.what))
 		}
 	}
+}
 
-	// MQTT.
+// mqtt checks the broker's URL (or the embedded broker's address), credentials, TLS files,
+// client id and base topic.
+func (v *validator) mqtt(c Config) {
 	tlsURL := false
 	switch {
 	case c.Embedded():
@@ -148,36 +176,31 @@ func (c Config) Validate() error {
 		v.add("MQTT_CLIENT_ID", fmt.Sprintf("MQTT_CLIENT_ID=%q contains a control character, +, # or /: use letters, digits, - and _, or leave it empty", c.MQTT.ClientID))
 	}
 	v.topicBase("MQTT_BASE_TOPIC", c.MQTT.BaseTopic, "cloud2mqtt")
+}
 
-	// Home Assistant.
+// homeAssistant checks the discovery prefix and the birth topic.
+func (v *validator) homeAssistant(c Config) {
 	v.topicBase("HA_DISCOVERY_PREFIX", c.HA.DiscoveryPrefix, "homeassistant")
 	v.topicName("HA_STATUS_TOPIC", c.HA.StatusTopic, "homeassistant/status")
+}
 
-	// HTTP.
+// http checks the HTTP address.
+func (v *validator) http(c Config) {
 	if c.HTTP.Addr != "" {
 		if err := hostPort(c.HTTP.Addr); err != nil {
 			v.add("HTTP_ADDR", fmt.Sprintf("HTTP_ADDR=%q %v: use host:port, like 127.0.0.1:8080 or :8080, or leave it empty to turn HTTP off", c.HTTP.Addr, err))
 		}
 	}
+}
 
-	// Logging.
+// logging checks the log level and format.
+func (v *validator) logging(c Config) {
 	if _, err := logging.ParseLevel(c.Log.Level); err != nil {
 		v.add("LOG_LEVEL", fmt.Sprintf("LOG_LEVEL=%q is not a level: use one of %s", c.Log.Level, strings.Join(logging.Levels(), ", ")))
 	}
 	if _, err := logging.ParseFormat(c.Log.Format); err != nil {
 		v.add("LOG_FORMAT", fmt.Sprintf("LOG_FORMAT=%q is not a format: use auto (console on a terminal, journal under systemd, json otherwise), console, json or journal", c.Log.Format))
 	}
-
-	if len(v.problems) == 0 {
-		return nil
-	}
-	return fmt.Errorf("config: %w", errors.Join(v.problems...))
-}
-
-// validator collects problems, skipping variables Load already reported.
-type validator struct {
-	unparsed map[string]string
-	problems []error
 }
 
 func (v *validator) add(name, msg string) {
