@@ -81,17 +81,23 @@ func (p *Poller) ReadNow(sku, device string, done func(error)) error {
 }
 
 // Held tells the poller that the device's state read in flight waits for a
-// hold-off (scheduler.Config.OnHeld): the ReadNow callers waiting for it
-// are told at once, with the cause, when the wait is longer than
+// hold-off (scheduler.Config.OnHeld): the ReadNow callers waiting for it or
+// for the read after it are told at once, with the cause, when the wait is longer than
 // MinInterval; the read's outcome comes later as usual.
 func (p *Poller) Held(sku, device string, h scheduler.Hold) {
 	p.post(func(now time.Time) {
 		d := p.devices[capability.Key{SKU: sku, Device: device}]
-		if d == nil || !d.inFlight || len(d.inFlightWaiters) == 0 || h.Until.Sub(now) <= MinInterval {
+		if d == nil || !d.inFlight || h.Until.Sub(now) <= MinInterval {
 			return
 		}
-		p.emitDone(d.inFlightWaiters, heldError(d, h))
-		d.inFlightWaiters = nil
+		// Those who asked while the read was out wait for the next one,
+		// which the hold delays as much: they are told too (the device is
+		// still read when the hold ends).
+		waiters := append(d.inFlightWaiters, d.nextReadWaiters...)
+		d.inFlightWaiters, d.nextReadWaiters = nil, nil
+		if len(waiters) > 0 {
+			p.emitDone(waiters, heldError(d, h))
+		}
 	})
 }
 

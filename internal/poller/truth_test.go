@@ -234,3 +234,51 @@ func TestReadHeldAfterItWasAsked(t *testing.T) {
 		h.stop()
 	})
 }
+
+// TestReadAskedWhileOneIsOutThenHeld: a read on request that arrives while
+// the device's read is out waits for the next read; when the read out meets
+// a hold (a 429), both callers are answered at once, and the device is
+// still read when the hold ends.
+func TestReadAskedWhileOneIsOutThenHeld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(devs(1)...)
+		h := start(t, f, Config{Interval: time.Hour, ListInterval: time.Hour})
+		time.Sleep(5 * time.Second)
+		f.mu.Lock()
+		f.latency = 5 * time.Minute // the read waits in the scheduler
+		f.mu.Unlock()
+		var first, second outcome
+		if err := h.p.ReadNow("H6072", "D00", first.done); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := h.p.ReadNow("H6072", "D00", second.done); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		limited := &cloud.APIError{Kind: cloud.ErrRateLimited, Endpoint: cloud.EndpointState, HTTPStatus: 429, RetryAfter: 5 * time.Minute}
+		asked := time.Now()
+		h.p.Held("H6072", "D00", scheduler.Hold{Until: asked.Add(5 * time.Minute), Err: limited})
+		synctest.Wait()
+		for name, o := range map[string]*outcome{"the read out": &first, "the read after it": &second} {
+			at, once, err := o.get()
+			if !once || !at.Equal(asked) || !errors.Is(err, scheduler.ErrReadsHeld) {
+				t.Errorf("%s: done at %v (once %v) with %v, want at once with ErrReadsHeld", name, at.Sub(asked), once, err)
+			}
+		}
+		sent := func() int {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.nState["D00"]
+		}
+		reads := sent()
+		time.Sleep(12 * time.Minute)
+		if got := sent(); got <= reads {
+			t.Errorf("%d state reads sent after the hold, want the device read again (%d before)", got, reads)
+		}
+		if _, once, _ := second.get(); !once {
+			t.Error("done called again for the second caller")
+		}
+		h.stop()
+	})
+}
