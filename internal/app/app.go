@@ -52,6 +52,10 @@ type Main struct {
 	conn    *mqtt.Client
 	metrics *metrics
 	httpURL string
+	// pageAddr, when set, is the address the status page takes HTTP_ADDR
+	// to be for its loopback rule (tests: bound to loopback, judged as
+	// not).
+	pageAddr string
 	ready   chan struct{}
 	tune    tuning // timings tests shorten; zero: the defaults
 }
@@ -62,6 +66,9 @@ type Main struct {
 // shutdown.
 func (m *Main) Run(ctx context.Context) error {
 	cfg := m.Config
+	if cfg.Demo && cfg.HTTP.Addr == "" {
+		cfg.HTTP.Addr = demoHTTPAddr() // the demo shows its status page
+	}
 	log := m.Log
 	log.Info().Str("version", m.Version).Object("config", cfg).Msg("starting cloud2mqtt")
 	layout := topic.New(cfg.MQTT.BaseTopic)
@@ -98,12 +105,16 @@ func (m *Main) Run(ctx context.Context) error {
 	// them); it is made below, before the scheduler runs.
 	var poll *poller.Poller
 	scfg.OnHeld = func(sku, device string, h scheduler.Hold) { poll.Held(sku, device, h) }
+	// The status page: its chart counts what the day's count counts.
+	page := newWebPage()
+	scfg.OnCounted = page.history.Observe
 	if s := readSpent(dir, log); s.Requests > 0 {
 		scfg.RequestsToday, scfg.RequestsDay = s.Requests, s.Day
 	}
 	sched := scheduler.New(client, scfg, log.With().Str("component", "scheduler").Logger())
 
-	mirror := bridge.NewMirror(bridge.Options{
+	var mirror *bridge.Mirror
+	mirror = bridge.NewMirror(bridge.Options{
 		Layout: layout,
 		Discovery: discovery.Config{
 			Prefix: cfg.HA.DiscoveryPrefix, Layout: layout, Version: m.Version,
@@ -113,9 +124,10 @@ func (m *Main) Run(ctx context.Context) error {
 		HAStatusTopic:    cfg.HA.StatusTopic,
 		Health:           m.health,
 		OnCommand:        met.observeCommand,
+		OnError:          page.noteError(&mirror),
 		Log:              log.With().Str("component", "bridge").Logger(),
 	})
-	reg := registry.New(notifyingSink{mirror, kicks.notify}, log.With().Str("component", "registry").Logger())
+	reg := registry.New(page.errs.sink(notifyingSink{mirror, kicks.notify}), log.With().Str("component", "registry").Logger())
 	restoreState(dir, reg, log)
 	poll = poller.New(sched, reg, poller.Config{
 		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
@@ -188,9 +200,13 @@ func (m *Main) Run(ctx context.Context) error {
 	if cfg.HTTP.Addr != "" {
 		if exposedAddr(cfg.HTTP.Addr) {
 			log.Warn().Str("HTTP_ADDR", cfg.HTTP.Addr).
-				Msg("HTTP_ADDR listens on every interface: /metrics and /healthz are open to the network (device counts, request counts, errors); set HTTP_ADDR=127.0.0.1:PORT unless another host must scrape them")
+				Msg("HTTP_ADDR listens on every interface: the status page, /metrics and /healthz are open to the network (devices, request counts, errors; actions only with HTTP_TOKEN); set HTTP_ADDR=127.0.0.1:PORT unless another host must see them")
 		}
-		url, err := m.serveHTTP(ctx, &wg, cfg.HTTP.Addr, met)
+		h, _, err := page.handler(m.webAddr(cfg.HTTP.Addr), cfg.HTTP.Token.Reveal(), scfg, parts{mirror, reg, sched, poll, conn, set}, log)
+		var url string
+		if err == nil {
+			url, err = m.serveHTTP(ctx, &wg, cfg.HTTP.Addr, met, h)
+		}
 		if err != nil {
 			cancel()
 			<-pollDone
@@ -202,10 +218,11 @@ func (m *Main) Run(ctx context.Context) error {
 		m.mu.Lock()
 		m.httpURL = url
 		m.mu.Unlock()
+		m.printPage(url)
 	}
 	if m.LogForward != nil {
 		wg.Add(1)
-		go func() { defer wg.Done(); m.LogForward.Run(ctx, mirror.PublishLog) }()
+		go func() { defer wg.Done(); m.LogForward.Run(ctx, page.publishLog(mirror)) }()
 	}
 	if env.events != nil {
 		wg.Add(1)
