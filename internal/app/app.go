@@ -56,8 +56,8 @@ type Main struct {
 	// to be for its loopback rule (tests: bound to loopback, judged as
 	// not).
 	pageAddr string
-	ready   chan struct{}
-	tune    tuning // timings tests shorten; zero: the defaults
+	ready    chan struct{}
+	tune     tuning // timings tests shorten; zero: the defaults
 }
 
 // Run runs the daemon until ctx ends, then shuts down in order: the poller
