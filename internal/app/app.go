@@ -52,12 +52,13 @@ type Main struct {
 	conn    *mqtt.Client
 	metrics *metrics
 	httpURL string
+	ready   chan struct{}
+	tune    tuning // timings tests shorten; zero: the defaults
+
 	// pageAddr, when set, is the address the status page takes HTTP_ADDR
 	// to be for its loopback rule (tests: bound to loopback, judged as
 	// not).
 	pageAddr string
-	ready    chan struct{}
-	tune     tuning // timings tests shorten; zero: the defaults
 }
 
 // Run runs the daemon until ctx ends, then shuts down in order: the poller
