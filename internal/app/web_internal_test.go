@@ -1,0 +1,83 @@
+package app
+
+import (
+	"testing"
+	"time"
+
+	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/registry"
+	"cloud2mqtt/internal/web"
+)
+
+// TestDeviceStatus: the page's status of a device from what the registry
+// knows, in order of precedence.
+func TestDeviceStatus(t *testing.T) {
+	for _, c := range []struct {
+		v    registry.View
+		want string
+	}{
+		{registry.View{Online: true, Reachable: true}, web.StatusUnknown}, // never read
+		{registry.View{Read: true, Online: true, Reachable: false}, web.StatusUnreachable},
+		{registry.View{Read: true, Online: false, Reachable: false}, web.StatusUnreachable},
+		{registry.View{Read: true, Online: false, Reachable: true}, web.StatusOffline},
+		{registry.View{Read: true, Online: true, Reachable: true}, web.StatusOnline},
+	} {
+		if got := status(c.v); got != c.want {
+			t.Errorf("%+v: %s, want %s", c.v, got, c.want)
+		}
+	}
+}
+
+// TestDeviceLastError: a device's last error is the latest of its read
+// and command errors, until a good read after it.
+func TestDeviceLastError(t *testing.T) {
+	now := time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)
+	e := newDeviceErrors()
+	e.now = func() time.Time { return now }
+	k := capability.Key{SKU: "H6008", Device: "AA"}
+	other := capability.Key{SKU: "H6008", Device: "BB"}
+	read := registry.View{Read: true, Online: true, Reachable: true, LastRead: now.Add(-time.Minute)}
+	if got := e.last(k, read); got != "" {
+		t.Errorf("no error yet: %q", got)
+	}
+	e.note(k, "cloud: control H6008/AA: 400 value out of range")
+	if got := e.last(k, read); got != "cloud: control H6008/AA: 400 value out of range" {
+		t.Errorf("after a failed command: %q", got)
+	}
+	if got := e.last(other, read); got != "" {
+		t.Errorf("another device: %q", got)
+	}
+	if got := e.last(k, registry.View{}); got == "" {
+		t.Error("a device never read keeps its error")
+	}
+	now = now.Add(time.Second)
+	e.note(k, "cloud: state H6008/AA: 500")
+	if got := e.last(k, read); got != "cloud: state H6008/AA: 500" {
+		t.Errorf("the later error: %q", got)
+	}
+	read.LastRead = now.Add(time.Millisecond)
+	if got := e.last(k, read); got != "" {
+		t.Errorf("after a good read: %q", got)
+	}
+
+	// The registry's sink reports the read error that made the device
+	// unreachable, and still reaches the sink it wraps.
+	var wrapped int
+	s := e.sink(countingSink{&wrapped})
+	now = now.Add(time.Second)
+	s.Unreachable(registry.View{Device: capability.Device{SKU: "H6008", Device: "AA"}}, errString("cloud: state H6008/AA: timeout"))
+	if got := e.last(k, read); got != "cloud: state H6008/AA: timeout" || wrapped != 1 {
+		t.Errorf("unreachable: %q, wrapped sink called %d times", got, wrapped)
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+type countingSink struct{ n *int }
+
+func (countingSink) Devices(all, added, removed []capability.Device) {}
+func (countingSink) State(registry.View, map[string]any)             {}
+func (s countingSink) Unreachable(registry.View, error)              { *s.n++ }
+func (countingSink) Scenes(registry.View)                            {}
