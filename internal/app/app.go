@@ -124,7 +124,7 @@ func (m *Main) Run(ctx context.Context) error {
 		DiscoveryEnabled: cfg.HA.Discovery,
 		HAStatusTopic:    cfg.HA.StatusTopic,
 		Health:           m.health,
-		OnCommand:        met.observeCommand,
+		OnCommand:        page.errs.commandDone(met.observeCommand),
 		OnError:          page.noteError(&mirror),
 		Log:              log.With().Str("component", "bridge").Logger(),
 	})

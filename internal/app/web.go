@@ -38,14 +38,21 @@ type webSource struct {
 	Path func(k capability.Key) string
 }
 
-// deviceErrors keeps each device's last error, for the page: the read
-// error that made it unreachable (the registry's sink hears of it) and
-// every answer on <id>/error (rejected or failed commands, reads on
-// request). An error older than the device's last good read is not shown.
+// deviceErrors keeps each device's last errors, for the page: of reads
+// (the one that made it unreachable, a failed read on request), shown
+// until a good read after it, and of commands (every answer on
+// <id>/error: rejected or failed commands, refused reads on request),
+// shown until the cloud accepts a command of the device after it. The
+// page shows the later of the two.
 type deviceErrors struct {
 	mu   sync.Mutex
-	errs map[capability.Key]deviceError
+	errs map[capability.Key]*errorPair
 	now  func() time.Time
+}
+
+type errorPair struct {
+	read, command deviceError
+	commandOK     time.Time // the last command the cloud accepted
 }
 
 type deviceError struct {
@@ -54,24 +61,62 @@ type deviceError struct {
 }
 
 func newDeviceErrors() *deviceErrors {
-	return &deviceErrors{errs: map[capability.Key]deviceError{}, now: time.Now}
+	return &deviceErrors{errs: map[capability.Key]*errorPair{}, now: time.Now}
 }
 
-func (e *deviceErrors) note(k capability.Key, msg string) {
+func (e *deviceErrors) pair(k capability.Key) *errorPair {
+	p := e.errs[k]
+	if p == nil {
+		p = &errorPair{}
+		e.errs[k] = p
+	}
+	return p
+}
+
+// readFailed notes a failed read of the device.
+func (e *deviceErrors) readFailed(k capability.Key, msg string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.errs[k] = deviceError{msg, e.now()}
+	e.pair(k).read = deviceError{msg, e.now()}
 }
 
-// last is the device's last error since its last good read ("" none).
+// commandFailed notes an answer on the device's <id>/error.
+func (e *deviceErrors) commandFailed(k capability.Key, msg string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.pair(k).command = deviceError{msg, e.now()}
+}
+
+// commandDone is bridge.Options.OnCommand's: a command the cloud accepted
+// clears the device's command error.
+func (e *deviceErrors) commandDone(next func(scheduler.CommandResult)) func(scheduler.CommandResult) {
+	return func(r scheduler.CommandResult) {
+		if r.Err == nil {
+			e.mu.Lock()
+			e.pair(capability.Key{SKU: r.Request.SKU, Device: r.Request.Device}).commandOK = e.now()
+			e.mu.Unlock()
+		}
+		next(r)
+	}
+}
+
+// last is the device's last error still standing ("" none): v is what the
+// registry knows of it (its last good read).
 func (e *deviceErrors) last(k capability.Key, v registry.View) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	d, ok := e.errs[k]
-	if !ok || v.Read && !d.at.After(v.LastRead) {
+	p := e.errs[k]
+	if p == nil {
 		return ""
 	}
-	return d.msg
+	var out deviceError
+	if p.read.msg != "" && (!v.Read || p.read.at.After(v.LastRead)) {
+		out = p.read
+	}
+	if p.command.msg != "" && p.command.at.After(p.commandOK) && !p.command.at.Before(out.at) {
+		out = p.command
+	}
+	return out.msg
 }
 
 // sink wraps the registry's sink: an unreachable device's error is kept.
@@ -84,7 +129,7 @@ type errorSink struct {
 
 func (s errorSink) Unreachable(v registry.View, err error) {
 	if err != nil {
-		s.errs.note(v.Device.Key(), err.Error())
+		s.errs.readFailed(v.Device.Key(), err.Error())
 	}
 	s.Sink.Unreachable(v, err)
 }
@@ -227,7 +272,7 @@ func (a *webActions) ReadNow(id string) error {
 	err = a.poll.ReadNow(k.SKU, k.Device, func(err error) {
 		if err != nil {
 			a.log.Warn().Err(err).Str("device", k.String()).Msg("read on request failed")
-			a.errs.note(k, err.Error())
+			a.errs.readFailed(k, err.Error())
 		}
 	})
 	switch {
@@ -310,7 +355,7 @@ func (w *webPage) publishLog(mirror *bridge.Mirror) func([]byte) {
 func (w *webPage) noteError(mirror **bridge.Mirror) func(id, msg string) {
 	return func(id, msg string) {
 		if k, _, ok := (*mirror).KeyOf(id); ok {
-			w.errs.note(k, msg)
+			w.errs.commandFailed(k, msg)
 		}
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/registry"
+	"cloud2mqtt/internal/scheduler"
 	"cloud2mqtt/internal/web"
 )
 
@@ -28,10 +30,12 @@ func TestDeviceStatus(t *testing.T) {
 	}
 }
 
-// TestDeviceLastError: a device's last error is the latest of its read
-// and command errors, until a good read after it.
+// TestDeviceLastError: a device's last error is the later of its read
+// error, until a good read after it, and its command error, until the
+// cloud accepts a command of the device after it.
 func TestDeviceLastError(t *testing.T) {
 	now := time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)
+	tick := func() { now = now.Add(time.Second) }
 	e := newDeviceErrors()
 	e.now = func() time.Time { return now }
 	k := capability.Key{SKU: "H6008", Device: "AA"}
@@ -40,31 +44,53 @@ func TestDeviceLastError(t *testing.T) {
 	if got := e.last(k, read); got != "" {
 		t.Errorf("no error yet: %q", got)
 	}
-	e.note(k, "cloud: control H6008/AA: 400 value out of range")
-	if got := e.last(k, read); got != "cloud: control H6008/AA: 400 value out of range" {
-		t.Errorf("after a failed command: %q", got)
+	e.commandFailed(k, "brightness: 250 is above the maximum 100")
+	if got := e.last(k, read); got != "brightness: 250 is above the maximum 100" {
+		t.Errorf("after a rejected command: %q", got)
 	}
 	if got := e.last(other, read); got != "" {
 		t.Errorf("another device: %q", got)
 	}
-	if got := e.last(k, registry.View{}); got == "" {
-		t.Error("a device never read keeps its error")
-	}
-	now = now.Add(time.Second)
-	e.note(k, "cloud: state H6008/AA: 500")
-	if got := e.last(k, read); got != "cloud: state H6008/AA: 500" {
-		t.Errorf("the later error: %q", got)
-	}
-	read.LastRead = now.Add(time.Millisecond)
-	if got := e.last(k, read); got != "" {
+	// A good read does not clear a command's error.
+	tick()
+	read.LastRead = now
+	if got := e.last(k, read); got != "brightness: 250 is above the maximum 100" {
 		t.Errorf("after a good read: %q", got)
+	}
+	// A failed read after it is the later error, until a good read.
+	tick()
+	e.readFailed(k, "cloud: state H6008/AA: 500")
+	if got := e.last(k, read); got != "cloud: state H6008/AA: 500" {
+		t.Errorf("after a failed read: %q", got)
+	}
+	if got := e.last(k, registry.View{}); got != "cloud: state H6008/AA: 500" {
+		t.Errorf("never read: %q", got)
+	}
+	tick()
+	read.LastRead = now
+	if got := e.last(k, read); got != "brightness: 250 is above the maximum 100" {
+		t.Errorf("after a good read, the command's error stays: %q", got)
+	}
+	// An accepted command clears the command's error; other devices'
+	// commands do not.
+	var passed int
+	done := e.commandDone(func(scheduler.CommandResult) { passed++ })
+	tick()
+	done(scheduler.CommandResult{Request: cloud.ControlRequest{SKU: "H6008", Device: "BB"}})
+	done(scheduler.CommandResult{Request: cloud.ControlRequest{SKU: "H6008", Device: "AA"}, Err: errString("cloud: 500")})
+	if got := e.last(k, read); got == "" {
+		t.Error("cleared by another device's command or by a failed one")
+	}
+	done(scheduler.CommandResult{Request: cloud.ControlRequest{SKU: "H6008", Device: "AA"}})
+	if got := e.last(k, read); got != "" || passed != 3 {
+		t.Errorf("after an accepted command: %q (results passed on: %d)", got, passed)
 	}
 
 	// The registry's sink reports the read error that made the device
 	// unreachable, and still reaches the sink it wraps.
 	var wrapped int
 	s := e.sink(countingSink{&wrapped})
-	now = now.Add(time.Second)
+	tick()
 	s.Unreachable(registry.View{Device: capability.Device{SKU: "H6008", Device: "AA"}}, errString("cloud: state H6008/AA: timeout"))
 	if got := e.last(k, read); got != "cloud: state H6008/AA: timeout" || wrapped != 1 {
 		t.Errorf("unreachable: %q, wrapped sink called %d times", got, wrapped)

@@ -10,7 +10,8 @@ package web
 //
 //	go test -tags browser ./internal/web/...
 //
-// and -args -screenshots ../../docs/screenshots to update the screenshots.
+// (-args -screenshots DIR keeps its screenshots; those of docs/web.md are
+// taken over the whole daemon by internal/app's browser test).
 // Chromium: Debian's chromium package, or $CHROMIUM (see internal/web/webtest).
 
 import (
@@ -28,7 +29,7 @@ import (
 	"cloud2mqtt/internal/web/webtest"
 )
 
-var screenshotDir = flag.String("screenshots", "", "write the page's screenshots to this directory (../../docs/screenshots to update them)")
+var screenshotDir = flag.String("screenshots", "", "write the page's screenshots over the fake bridge to this directory (docs/screenshots are internal/app's, over the daemon)")
 
 // demoSource is the fake account with more devices and a day of requests.
 func demoSource(now time.Time) (*fakeSource, *History) {

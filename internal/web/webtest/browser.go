@@ -208,6 +208,9 @@ func (b *Browser) Screenshot(t testing.TB, dir, name string, width, height int64
 	shot := chromedp.FullScreenshot(100)
 	if mobile {
 		shot = chromedp.CaptureScreenshot()
+	} else {
+		// The whole page from its top: the sticky header where it belongs.
+		Eval[bool](t, b, `(window.scrollTo(0, 0), true)`)
 	}
 	png, err := chromedp.Run(ctx, shot)
 	if err != nil {
