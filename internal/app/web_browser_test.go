@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -94,7 +95,17 @@ func TestBrowserStatusPage(t *testing.T) {
 	b.WaitFor(t, "the read's answer", `document.getElementById("toast").textContent === "Read queued."`)
 
 	// The screenshots (into a temporary directory unless -screenshots):
-	// the phone's layout is drawn too.
+	// the phone's layout is drawn too. For docs/, once the pace is
+	// measured (a whole minute after the start), so that the projection
+	// shows.
+	if *screenshotDir != "" {
+		h.watch.until(2*time.Minute, "the pace measured", func() bool {
+			return apiGet[struct {
+				Pace *float64 `json:"pace_per_hour"`
+			}](t, h, "/api/budget").Pace != nil
+		})
+		b.WaitFor(t, "the projection", `document.getElementById("b-proj").textContent !== "–"`)
+	}
 	b.Screenshot(t, *screenshotDir, "phone-device.png", 390, 844, true)
 	b.Do(t, chromedp.Click(`#detail-close`))
 	b.Screenshot(t, *screenshotDir, "desktop.png", 1280, 900, false)
