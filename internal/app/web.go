@@ -326,6 +326,10 @@ type webPage struct {
 	history  *web.History
 	problems *web.ProblemLog
 	errs     *deviceErrors
+	// Path says how a device is reached, "cloud" or "local" (the
+	// source's Path); set it before the HTTP endpoint starts. nil: every
+	// device by the cloud.
+	Path func(k capability.Key) string
 }
 
 func newWebPage() *webPage {
@@ -336,7 +340,7 @@ func newWebPage() *webPage {
 // the page takes it, for the loopback rule).
 func (w *webPage) handler(addr, token string, limits scheduler.Config, p parts, log zerolog.Logger) (*web.Handler, *webSource, error) {
 	src := &webSource{mirror: p.mirror, reg: p.reg, poll: p.poll, sched: p.sched, set: p.set, limits: limits,
-		problems: w.problems, errs: w.errs}
+		problems: w.problems, errs: w.errs, Path: w.Path}
 	act := &webActions{mirror: p.mirror, poll: p.poll, set: p.set, errs: w.errs, log: log}
 	h, err := web.New(web.Options{Source: src, Actions: act, History: w.history, Addr: addr, Token: token})
 	return h, src, err

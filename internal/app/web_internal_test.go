@@ -107,3 +107,22 @@ func (countingSink) Devices(all, added, removed []capability.Device) {}
 func (countingSink) State(registry.View, map[string]any)             {}
 func (s countingSink) Unreachable(registry.View, error)              { *s.n++ }
 func (countingSink) Scenes(registry.View)                            {}
+
+// TestDevicePath: without local control every device is reached by the
+// cloud; the hook says otherwise per device.
+func TestDevicePath(t *testing.T) {
+	src := &webSource{errs: newDeviceErrors()}
+	v := registry.View{Device: capability.Device{SKU: "H6008", Device: "AA", Name: "Lamp"}, Read: true, Online: true, Reachable: true}
+	if d := src.row(v, "h6008_aa", nil, nil); d.Path != "cloud" || d.Name != "Lamp" || d.Status != web.StatusOnline {
+		t.Errorf("without local control: %+v", d)
+	}
+	src.Path = func(k capability.Key) string {
+		if k.Device == "AA" {
+			return "local"
+		}
+		return "cloud"
+	}
+	if d := src.row(v, "h6008_aa", map[string]deviceSettings{"h6008_aa": {Name: "Hall lamp", Disabled: true}}, nil); d.Path != "local" || d.Name != "Hall lamp" || !d.Disabled {
+		t.Errorf("with local control and the user's name: %+v", d)
+	}
+}
