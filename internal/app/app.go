@@ -54,6 +54,10 @@ type Main struct {
 	httpURL string
 	ready   chan struct{}
 	tune    tuning // timings tests shorten; zero: the defaults
+	// tuneConfigs, set by tests (export_test.go), shortens hold-offs,
+	// back-offs and retry intervals in the scheduler's, the poller's and the
+	// MQTT client's configuration.
+	tuneConfigs func(*scheduler.Config, *poller.Config, *mqtt.Config)
 
 	// pageAddr, when set, is the address the status page takes HTTP_ADDR
 	// to be for its loopback rule (tests: bound to loopback, judged as
@@ -112,6 +116,19 @@ func (m *Main) Run(ctx context.Context) error {
 	if s := readSpent(dir, log); s.Requests > 0 {
 		scfg.RequestsToday, scfg.RequestsDay = s.Requests, s.Day
 	}
+	pcfg := poller.Config{
+		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
+		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval,
+		StatelessRecheck: tune.statelessRecheck,
+	}
+	mcfg := mqtt.Config{
+		URL: env.mqttURL, CAFile: cfg.MQTT.CAFile, CertFile: cfg.MQTT.CertFile, KeyFile: cfg.MQTT.KeyFile,
+		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(), ClientID: cfg.MQTT.ClientID,
+		StateTopic: layout.BridgeState(), Logger: log,
+	}
+	if m.tuneConfigs != nil {
+		m.tuneConfigs(&scfg, &pcfg, &mcfg)
+	}
 	sched := scheduler.New(client, scfg, log.With().Str("component", "scheduler").Logger())
 
 	var mirror *bridge.Mirror
@@ -130,19 +147,10 @@ func (m *Main) Run(ctx context.Context) error {
 	})
 	reg := registry.New(page.errs.sink(notifyingSink{mirror, kicks.notify}), log.With().Str("component", "registry").Logger())
 	restoreState(dir, reg, log)
-	poll = poller.New(sched, reg, poller.Config{
-		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
-		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval,
-		StatelessRecheck: tune.statelessRecheck,
-	}, log.With().Str("component", "poller").Logger())
+	poll = poller.New(sched, reg, pcfg, log.With().Str("component", "poller").Logger())
 	set := newSettings(cfg, dir, log, poll, mirror)
 	set.apply()
 	br := bridge.New(mirror, reg, poll, sched, set)
-	mcfg := mqtt.Config{
-		URL: env.mqttURL, CAFile: cfg.MQTT.CAFile, CertFile: cfg.MQTT.CertFile, KeyFile: cfg.MQTT.KeyFile,
-		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(), ClientID: cfg.MQTT.ClientID,
-		StateTopic: layout.BridgeState(), Logger: log,
-	}
 	// On the first connect, subscribe before the client says "online" (a
 	// command sent on seeing it must be taken); on every (re)connect,
 	// publish through this connection and republish everything retained
@@ -378,18 +386,8 @@ func (m *Main) tuning() tuning {
 	return m.tune.withDefaults()
 }
 
-// WaitReady blocks until the daemon is ready or ctx ends.
-func (m *Main) WaitReady(ctx context.Context) error {
-	select {
-	case <-m.readyChan():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// readyChan is closed once the daemon is ready; WaitReady may be called
-// before Run has started.
+// readyChan is closed once the first device list is in (tests wait for it
+// with WaitReady, export_test.go); it may be asked for before Run starts.
 func (m *Main) readyChan() chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -397,13 +395,6 @@ func (m *Main) readyChan() chan struct{} {
 		m.ready = make(chan struct{})
 	}
 	return m.ready
-}
-
-// HTTPURL is the base URL of the HTTP endpoint once it listens ("" when off).
-func (m *Main) HTTPURL() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.httpURL
 }
 
 func (m *Main) httpClient() *http.Client {

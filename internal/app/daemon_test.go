@@ -24,6 +24,7 @@ func getURL(t *testing.T, url string) (int, string) {
 // TestHealthAndMetrics: /healthz is 200 while all is well and 503 with the
 // reason when the broker is gone; /metrics has the documented series.
 func TestHealthAndMetrics(t *testing.T) {
+	t.Parallel()
 	h := startHarness(t, harnessOptions{env: map[string]string{"HTTP_ADDR": "127.0.0.1:0"}})
 	h.devices()
 	base := h.main.HTTPURL()
@@ -76,6 +77,7 @@ func TestHealthAndMetrics(t *testing.T) {
 // (the live payload on GA/<key>) is published on <id>/event, and the API
 // key, which is in the event topic, reaches no log line.
 func TestCloudEventsReachMQTT(t *testing.T) {
+	t.Parallel()
 	h := startHarness(t, harnessOptions{noStart: true})
 	// The test broker plays the cloud's event broker too.
 	h.main.Config.Cloud.EventsURL = h.broker.URL()
@@ -113,6 +115,7 @@ func TestCloudEventsReachMQTT(t *testing.T) {
 // TestShutdownPublishesOffline: a clean stop leaves the bridge's retained
 // state "offline" (not only through the will).
 func TestShutdownPublishesOffline(t *testing.T) {
+	t.Parallel()
 	h := startHarness(t, harnessOptions{})
 	h.devices()
 	h.watch.until(wait, "bridge online", func() bool { p, _ := h.watch.get("cloud2mqtt/bridge/state"); return p == "online" })

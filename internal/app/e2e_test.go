@@ -77,6 +77,7 @@ func (h *harness) devicesWithScenes() []listed {
 // discovery configs, a retained state, availability online, and a place in
 // the device list; the bridge itself is online with its own device.
 func TestEveryDeviceAppears(t *testing.T) {
+	t.Parallel()
 	h := startHarness(t, harnessOptions{})
 	if p, _ := h.watch.get("cloud2mqtt/bridge/state"); p != "online" {
 		h.watch.until(wait, "bridge online", func() bool { p, _ := h.watch.get("cloud2mqtt/bridge/state"); return p == "online" })
@@ -150,6 +151,7 @@ func target(c capability.Capability) (any, bool) {
 // and checks that the simulated cloud received exactly that value, and that
 // readable values come back in the state.
 func TestEveryCapabilityCommandedThroughSet(t *testing.T) {
+	t.Parallel()
 	h := startHarness(t, harnessOptions{})
 	type sent struct {
 		dev      listed
@@ -239,6 +241,7 @@ func missing[T any](sim *cloudsim.Sim, want []T, key func(T) (string, string, an
 // TestFriendlyValuesAndLightCommands: option names, on/off, colours,
 // scenes by name and a Home Assistant light command with several changes.
 func TestFriendlyValuesAndLightCommands(t *testing.T) {
+	t.Parallel()
 	h := startHarness(t, harnessOptions{})
 	var light listed
 	for _, d := range h.devices() {
@@ -313,6 +316,7 @@ func firstSceneName(t *testing.T, h *harness, d listed) capability.Option {
 // range and unknown instances give an error on <id>/error and never reach
 // the cloud; the bridge keeps working afterwards.
 func TestBadPayloadsAreRejectedWithoutCloudRequests(t *testing.T) {
+	t.Parallel()
 	h := startHarness(t, harnessOptions{})
 	var d listed
 	for _, l := range h.devices() {
@@ -373,6 +377,7 @@ func TestBadPayloadsAreRejectedWithoutCloudRequests(t *testing.T) {
 // bridge republishes discovery, device list, state and availability; after
 // Home Assistant's birth message it republishes the configs.
 func TestRestartsAndBirthRepublish(t *testing.T) {
+	t.Parallel()
 	h := startHarness(t, harnessOptions{})
 	devs := h.devices()
 	cfgs := h.watch.topics("homeassistant/")
@@ -410,6 +415,7 @@ func TestRestartsAndBirthRepublish(t *testing.T) {
 // entities (empty retained configs) and retained topics; an offline device
 // is shown unavailable.
 func TestDeviceRemovedAndOffline(t *testing.T) {
+	t.Parallel()
 	h := startHarness(t, harnessOptions{})
 	devs := h.devices()
 	gone, off := devs[0], devs[1]
@@ -455,6 +461,7 @@ func TestDeviceRemovedAndOffline(t *testing.T) {
 
 // TestBridgeRequests: health, scenes and an unknown action.
 func TestBridgeRequests(t *testing.T) {
+	t.Parallel()
 	h := startHarness(t, harnessOptions{})
 	h.devices()
 	h.publish("cloud2mqtt/bridge/request/health", `{"transaction":7}`)
@@ -475,7 +482,8 @@ func TestBridgeRequests(t *testing.T) {
 }
 
 // TestNoSecretInAnyOutput: the API key and the broker password never reach
-// the logs or any MQTT message.
+// the logs or any MQTT message. Not parallel: it logs at trace, a level the
+// process holds for all its daemons (a parallel test's start would lower it).
 func TestNoSecretInAnyOutput(t *testing.T) {
 	const password = "broker-pass-8d2e61"
 	h := startHarness(t, harnessOptions{

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -85,18 +86,40 @@ func TestFirstStatesAtOnce(t *testing.T) {
 }
 
 // TestThousandDevicesFirstReads: a household of 1000 devices at a 10-minute
-// poll interval has every state within 30 s of start, without a 429.
+// poll interval has every state within 30 s of start, without a 429. Under
+// the race detector, which makes the daemon several times slower (12 s
+// alone, over 30 s beside the other tests on a busy machine), the bound
+// says nothing about the daemon: every state must still come, within
+// minutes.
 func TestThousandDevicesFirstReads(t *testing.T) {
 	t.Parallel()
 	cat, err := cloudsim.Household(1000)
 	if err != nil {
 		t.Fatal(err)
 	}
+	bound := 30 * time.Second
+	if raceDetector() {
+		bound = 3 * time.Minute
+	}
 	start := time.Now()
 	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: cat}, env: map[string]string{"POLL_INTERVAL": "10m", "LOG_LEVEL": "info"}})
-	took := h.firstStates(30*time.Second, start)
+	took := h.firstStates(bound, start)
 	t.Logf("1000 devices: every first state %v after start", took.Round(time.Millisecond))
 	if n := rateLimited(h.sim); n != 0 {
 		t.Errorf("%d × 429", n)
 	}
+}
+
+// raceDetector reports whether the test binary was built with -race.
+func raceDetector() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
 }

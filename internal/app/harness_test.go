@@ -19,7 +19,10 @@ import (
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/logging"
+	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/mqtttest"
+	"cloud2mqtt/internal/poller"
+	"cloud2mqtt/internal/scheduler"
 )
 
 // harness is one whole daemon started in-process against a test broker and
@@ -37,6 +40,9 @@ type harness struct {
 	logs   *mqtttest.SyncBuffer
 	cancel context.CancelFunc
 	done   chan error
+	// sched and poll are harnessOptions', applied to every daemon h starts.
+	sched func(*scheduler.Config)
+	poll  func(*poller.Config)
 }
 
 type harnessOptions struct {
@@ -46,13 +52,18 @@ type harnessOptions struct {
 	noStart bool
 	// proxy connects the bridge to the broker through an mqtttest.Proxy.
 	proxy bool
+	// sched and poll, when set, change the scheduler's and the poller's
+	// configuration: a test that waits out a hold-off or back-offs sets
+	// them short.
+	sched func(*scheduler.Config)
+	poll  func(*poller.Config)
 }
 
 const testKey = "test-key-5f3a9c1e77"
 
 func startHarness(t *testing.T, o harnessOptions) *harness {
 	t.Helper()
-	h := &harness{t: t, logs: &mqtttest.SyncBuffer{}}
+	h := &harness{t: t, logs: &mqtttest.SyncBuffer{}, sched: o.sched, poll: o.poll}
 	h.broker = mqtttest.Start(t, o.broker...)
 	mqttURL := h.broker.URL()
 	if o.proxy {
@@ -107,7 +118,18 @@ func startHarness(t *testing.T, o harnessOptions) *harness {
 func (h *harness) newMain(cfg config.Config) *app.Main {
 	forward := logging.NewForwarder()
 	log := zerolog.New(zerolog.MultiLevelWriter(h.logs, forward)).With().Timestamp().Logger()
-	return &app.Main{Config: cfg, Version: "test", Log: log, LogForward: forward}
+	m := &app.Main{Config: cfg, Version: "test", Log: log, LogForward: forward}
+	if h.sched != nil || h.poll != nil {
+		m.TuneConfigs(func(s *scheduler.Config, p *poller.Config, _ *mqtt.Config) {
+			if h.sched != nil {
+				h.sched(s)
+			}
+			if h.poll != nil {
+				h.poll(p)
+			}
+		})
+	}
+	return m
 }
 
 func (h *harness) start() {

@@ -18,7 +18,10 @@ import (
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/config"
+	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/mqtttest"
+	"cloud2mqtt/internal/poller"
+	"cloud2mqtt/internal/scheduler"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -244,8 +247,9 @@ func TestListenerMisconfigured(t *testing.T) {
 	})
 	// A daemon stopped while it was still trying to connect leaves paho's
 	// connect goroutine asleep until its next attempt (paho cannot cut that
-	// sleep short): it must end within one retry interval (5 s), not leak.
-	// (Stacks spell paho's package path with %2e for its dots.)
+	// sleep short): it must end within one retry interval (listenerRetry
+	// here, 5 s by default), not leak. (Stacks spell paho's package path
+	// with %2e for its dots.)
 	waitGoroutinesGone(t, 10*time.Second, "golang.(*client).Connect.func1", "golang.(*client).Disconnect.func1")
 }
 
@@ -285,6 +289,10 @@ type listenerDaemon struct {
 	env    map[string]string
 }
 
+// listenerRetry is the daemons' wait between connection attempts (the
+// default is 5 s): a stopped daemon's last attempt ends within it.
+const listenerRetry = 250 * time.Millisecond
+
 func startListenerDaemon(t *testing.T, b *mqtttest.Broker, extra map[string]string) *listenerDaemon {
 	t.Helper()
 	d := &listenerDaemon{t: t, logs: &lockedBuffer{}, done: make(chan error, 1)}
@@ -310,6 +318,7 @@ func startListenerDaemon(t *testing.T, b *mqtttest.Broker, extra map[string]stri
 		t.Fatalf("config: %v", err)
 	}
 	d.main = &app.Main{Config: cfg, Version: "test", Log: zerolog.New(d.logs).With().Timestamp().Logger()}
+	d.main.TuneConfigs(func(_ *scheduler.Config, _ *poller.Config, m *mqtt.Config) { m.ConnectRetryInterval = listenerRetry })
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	go func() { d.done <- d.main.Run(ctx) }()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/cloudsim"
 )
@@ -77,27 +78,31 @@ func TestOptionsOverMQTT(t *testing.T) {
 		t.Errorf("a request with one bad option: %v", bad)
 	}
 
-	ok := h.request("options", `{"options":{"poll_interval":"5s"}}`)
+	ok := h.request("options", `{"options":{"poll_interval":"4s"}}`)
 	if ok["status"] != "ok" {
-		t.Fatalf("poll_interval 5s: %v", ok)
+		t.Fatalf("poll_interval 4s: %v", ok)
 	}
-	m := info(h, func(m map[string]any) bool { return m["poll"].(map[string]any)["interval_seconds"] == float64(5) })
+	// The cloud sees the new cadence: two reads of the device more than
+	// 3.5 s apart. At the old 2 s they would be 3 s apart at most (periodic
+	// reads fall on a one-second grid, and a read comes at least 2 s after
+	// the last answer); at 4 s they are sent 4 s apart.
+	since := time.Now().Add(time.Second) // the read already planned may still come
+	var reads []time.Time
+	h.watch.until(wait, "two reads at the new interval", func() bool {
+		reads = h.stateReads(d.Device, since)
+		return len(reads) >= 2
+	})
+	for i := 1; i < len(reads); i++ {
+		if g := reads[i].Sub(reads[i-1]); g <= 3500*time.Millisecond {
+			t.Errorf("reads %v apart after the change to 4 s: %v", g, reads)
+		}
+	}
+	m := info(h, func(m map[string]any) bool { return m["poll"].(map[string]any)["interval_seconds"] == float64(4) })
 	if m["log_level"] != first["log_level"] {
 		t.Errorf("log level %v after a refused request set it, want %v as before", m["log_level"], first["log_level"])
 	}
 	if m["sources"].(map[string]any)["poll_interval"] != "mqtt" {
 		t.Errorf("bridge/info does not say the interval came over MQTT: %v", m["sources"])
-	}
-	since := time.Now().Add(time.Second) // the read already planned may still come
-	time.Sleep(12 * time.Second)
-	reads := h.stateReads(d.Device, since)
-	if len(reads) < 2 || len(reads) > 3 {
-		t.Errorf("%d reads in 11 s at a 5 s interval: %v", len(reads), reads)
-	}
-	for i := 1; i < len(reads); i++ {
-		if g := reads[i].Sub(reads[i-1]); g < 4500*time.Millisecond {
-			t.Errorf("reads %v apart after the change to 5 s", g)
-		}
 	}
 
 	// The option survives a restart with the same state directory (the
@@ -107,17 +112,18 @@ func TestOptionsOverMQTT(t *testing.T) {
 	h.watch.c.Publish("cloud2mqtt/bridge/info", 1, true, "").Wait()
 	h.watch.until(5*time.Second, "bridge/info cleared", func() bool { p, _ := h.watch.get("cloud2mqtt/bridge/info"); return p == "" })
 	h.restart(true)
-	m = info(h, func(m map[string]any) bool { return m["poll"].(map[string]any)["interval_seconds"] == float64(5) })
+	m = info(h, func(m map[string]any) bool { return m["poll"].(map[string]any)["interval_seconds"] == float64(4) })
 	if m["sources"].(map[string]any)["poll_interval"] != "mqtt" {
 		t.Errorf("after a restart: sources %v", m["sources"])
 	}
-	// null returns it to the environment's value.
-	if r := h.request("options", `{"options":{"poll_interval":null}}`); r["status"] != "ok" {
-		t.Fatalf("poll_interval null: %v", r)
+	// null returns it to the environment's value (the answer says so;
+	// bridge/info following a change is checked above).
+	r := h.request("options", `{"options":{"poll_interval":null}}`)
+	data, _ := r["data"].(map[string]any)
+	if r["status"] != "ok" || data == nil || data["options"].(map[string]any)["poll_interval"] != "2s" ||
+		data["sources"].(map[string]any)["poll_interval"] != "environment" {
+		t.Fatalf("poll_interval null: %v, want 2s from the environment", r)
 	}
-	info(h, func(m map[string]any) bool {
-		return m["poll"].(map[string]any)["interval_seconds"] == float64(2) && m["sources"].(map[string]any)["poll_interval"] == "environment"
-	})
 }
 
 // TestDeviceOptionsOverMQTT: a disabled device is no longer read, its
@@ -172,7 +178,17 @@ func TestDeviceOptionsOverMQTT(t *testing.T) {
 	if r["status"] != "ok" || r["data"].(map[string]any)["devices"] != float64(2) {
 		t.Errorf("read_all: %v, want the 2 enabled devices read", r)
 	}
-	time.Sleep(5 * time.Second)
+	// Nothing happens to the disabled device while the others are read:
+	// two reads of each of them since (read_all's and a periodic one) span
+	// a whole poll interval, in which every enabled device is read.
+	h.watch.until(wait, "two reads of every other device", func() bool {
+		for _, o := range h.sim.Devices() {
+			if o.Device != d.Device && len(h.stateReads(o.Device, since)) < 2 {
+				return false
+			}
+		}
+		return true
+	})
 	if n := len(h.stateReads(d.Device, since)); n != 0 {
 		t.Errorf("a disabled device was read %d times", n)
 	}
@@ -196,20 +212,37 @@ func TestDeviceOptionsOverMQTT(t *testing.T) {
 }
 
 // TestLogLevelOverMQTT changes the process's log level, so it does not run
-// in parallel with the tests that read debug lines.
+// in parallel with the tests that read debug lines. A read made after the
+// change (a value changed in the cloud, read with read_all, seen on MQTT)
+// must log nothing at debug, though every cloud request logs a debug line.
 func TestLogLevelOverMQTT(t *testing.T) {
 	defer zerolog.SetGlobalLevel(zerolog.TraceLevel)
 	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(1)}})
+	d, id := h.firstLight()
+	h.watch.waitJSON(wait, "cloud2mqtt/"+id+"/state", func(m map[string]any) bool { return m["brightness"] != nil })
+	isDebug := func(l map[string]any) bool { return l["level"] == "debug" }
+	if n := len(h.logLines(isDebug)); n == 0 {
+		t.Fatal("no debug line before the change: the check below could not fail")
+	}
 	if r := h.request("options", `{"options":{"log_level":"loud"}}`); r["status"] != "error" || !strings.Contains(r["error"].(string), "LOG_LEVEL") {
 		t.Errorf("a bad level: %v", r)
 	}
-	if r := h.request("options", `{"options":{"log_level":"warn"}}`); r["status"] != "ok" {
+	r := h.request("options", `{"options":{"log_level":"warn"}}`)
+	if r["status"] != "ok" {
 		t.Fatalf("log_level warn: %v", r)
 	}
-	info(h, func(m map[string]any) bool { return m["log_level"] == "warn" })
-	before := len(h.logLines(func(l map[string]any) bool { return l["level"] == "debug" }))
-	time.Sleep(3 * time.Second) // reads every 2 s log at debug
-	if after := len(h.logLines(func(l map[string]any) bool { return l["level"] == "debug" })); after != before {
+	if data, _ := r["data"].(map[string]any); data == nil || data["options"].(map[string]any)["log_level"] != "warn" {
+		t.Errorf("the answer to log_level warn: %v, want the options with log_level warn", r)
+	}
+	before := len(h.logLines(isDebug))
+	if err := h.sim.SetValue(d.Device, capability.InstanceBrightness, 37); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.request("read_all", `{}`); r["status"] != "ok" {
+		t.Fatalf("read_all: %v", r)
+	}
+	h.watch.waitJSON(wait, "cloud2mqtt/"+id+"/state", func(m map[string]any) bool { return m["brightness"] == float64(37) })
+	if after := len(h.logLines(isDebug)); after != before {
 		t.Errorf("%d debug lines logged after the level went to warn", after-before)
 	}
 }

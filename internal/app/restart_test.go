@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/topic"
 )
@@ -87,7 +88,11 @@ func TestCloudDownAtStart(t *testing.T) {
 	h.watch.until(10*time.Second, "bridge online", func() bool { p, _ := h.watch.get("cloud2mqtt/bridge/state"); return p == "online" })
 	d, id := h.firstLight()
 	h.publish("cloud2mqtt/"+id+"/set/brightness", "33")
-	time.Sleep(2 * time.Second)
+	// The bridge asked for the device list and was refused twice: it must
+	// have published no list of its own.
+	h.watch.until(wait, "two refused device-list requests", func() bool {
+		return h.sim.Counts().Of(cloud.EndpointDevices, 503) >= 2
+	})
 	if _, ok := h.watch.get("cloud2mqtt/bridge/devices"); ok {
 		t.Error("bridge/devices published although the cloud never answered and there is no state directory")
 	}
@@ -132,7 +137,10 @@ func TestStateDirectoryStartsWithoutTheCloud(t *testing.T) {
 	t.Logf("device list and last state published %v after the start, the cloud down", time.Since(start).Round(time.Millisecond))
 
 	h.publish("cloud2mqtt/"+id+"/set/brightness", "44")
-	time.Sleep(5 * time.Second) // the scheduler keeps retrying while the cloud fails
+	// The command is sent and refused, and retried while the cloud fails.
+	h.watch.until(wait, "the command refused twice by the failing cloud", func() bool {
+		return h.sim.Counts().Of(cloud.EndpointControl, 503) >= 2
+	})
 	h.sim.Faults().Clear()
 	h.waitValue(60*time.Second, d.Device, capability.InstanceBrightness, 44)
 	h.noErrors(id)

@@ -26,14 +26,14 @@ const (
 	// defaultSaveDelay is how long after a change the state directory is
 	// written: changes within it are written together, and a kill loses
 	// at most this much (plus the write).
-	defaultSaveDelay = 5 * time.Second
+	defaultSaveDelay = 8 * time.Second
 	// defaultStatsDelay gathers the changes of bridge/stats: every read
 	// changes requests_today, and one message a second is enough.
 	defaultStatsDelay = time.Second
 )
 
-// failingAfter failed requests in a row make the cloud unreachable before
-// the grace ends: a read and its retries failing.
+// failingAfter requests in a row that never reached the cloud make it
+// unreachable before the grace ends: a read and its retries failing.
 const failingAfter = 3
 
 // tuning are Main's timings tests shorten (export_truth_test.go).
@@ -57,7 +57,11 @@ func (t tuning) withDefaults() tuning {
 
 // cloudFailing says whether the cloud counts as unreachable now, and why.
 func cloudFailing(h scheduler.CloudHealth, now time.Time, grace time.Duration) (bool, string) {
-	if h.FailingSince.IsZero() || !h.Failing(now, grace) && h.Failures < failingAfter {
+	// Answers that are errors (5xx, 429) must last the grace: a blip of
+	// a few is not an outage. Requests that never reached the cloud
+	// (refused, unknown host, TLS) are one sooner.
+	unreached := h.Failures >= failingAfter && !cloud.Reached(h.Err)
+	if h.FailingSince.IsZero() || !h.Failing(now, grace) && !unreached {
 		return false, ""
 	}
 	what := "the cloud is not reachable"

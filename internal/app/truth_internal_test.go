@@ -23,7 +23,8 @@ func TestExposedAddr(t *testing.T) {
 }
 
 // TestCloudFailing: the cloud counts as away after the grace, or after
-// failingAfter failures in a row, and the reason names the cloud and the
+// failingAfter requests in a row that never reached it (a few error answers
+// are a blip), and the reason names the cloud and the
 // last error; an answer ends it.
 func TestCloudFailing(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
@@ -39,7 +40,9 @@ func TestCloudFailing(t *testing.T) {
 		{"answering", scheduler.CloudHealth{LastAnswer: now}, false, ""},
 		{"one blip", scheduler.CloudHealth{FailingSince: now.Add(-time.Second), Failures: 1, Err: refused}, false, ""},
 		{"refused past the grace", scheduler.CloudHealth{FailingSince: now.Add(-25 * time.Second), Failures: 2, Err: refused}, true, "the cloud is not reachable"},
-		{"errors in a row", scheduler.CloudHealth{LastAnswer: now.Add(-time.Minute), FailingSince: now.Add(-3 * time.Second), Failures: 3, Err: answered}, true, "answers only errors"},
+		{"refused in a row", scheduler.CloudHealth{LastAnswer: now.Add(-time.Minute), FailingSince: now.Add(-3 * time.Second), Failures: 3, Err: refused}, true, "the cloud is not reachable"},
+		{"a few errors answered", scheduler.CloudHealth{LastAnswer: now.Add(-time.Minute), FailingSince: now.Add(-3 * time.Second), Failures: 5, Err: answered}, false, ""},
+		{"errors answered past the grace", scheduler.CloudHealth{LastAnswer: now.Add(-time.Minute), FailingSince: now.Add(-21 * time.Second), Failures: 5, Err: answered}, true, "answers only errors"},
 	} {
 		got, why := cloudFailing(tc.h, now, 20*time.Second)
 		if got != tc.failing || !strings.Contains(why, tc.says) {

@@ -91,9 +91,12 @@ func (b *Bridge) handleDevice(r topic.Route, payload []byte) {
 	case topic.KindSetInstance:
 		b.command(id, dev, r.Instance, parsePayload(payload))
 	case topic.KindGet:
+		// A read that fails once accepted (a 429 or 401 after it was
+		// queued, the cloud unreachable) is answered like one refused at
+		// once: never silence.
 		err := b.read.ReadNow(dev.SKU, dev.Device, func(err error) {
 			if err != nil {
-				b.log.Warn().Err(err).Str("device", dev.String()).Msg("read on request failed")
+				b.reject(id, dev, "", nil, err)
 			}
 		})
 		if err != nil {

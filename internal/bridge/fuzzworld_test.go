@@ -221,6 +221,12 @@ func (s *syncBuf) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+func (s *syncBuf) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Reset()
+}
+
 func (s *syncBuf) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -238,31 +244,74 @@ type fuzzBridge struct {
 	devs []capability.Device // as the bridge holds them: scenes merged
 }
 
-// newFuzzBridge builds a fresh bridge for every input, so that a failing
-// input fails alone too. The scene lists are merged into the definitions
-// beforehand (as Bridge.Scenes would), which keeps a build at about a
-// millisecond; discovery, needed only by the Home Assistant status topic,
-// costs more and is on only when asked for.
-func newFuzzBridge(t testing.TB, withDiscovery bool) *fuzzBridge {
+// fuzzWorld is what every input of a target shares: a Mirror that knows
+// every fixture device, connected to a recording publisher. Building it
+// (the device list's JSON, and discovery when on) is what costs, so it is
+// built once per process and discovery setting, not once per input.
+type fuzzWorld struct {
+	mirror *bridge.Mirror
+	pub    *fakePub
+	log    *syncBuf
+	devs   []capability.Device
+}
+
+var fuzzWorlds [2]struct {
+	once sync.Once
+	w    *fuzzWorld
+}
+
+func sharedWorld(t testing.TB, withDiscovery bool) *fuzzWorld {
 	devs := withScenes(t)
-	fb := &fuzzBridge{pub: &fakePub{}, cmd: &fakeCmd{}, read: &fakeReader{}, log: &syncBuf{}, devs: devs}
-	layout := topic.New(fuzzBase)
-	mirror := bridge.NewMirror(bridge.Options{
-		Layout:           layout,
-		Discovery:        discovery.Config{Prefix: "homeassistant", Layout: layout, Version: "fuzz", BridgeID: topic.DeviceID("bridge", fuzzBase)},
-		DiscoveryEnabled: withDiscovery,
-		Health: func() (bool, []string, any) {
-			return false, []string{"not connected"}, map[string]any{"devices": len(devs)}
-		},
-		Log: zerolog.New(fb.log),
+	i := 0
+	if withDiscovery {
+		i = 1
+	}
+	fuzzWorlds[i].once.Do(func() {
+		w := &fuzzWorld{pub: &fakePub{}, log: &syncBuf{}, devs: devs}
+		layout := topic.New(fuzzBase)
+		w.mirror = bridge.NewMirror(bridge.Options{
+			Layout:           layout,
+			Discovery:        discovery.Config{Prefix: "homeassistant", Layout: layout, Version: "fuzz", BridgeID: topic.DeviceID("bridge", fuzzBase)},
+			DiscoveryEnabled: withDiscovery,
+			Health: func() (bool, []string, any) {
+				return false, []string{"not connected"}, map[string]any{"devices": len(devs)}
+			},
+			Log: zerolog.New(w.log),
+		})
+		registry.New(w.mirror, zerolog.New(w.log)).SetDevices(devs)
+		w.mirror.Connected(w.pub)
+		fuzzWorlds[i].w = w
 	})
-	reg := registry.New(mirror, zerolog.New(fb.log))
-	fb.b = bridge.New(mirror, reg, fb.read, fb.cmd, nil)
-	mirror.Connected(fb.pub)
-	reg.SetDevices(devs)
+	return fuzzWorlds[i].w
+}
+
+// newFuzzBridge is a bridge for one input: the shared world's Mirror, and
+// a Bridge, a registry and fakes of its own, so that what an input leaves
+// behind (the values of commands the cloud accepted, which complete later
+// partial commands; messages held) cannot change what the next input does,
+// and a failing input fails alone too. The Mirror keeps only what it
+// published; the registry it was built with is not the bridge's, so the
+// values an input records never reach it. The scene lists are merged into
+// the definitions beforehand (as Bridge.Scenes would).
+func newFuzzBridge(t testing.TB, withDiscovery bool) *fuzzBridge {
+	w := sharedWorld(t, withDiscovery)
+	fb := &fuzzBridge{pub: w.pub, cmd: &fakeCmd{}, read: &fakeReader{}, log: w.log, devs: w.devs}
+	reg := registry.New(nopSink{}, zerolog.New(w.log))
+	reg.SetDevices(w.devs)
+	fb.b = bridge.New(w.mirror, reg, fb.read, fb.cmd, nil)
 	fb.pub.msgs = nil
+	fb.log.Reset()
 	return fb
 }
+
+// nopSink is the sink of a fuzz input's own registry: the shared Mirror
+// already shows every device.
+type nopSink struct{}
+
+func (nopSink) Devices(_, _, _ []capability.Device) {}
+func (nopSink) State(registry.View, map[string]any) {}
+func (nopSink) Unreachable(registry.View, error)    {}
+func (nopSink) Scenes(registry.View)                {}
 
 var (
 	scenesOnce   sync.Once

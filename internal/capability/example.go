@@ -3,9 +3,7 @@ package capability
 // Values built from a definition: examples, defaults, and partial values
 // laid over the last one.
 
-import (
-	"maps"
-)
+import "maps"
 
 // Example builds a valid value from a capability's definition, the same
 // every time: an ENUM's first option, a range's minimum, a struct of the
@@ -122,26 +120,6 @@ func exampleArray(s valueSpec) (any, bool) {
 		return nil, false
 	}
 	return out, true
-}
-
-// cloneValue deep-copies a normalised value so callers never share maps or
-// slices with a definition.
-func cloneValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = cloneValue(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = cloneValue(e)
-		}
-		return out
-	}
-	return v
 }
 
 // WithDefaults returns v with the omitted (or null) struct members that have

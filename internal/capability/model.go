@@ -1,20 +1,19 @@
 // Package capability is the capability value language of the Smart Device
-// Cloud Control Interface: devices and their capability definitions, the
-// normalised form of every value (Normalize, Equal), validation against a
-// definition (Validate), friendly input (Decode) and examples built from a
-// definition (Example).
+// Cloud Control Interface: devices and their capability definitions
+// (model.go; read from the cloud's JSON in decode.go), the normalised form
+// of every value (Normalize, Equal: normalize.go), validation against a
+// definition (Validate: validate.go; its errors and their words in
+// errors.go), friendly input (Decode: friendly.go), the part of a
+// definition a value meets, with options and struct members found by name
+// (options.go), and values built from a definition (Example, WithDefaults,
+// Overlay: example.go).
 //
 // It is pure: no I/O, no HTTP, no MQTT. internal/cloud decodes the cloud's
 // answers into these types; the bridge, the registry and discovery reason
 // with them.
 package capability
 
-import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // Capability types, in the spec's canonical spelling. NormalizeType maps the
 // spellings real devices and the spec's examples also use onto these.
@@ -285,141 +284,3 @@ func (c Capability) Controllable() bool {
 // Readable reports whether the state endpoint may return this capability
 // (everything but events).
 func (c Capability) Readable() bool { return c.Type != TypeEvent }
-
-// Normalize decodes a JSON value into the canonical Go form used for every
-// capability value in this project: int64 for whole numbers, float64 for
-// others, string, bool, nil, []any and map[string]any of the same. Values in
-// this form compare with Equal and marshal back to the same JSON.
-func Normalize(raw []byte) (any, error) {
-	if v, ok := normalizeScalar(raw); ok {
-		return v, nil
-	}
-	if v, ok := normalizeFlatObject(raw); ok {
-		return v, nil
-	}
-	return normalizeFull(raw)
-}
-
-// normalizeFull is Normalize by a full JSON decoding.
-func normalizeFull(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("trailing data after JSON value")
-	}
-	return normalizeDecoded(v), nil
-}
-
-// NormalizeValue brings a Go value built by hand (int, float64, map of ints…)
-// into the canonical form of Normalize.
-func NormalizeValue(v any) any {
-	switch x := v.(type) {
-	case nil, bool, string, int64, float64:
-		return normalizeDecoded(x)
-	case int:
-		return int64(x)
-	case int32:
-		return int64(x)
-	case uint32:
-		return int64(x)
-	case float32:
-		return normalizeDecoded(float64(x))
-	case json.Number:
-		return normalizeDecoded(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = NormalizeValue(e)
-		}
-		return out
-	case []int:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = int64(e)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = NormalizeValue(e)
-		}
-		return out
-	}
-	// Anything else: round-trip through JSON.
-	b, err := json.Marshal(v)
-	if err != nil {
-		return v
-	}
-	n, err := Normalize(b)
-	if err != nil {
-		return v
-	}
-	return n
-}
-
-func normalizeDecoded(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, err := x.Float64()
-		if err != nil {
-			return x.String()
-		}
-		if f == float64(int64(f)) && f >= -9e15 && f <= 9e15 {
-			return int64(f)
-		}
-		return f
-	case float64:
-		if x == float64(int64(x)) && x >= -9e15 && x <= 9e15 {
-			return int64(x)
-		}
-		return x
-	case []any:
-		for i := range x {
-			x[i] = normalizeDecoded(x[i])
-		}
-		return x
-	case map[string]any:
-		for k := range x {
-			x[k] = normalizeDecoded(x[k])
-		}
-		return x
-	}
-	return v
-}
-
-// Equal reports whether two normalised values are the same.
-func Equal(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !Equal(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !Equal(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	return a == b
-}

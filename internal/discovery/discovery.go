@@ -4,10 +4,12 @@
 // decoding of Home Assistant's light commands into (instance, value) pairs.
 //
 // It is pure mapping: it knows the topic layout (internal/topic) and the
-// capability model (internal/cloud) but no broker, no goroutines and no
-// state of its own. The bridge calls Configs whenever a device's definition
-// changes, publishes what Diff reports, projects LightState after every state
-// change and hands DecodeLight/DecodeSegment the payloads Home Assistant sends.
+// capability model (internal/capability) but no broker, no goroutines and
+// no state of its own. The bridge's Mirror calls Configs (BridgeConfigs for
+// the bridge's own device) whenever a definition changes and publishes the
+// configs that changed, with an empty retained payload for each that went
+// away; it projects LightState after every state change and hands
+// DecodeLight/DecodeSegment the payloads Home Assistant sends.
 //
 // Entities read the device's retained state object (<base>/<id>/state, keyed
 // by instance, values in cloud form) with value templates, and command
@@ -27,8 +29,6 @@ package discovery
 import (
 	"bytes"
 	"encoding/json"
-	"maps"
-	"slices"
 	"strings"
 
 	"cloud2mqtt/internal/capability"
@@ -209,9 +209,4 @@ func jval(v any) string {
 // cloud did not report it.
 func stateGet(instance string) string {
 	return "value_json.get(" + jstr(instance) + ")"
-}
-
-// sortedKeys returns the keys of m in order, for deterministic output.
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -184,4 +185,9 @@ func TestGolden(t *testing.T) {
 		cfg.DailyLimit = 10000
 		checkGolden(t, "bridge_daily_limit", pretty(t, BridgeConfigs(cfg)))
 	})
+}
+
+// sortedKeys returns the keys of m in order, for deterministic output.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -551,13 +550,4 @@ func parseSetMap(tpl, name string) map[string]any {
 		m[k] = capability.NormalizeValue(v)
 	}
 	return m
-}
-
-func sortedStrings(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -11,10 +11,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 )
 
-// hass drives the Home Assistant of shared/tools/ha-check: hass.sh starts
+// hass drives the Home Assistant of tools/ha-check: hass.sh starts
 // it fresh (an empty configuration directory); restart keeps the
 // configuration, as a user's restart would.
 type hass struct {
@@ -76,13 +75,14 @@ func (h *hass) restart() error {
 		return fmt.Errorf("ha-e2e: open the Home Assistant log: %w", err)
 	}
 	defer log.Close()
-	cmd := exec.Command("chroot", h.root, "python3", "/opt/run-hass.py")
+	cmd := exec.Command("chroot", h.root, "python3", "/opt/ha-check/run_hass.py")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("ha-e2e: restart Home Assistant: %w", err)
 	}
 	go func() { _ = cmd.Wait() }()
-	return os.WriteFile("/tmp/ha-check.pid", []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
+	// hass.sh stop reads the pid where hass.sh start wrote it (common.sh).
+	return os.WriteFile(filepath.Join(h.root, "opt/ha-check/hass.pid"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
 }
 
 // regEntity is one entry of Home Assistant's entity registry.
@@ -204,12 +204,4 @@ func (h *hass) logProblems() ([]string, error) {
 		}
 	}
 	return out, sc.Err()
-}
-
-// waitFile waits until path exists.
-func waitFile(path string, timeout time.Duration) error {
-	return eventually(timeout, func() error {
-		_, err := os.Stat(path)
-		return err
-	})
 }

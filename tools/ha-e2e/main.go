@@ -1,11 +1,11 @@
 // Command ha-e2e is a developer check (not run in CI): it runs the whole
 // chain — Mosquitto, the cloud simulator with a catalogue, the bridge daemon
-// and a real Home Assistant (shared/tools/ha-check) — and proves that every
+// and a real Home Assistant (tools/ha-check) — and proves that every
 // device appears in Home Assistant with all its capabilities, that the
 // entities' states match the simulated devices, and that Home Assistant's own
 // service calls change the simulated devices. It needs root (Home Assistant
 // runs in a chroot), mosquitto and the Home Assistant set up by
-// shared/tools/ha-check/setup.sh.
+// tools/ha-check/setup.sh.
 //
 //	go run ./tools/ha-e2e -catalogue demo
 //	go run ./tools/ha-e2e -catalogue testdata/list_devices_issue4.json -scenes testdata/scenes.json
@@ -66,8 +66,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.catalogue, "catalogue", "demo", `device-list file, or "demo" for the simulator's demo catalogue`)
 	fs.StringVar(&o.scenes, "scenes", "", "optional scenes-endpoint answer served for lights without scenes of their own")
-	fs.StringVar(&o.hassSh, "hass", filepath.Join(root, "../shared/tools/ha-check/hass.sh"), "shared/tools/ha-check/hass.sh")
-	fs.StringVar(&o.haRoot, "ha-root", defaultHARoot(), "the Home Assistant chroot of ha-check")
+	fs.StringVar(&o.hassSh, "hass", filepath.Join(root, "tools/ha-check/hass.sh"), "tools/ha-check's hass.sh")
+	fs.StringVar(&o.haRoot, "ha-root", defaultHARoot(), "the Home Assistant chroot tools/ha-check/setup.sh prepared")
 	fs.StringVar(&o.work, "work", "", "directory for logs and binaries (default: a new temporary directory)")
 	fs.DurationVar(&o.timeout, "step-timeout", 20*time.Second, "how long one expectation may take to come true")
 	fs.BoolVar(&o.segments, "segments", true, "restart Home Assistant with the (disabled by default) segment lights enabled and drive them")
@@ -102,8 +102,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// defaultHARoot is the chroot the ha-check scripts use (common.sh): HA_ROOT,
+// else the one setup.sh prepared last, else /tmp/ha-root.
 func defaultHARoot() string {
-	if b, err := os.ReadFile("/tmp/ha-check.root"); err == nil && strings.TrimSpace(string(b)) != "" {
+	if r := os.Getenv("HA_ROOT"); r != "" {
+		return r
+	}
+	state := os.Getenv("HA_CHECK_STATE")
+	if state == "" {
+		state = "/tmp/ha-check.root"
+	}
+	if b, err := os.ReadFile(state); err == nil && strings.TrimSpace(string(b)) != "" {
 		return strings.TrimSpace(string(b))
 	}
 	return "/tmp/ha-root"

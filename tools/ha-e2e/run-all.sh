@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Developer check (not CI): run tools/ha-e2e against the demo catalogue (also
 # with a daily limit) and every fixture catalogue, one after the other (one Home Assistant).
-# Needs root, mosquitto and shared/tools/ha-check set up. Prints the Markdown
+# Needs root, mosquitto and tools/ha-check set up (docs/ha-check.md). Prints the Markdown
 # of docs/ha-check.md's results; exits 1 when any catalogue failed.
 #   tools/ha-e2e/run-all.sh [output-dir]
 set -uo pipefail

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Developer check (not CI): feed every golden discovery payload to Home
-# Assistant's own discovery code and schemas (shared/tools/ha-check, which
-# needs its Home Assistant set up first; run as root).
+# Assistant's own discovery code and schemas (tools/ha-check/validate.sh,
+# which needs its Home Assistant set up first: docs/ha-check.md; run as root).
 #   internal/discovery/testdata/ha-validate.sh [golden files...]
 # Prints one OK/FAIL line per entity and the keys HA dropped; exits 1 on a FAIL.
 # A null in a golden file is an empty payload (a removal).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-validate=${HA_VALIDATE:-$here/../../../../shared/tools/ha-check/validate.sh}
+validate=${HA_VALIDATE:-$here/../../../tools/ha-check/validate.sh}
 [ -x "$validate" ] || { echo "ha-validate: $validate not found; set HA_VALIDATE" >&2; exit 2; }
 command -v jq >/dev/null || { echo "ha-validate: needs jq" >&2; exit 2; }
 files=("$@")

@@ -1,10 +1,196 @@
 package capability
 
+// A value's canonical form. Normalize decodes JSON into it (a fast path
+// for the plain scalars and flat objects most values are, a full decoding
+// for the rest), NormalizeValue brings a value built by hand into it, Equal
+// compares two, and asWholeInt and canonicalNumber read whole numbers.
+
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
 	"strconv"
 	"unicode/utf8"
 )
+
+// Normalize decodes a JSON value into the canonical Go form used for every
+// capability value in this project: int64 for whole numbers, float64 for
+// others, string, bool, nil, []any and map[string]any of the same. Values in
+// this form compare with Equal and marshal back to the same JSON.
+func Normalize(raw []byte) (any, error) {
+	if v, ok := normalizeScalar(raw); ok {
+		return v, nil
+	}
+	if v, ok := normalizeFlatObject(raw); ok {
+		return v, nil
+	}
+	return normalizeFull(raw)
+}
+
+// normalizeFull is Normalize by a full JSON decoding.
+func normalizeFull(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("trailing data after JSON value")
+	}
+	return normalizeDecoded(v), nil
+}
+
+// NormalizeValue brings a Go value built by hand (int, float64, map of ints…)
+// into the canonical form of Normalize.
+func NormalizeValue(v any) any {
+	switch x := v.(type) {
+	case nil, bool, string, int64, float64:
+		return normalizeDecoded(x)
+	case int:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case uint32:
+		return int64(x)
+	case float32:
+		return normalizeDecoded(float64(x))
+	case json.Number:
+		return normalizeDecoded(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = NormalizeValue(e)
+		}
+		return out
+	case []int:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = int64(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = NormalizeValue(e)
+		}
+		return out
+	}
+	// Anything else: round-trip through JSON.
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	n, err := Normalize(b)
+	if err != nil {
+		return v
+	}
+	return n
+}
+
+func normalizeDecoded(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return x.String()
+		}
+		if f == float64(int64(f)) && f >= -9e15 && f <= 9e15 {
+			return int64(f)
+		}
+		return f
+	case float64:
+		if x == float64(int64(x)) && x >= -9e15 && x <= 9e15 {
+			return int64(x)
+		}
+		return x
+	case []any:
+		for i := range x {
+			x[i] = normalizeDecoded(x[i])
+		}
+		return x
+	case map[string]any:
+		for k := range x {
+			x[k] = normalizeDecoded(x[k])
+		}
+		return x
+	}
+	return v
+}
+
+// Equal reports whether two normalised values are the same.
+func Equal(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !Equal(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !Equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return a == b
+}
+
+// intCheck says whether a value is a usable integer.
+type intCheck int
+
+const (
+	intOK intCheck = iota
+	intNotNumber
+	intFraction
+	intTooLarge
+)
+
+// asWholeInt returns a whole number as an int64; floats with a fraction, NaN,
+// infinities and numbers beyond int64 are reported as such.
+func asWholeInt(v any) (int64, intCheck) {
+	switch x := v.(type) {
+	case int64:
+		return x, intOK
+	case int:
+		return int64(x), intOK
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) || x != math.Trunc(x) {
+			return 0, intFraction
+		}
+		if x >= 9.2e18 || x <= -9.2e18 {
+			return 0, intTooLarge
+		}
+		return int64(x), intOK
+	}
+	return 0, intNotNumber
+}
+
+// canonicalNumber turns whole floats into int64 so option values compare with Equal.
+func canonicalNumber(v any) any {
+	if f, ok := v.(float64); ok {
+		if n, res := asWholeInt(f); res == intOK {
+			return n
+		}
+	}
+	return v
+}
 
 // normalizeScalar is Normalize for the plain scalars most values are:
 // numbers, booleans, null and strings without escapes. ok is false for anything else, which Normalize decodes in

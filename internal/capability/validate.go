@@ -1,13 +1,145 @@
 package capability
 
-// Validation of structured values: struct members, members whose options
-// depend on another (work mode), and arrays (segments).
+// Validate: a value in normalised form checked against a definition as the
+// cloud would check it, scalars, structs (with members whose options depend
+// on another member) and arrays.
 
 import (
 	"fmt"
 	"sort"
 	"strings"
 )
+
+// Validate checks a value in normalised form (see Normalize) against the
+// capability's definition, the way the cloud would, and returns a
+// *ValueError naming the spec's category when it does not fit. Capabilities
+// of unknown types are checked by their parameters' dataType; read-only
+// capabilities (online, property, event, no parameters) refuse every value
+// with CategoryUnknown.
+func Validate(c Capability, v any) error {
+	if !c.Controllable() {
+		return readOnlyError(c)
+	}
+	v = NormalizeValue(v)
+	if err := (valueChecker{c.Instance}).value("", paramSpec(c), v); err != nil {
+		return err
+	}
+	return nil
+}
+
+// value checks v against s; field is the member path for messages.
+func (ck valueChecker) value(field string, s valueSpec, v any) *ValueError {
+	if v == nil {
+		return ck.fail(CategoryMissing, field, "no value; %s", ck.accepts(s))
+	}
+	if str, ok := v.(string); ok && str == "" {
+		return ck.fail(CategoryEmpty, field, "empty value; %s", ck.accepts(s))
+	}
+	switch s.dataType {
+	case DataEnum:
+		return ck.enum(field, s, v)
+	case DataInteger:
+		return ck.integer(field, s.rng, v)
+	case DataStruct:
+		return ck.structure(field, s, v)
+	case DataArray:
+		return ck.array(field, s, v)
+	}
+	// A data type the spec does not name: the cloud decides.
+	return nil
+}
+
+// integer checks an INTEGER value against an optional range and its step
+// (precision): value-min must be a multiple of the step.
+func (ck valueChecker) integer(field string, r *Range, v any) *ValueError {
+	n, res := asWholeInt(v)
+	switch res {
+	case intNotNumber:
+		return ck.fail(CategoryType, field, "expected an integer, got %s %s", valueKind(v), showValue(v))
+	case intFraction:
+		return ck.fail(CategoryType, field, "expected an integer, got %s which is not a whole number", showValue(v))
+	case intTooLarge:
+		return ck.fail(CategoryRange, field, "%s is too large for an integer", showValue(v))
+	}
+	return ck.inRange(field, "", r, n)
+}
+
+func (ck valueChecker) inRange(field, what string, r *Range, n int64) *ValueError {
+	if r == nil {
+		return nil
+	}
+	if n < int64(r.Min) {
+		return ck.fail(CategoryRange, field, "%s%d is below the minimum %d", what, n, r.Min)
+	}
+	if n > int64(r.Max) {
+		return ck.fail(CategoryRange, field, "%s%d is above the maximum %d", what, n, r.Max)
+	}
+	if step := int64(r.Step()); step > 1 && (n-int64(r.Min))%step != 0 {
+		return ck.fail(CategoryRange, field, "%s%d is not on the step %d counted from %d", what, n, step, r.Min)
+	}
+	return nil
+}
+
+// enum checks that v is one of the option values. An option list that is
+// empty (dynamic scenes before the scene endpoint filled it) accepts any
+// integer or {paramId,id} object; on_off and toggle accept 1 or 0 then.
+func (ck valueChecker) enum(field string, s valueSpec, v any) *ValueError {
+	v = canonicalNumber(v)
+	if len(s.options) == 0 {
+		if s.onOff {
+			if n, res := asWholeInt(v); res == intOK && (n == 0 || n == 1) {
+				return nil
+			}
+			if _, res := asWholeInt(v); res == intNotNumber {
+				return ck.fail(CategoryType, field, "expected 1 (on) or 0 (off), got %s %s", valueKind(v), showValue(v))
+			}
+			return ck.fail(CategoryRange, field, "%s is not 1 (on) or 0 (off)", showValue(v))
+		}
+		if _, res := asWholeInt(v); res == intOK {
+			return nil
+		}
+		if isSceneObject(v) {
+			return nil
+		}
+		return ck.fail(CategoryType, field, "expected an option value (an integer or a {paramId,id} object), got %s %s", valueKind(v), showValue(v))
+	}
+	if _, res := asWholeInt(v); res == intFraction {
+		return ck.fail(CategoryType, field, "expected one of %s, got %s which is not a whole number", describeOptions(s.options), showValue(v))
+	}
+	sameKind := false
+	for _, o := range s.options {
+		if Equal(canonicalNumber(o.Value), v) {
+			return nil
+		}
+		if sameJSONKind(o.Value, v) {
+			sameKind = true
+		}
+	}
+	if !sameKind {
+		return ck.fail(CategoryType, field, "expected one of %s, got %s %s", describeOptions(s.options), valueKind(v), showValue(v))
+	}
+	return ck.fail(CategoryRange, field, "%s is not one of the options %s", showValue(v), describeOptions(s.options))
+}
+
+func sameJSONKind(a, b any) bool {
+	_, an := asWholeInt(canonicalNumber(a))
+	_, bn := asWholeInt(canonicalNumber(b))
+	if an != intNotNumber && bn != intNotNumber {
+		return true
+	}
+	return valueKind(a) == valueKind(b)
+}
+
+// isSceneObject reports whether v is a dynamic scene value {paramId, id}.
+func isSceneObject(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 2 {
+		return false
+	}
+	_, r1 := asWholeInt(m["paramId"])
+	_, r2 := asWholeInt(m["id"])
+	return r1 == intOK && r2 == intOK
+}
 
 // structure checks a STRUCT value: an object, no unknown members, every
 // required member without a default present, each member by its definition.
@@ -66,100 +198,6 @@ func (ck valueChecker) structure(field string, s valueSpec, v any) *ValueError {
 	return nil
 }
 
-func memberPath(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
-// isDependent reports whether a struct member's options depend on another
-// member: every option has a name and no value of its own.
-func isDependent(f Field) bool {
-	if len(f.Options) == 0 {
-		return false
-	}
-	for _, o := range f.Options {
-		if o.Value != nil || o.Name == "" {
-			return false
-		}
-	}
-	return true
-}
-
-// controller finds the member a dependent member's options are named after:
-// an ENUM member with named values whose names include the dependent
-// option names (in practice always workMode).
-func controller(fields []Field, dep Field) (Field, bool) {
-	best, bestHits := Field{}, 0
-	for _, f := range fields {
-		if f.FieldName == dep.FieldName || f.DataType != DataEnum || isDependent(f) {
-			continue
-		}
-		hits := 0
-		for _, d := range dep.Options {
-			if _, ok := optionByName(f.Options, d.Name); ok {
-				hits++
-			}
-		}
-		if hits > bestHits || (hits == bestHits && hits > 0 && f.FieldName == InstanceWorkMode) {
-			best, bestHits = f, hits
-		}
-	}
-	return best, bestHits > 0
-}
-
-// optionByName finds an option by name: exactly, else ignoring case,
-// spaces, underscores and dashes.
-func optionByName(opts []Option, name string) (Option, bool) {
-	for _, o := range opts {
-		if o.Name == name {
-			return o, true
-		}
-	}
-	key := nameKey(name)
-	if key == "" {
-		return Option{}, false
-	}
-	for _, o := range opts {
-		if nameKey(o.Name) == key {
-			return o, true
-		}
-	}
-	return Option{}, false
-}
-
-// nameKey folds a name for friendly comparison: lower case, without spaces,
-// underscores and dashes ("Night Light" == "night_light" == "NIGHT-LIGHT").
-func nameKey(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(s) {
-		switch r {
-		case ' ', '_', '-', '\t':
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// chosenDependent returns the dependent option selected by the controlling
-// member's current value in m, if it can be told.
-func chosenDependent(fields []Field, dep Field, m map[string]any) (Option, string, bool) {
-	ctl, ok := controller(fields, dep)
-	if !ok {
-		return Option{}, "", false
-	}
-	cv := canonicalNumber(m[ctl.FieldName])
-	for _, o := range ctl.Options {
-		if Equal(canonicalNumber(o.Value), cv) {
-			d, ok := optionByName(dep.Options, o.Name)
-			return d, o.Name, ok
-		}
-	}
-	return Option{}, "", false
-}
-
 // dependent checks a member whose options depend on the chosen option of
 // another member: nested options (one of them), a defaultValue (only that
 // value, or omitted) or a range.
@@ -214,19 +252,6 @@ func (ck valueChecker) dependent(field string, fields []Field, f Field, m map[st
 		}
 		return nil
 	}
-}
-
-// describeDependent says what a dependent option accepts, for messages.
-func describeDependent(d Option) string {
-	switch {
-	case len(d.Options) > 0:
-		return "send one of " + describeOptions(d.Options)
-	case d.DefaultValue != nil:
-		return "send " + showValue(d.DefaultValue)
-	case d.Range != nil:
-		return fmt.Sprintf("send an integer from %d to %d", d.Range.Min, d.Range.Max)
-	}
-	return "send an integer"
 }
 
 // array checks an Array member: a non-empty list within size, of distinct

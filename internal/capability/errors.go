@@ -1,0 +1,221 @@
+package capability
+
+// The errors of Validate and Decode: the spec's categories, and the words
+// that say what was sent and what a definition accepts.
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Category is one of the spec's reasons a control value is refused (its
+// "Errors" table). The bridge checks values itself with the same categories,
+// so a user learns about a bad value before a request is spent on it, in the
+// words the cloud would have used.
+type Category string
+
+// The spec's error categories, spelled as the spec lists them.
+const (
+	CategoryMissing   Category = "missing parameter"
+	CategoryEmpty     Category = "parameter value empty"
+	CategoryFormat    Category = "invalid parameter format"
+	CategoryType      Category = "invalid parameter type"
+	CategoryRange     Category = "parameter value out of range"
+	CategoryLength    Category = "parameter length does not meet requirements"
+	CategoryDuplicate Category = "duplicate parameter value"
+	CategoryUnknown   Category = "instance not found"
+)
+
+// Code is the HTTP-like code the spec gives the category: 404 for an unknown
+// (or read-only) instance, 400 for everything else.
+func (c Category) Code() int {
+	if c == CategoryUnknown {
+		return 404
+	}
+	return 400
+}
+
+// ValueError says why a value does not fit a capability's definition.
+// Instance names the capability, Field the struct member (dotted path, empty
+// for a plain value) and Msg what was wrong and what is accepted.
+type ValueError struct {
+	Category Category
+	Instance string
+	Field    string
+	Msg      string
+}
+
+// Error reads like "brightness: parameter value out of range: 150 is above
+// the maximum 100", or "segmentedColorRgb.segment: …" for a struct member.
+func (e *ValueError) Error() string {
+	where := e.Instance
+	if e.Field != "" {
+		if where != "" {
+			where += "."
+		}
+		where += e.Field
+	}
+	if where == "" {
+		return string(e.Category) + ": " + e.Msg
+	}
+	return where + ": " + string(e.Category) + ": " + e.Msg
+}
+
+// Code is 404 for CategoryUnknown and 400 otherwise, as in the spec.
+func (e *ValueError) Code() int { return e.Category.Code() }
+
+// valueChecker carries the instance name into every error.
+type valueChecker struct{ instance string }
+
+func (ck valueChecker) fail(cat Category, field, format string, args ...any) *ValueError {
+	return &ValueError{Category: cat, Instance: ck.instance, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// readOnlyError is the error for a capability that takes no commands.
+func readOnlyError(c Capability) *ValueError {
+	what := c.Type
+	if c.Parameters == nil && c.Type != TypeOnline && c.Type != TypeProperty && c.Type != TypeEvent {
+		what += " without a parameters definition"
+	}
+	return &ValueError{Category: CategoryUnknown, Instance: c.Instance,
+		Msg: fmt.Sprintf("instance is read-only (%s): it reports state and accepts no commands", what)}
+}
+
+// accepts describes what a definition takes, for messages.
+func (ck valueChecker) accepts(s valueSpec) string {
+	switch s.dataType {
+	case DataEnum:
+		if len(s.options) == 0 {
+			if s.onOff {
+				return "send 1 (on) or 0 (off)"
+			}
+			return "send an option value (an integer or a {paramId,id} object)"
+		}
+		return "send one of " + describeOptions(s.options)
+	case DataInteger:
+		if s.rng != nil {
+			return fmt.Sprintf("send an integer from %d to %d", s.rng.Min, s.rng.Max)
+		}
+		return "send an integer"
+	case DataStruct:
+		return "send an object with members " + strings.Join(fieldNames(s.fields), ", ")
+	case DataArray:
+		return "send a list of " + describeElements(s)
+	}
+	return "send a value"
+}
+
+// describeOptions lists option names and values: `on (1), off (0)`; long
+// lists (scenes) are cut after 20.
+func describeOptions(opts []Option) string {
+	const most = 20
+	parts := make([]string, 0, min(len(opts), most)+1)
+	for i, o := range opts {
+		if i == most {
+			parts = append(parts, fmt.Sprintf("… (%d more)", len(opts)-most))
+			break
+		}
+		switch {
+		case o.Name != "" && o.Value != nil:
+			parts = append(parts, fmt.Sprintf("%s (%s)", o.Name, showValue(o.Value)))
+		case o.Value != nil:
+			parts = append(parts, showValue(o.Value))
+		default:
+			parts = append(parts, o.Name)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// describeNames lists what a person may send for an ENUM: its option names
+// (and on/off words).
+func describeNames(opts []Option, onOff bool) string {
+	if onOff {
+		return "on, off, true, false, yes, no, 1 or 0"
+	}
+	named := false
+	for _, o := range opts {
+		named = named || o.Name != ""
+	}
+	if !named {
+		return describeOptions(opts)
+	}
+	const most = 20
+	var names []string
+	for i, o := range opts {
+		if i == most {
+			names = append(names, fmt.Sprintf("… (%d more)", len(opts)-most))
+			break
+		}
+		if o.Name != "" {
+			names = append(names, fmt.Sprintf("%q", o.Name))
+		} else {
+			names = append(names, showValue(o.Value))
+		}
+	}
+	return strings.Join(names, ", ") + " (names in any case) or the option value"
+}
+
+func describeElements(s valueSpec) string {
+	switch {
+	case s.elemRange != nil:
+		return fmt.Sprintf("distinct integers from %d to %d", s.elemRange.Min, s.elemRange.Max)
+	case len(s.options) > 0:
+		return "distinct values among " + describeOptions(s.options)
+	}
+	return "distinct values"
+}
+
+// describeDependent says what a dependent option accepts, for messages.
+func describeDependent(d Option) string {
+	switch {
+	case len(d.Options) > 0:
+		return "send one of " + describeOptions(d.Options)
+	case d.DefaultValue != nil:
+		return "send " + showValue(d.DefaultValue)
+	case d.Range != nil:
+		return fmt.Sprintf("send an integer from %d to %d", d.Range.Min, d.Range.Max)
+	}
+	return "send an integer"
+}
+
+func fieldNames(fs []Field) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.FieldName
+	}
+	return out
+}
+
+// showValue renders a value for a message: JSON, cut at 60 bytes.
+func showValue(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%v", v)
+	}
+	s := string(b)
+	if len(s) > 60 {
+		s = s[:57] + "…"
+	}
+	return s
+}
+
+// valueKind names a value's JSON type for messages.
+func valueKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case int64, float64:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("a %T", v)
+}
