@@ -63,6 +63,11 @@ type Main struct {
 	// tests, replaces the LAN client's settings (lan.go).
 	lan       *local.Router
 	lanClient *lan.Config
+
+	// pageAddr, when set, is the address the status page takes HTTP_ADDR
+	// to be for its loopback rule (tests: bound to loopback, judged as
+	// not).
+	pageAddr string
 }
 
 // Run runs the daemon until ctx ends, then shuts down in order: the poller
@@ -71,6 +76,9 @@ type Main struct {
 // shutdown.
 func (m *Main) Run(ctx context.Context) error {
 	cfg := m.Config
+	if cfg.Demo && cfg.HTTP.Addr == "" {
+		cfg.HTTP.Addr = demoHTTPAddr() // the demo shows its status page
+	}
 	log := m.Log
 	log.Info().Str("version", m.Version).Object("config", cfg).Msg("starting cloud2mqtt")
 	layout := topic.New(cfg.MQTT.BaseTopic)
@@ -107,6 +115,9 @@ func (m *Main) Run(ctx context.Context) error {
 	// them); it is made below, before the scheduler runs.
 	var poll *poller.Poller
 	scfg.OnHeld = func(sku, device string, h scheduler.Hold) { poll.Held(sku, device, h) }
+	// The status page: its chart counts what the day's count counts.
+	page := newWebPage()
+	scfg.OnCounted = page.history.Observe
 	if s := readSpent(dir, log); s.Requests > 0 {
 		scfg.RequestsToday, scfg.RequestsDay = s.Requests, s.Day
 	}
@@ -125,7 +136,8 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	sched := scheduler.New(client, scfg, log.With().Str("component", "scheduler").Logger())
 
-	mirror := bridge.NewMirror(bridge.Options{
+	var mirror *bridge.Mirror
+	mirror = bridge.NewMirror(bridge.Options{
 		Layout: layout,
 		Discovery: discovery.Config{
 			Prefix: cfg.HA.DiscoveryPrefix, Layout: layout, Version: m.Version,
@@ -135,7 +147,8 @@ func (m *Main) Run(ctx context.Context) error {
 		DiscoveryEnabled: cfg.HA.Discovery,
 		HAStatusTopic:    cfg.HA.StatusTopic,
 		Health:           m.health,
-		OnCommand:        met.observeCommand,
+		OnCommand:        page.errs.commandDone(met.observeCommand),
+		OnError:          page.noteError(&mirror),
 		Log:              log.With().Str("component", "bridge").Logger(),
 	})
 	lanr, err := m.newLocal(cfg, env)
@@ -145,7 +158,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if lanr != nil {
 		defer lanr.Close() // its socket, on every way out (Run closes it too)
 	}
-	reg := registry.New(withLANSink(notifyingSink{mirror, kicks.notify}, lanr), log.With().Str("component", "registry").Logger())
+	reg := registry.New(page.errs.sink(withLANSink(notifyingSink{mirror, kicks.notify}, lanr)), log.With().Str("component", "registry").Logger())
 	restoreState(dir, reg, log)
 	poll = poller.New(sched, reg, pcfg, log.With().Str("component", "poller").Logger())
 	set := newSettings(cfg, dir, log, poll, mirror)
@@ -154,6 +167,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if lanr != nil {
 		lanr.Bind(reg, poll)
 		br.SetLocal(lanr)
+		page.Path = connectionOf(reg)
 	}
 	// On the first connect, subscribe before the client says "online" (a
 	// command sent on seeing it must be taken); on every (re)connect,
@@ -213,9 +227,13 @@ func (m *Main) Run(ctx context.Context) error {
 	if cfg.HTTP.Addr != "" {
 		if exposedAddr(cfg.HTTP.Addr) {
 			log.Warn().Str("HTTP_ADDR", cfg.HTTP.Addr).
-				Msg("HTTP_ADDR listens on every interface: /metrics and /healthz are open to the network (device counts, request counts, errors); set HTTP_ADDR=127.0.0.1:PORT unless another host must scrape them")
+				Msg("HTTP_ADDR listens on every interface: the status page, /metrics and /healthz are open to the network (devices, request counts, errors; actions only with HTTP_TOKEN); set HTTP_ADDR=127.0.0.1:PORT unless another host must see them")
 		}
-		url, err := m.serveHTTP(ctx, &wg, cfg.HTTP.Addr, met)
+		h, _, err := page.handler(m.webAddr(cfg.HTTP.Addr), cfg.HTTP.Token.Reveal(), scfg, parts{mirror, reg, sched, poll, conn, set, lanr}, log)
+		var url string
+		if err == nil {
+			url, err = m.serveHTTP(ctx, &wg, cfg.HTTP.Addr, met, h)
+		}
 		if err != nil {
 			cancel()
 			<-pollDone
@@ -227,10 +245,11 @@ func (m *Main) Run(ctx context.Context) error {
 		m.mu.Lock()
 		m.httpURL = url
 		m.mu.Unlock()
+		m.printPage(url)
 	}
 	if m.LogForward != nil {
 		wg.Add(1)
-		go func() { defer wg.Done(); m.LogForward.Run(ctx, mirror.PublishLog) }()
+		go func() { defer wg.Done(); m.LogForward.Run(ctx, page.publishLog(mirror)) }()
 	}
 	if env.events != nil {
 		wg.Add(1)

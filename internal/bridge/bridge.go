@@ -78,6 +78,9 @@ type Options struct {
 	Health func() (ok bool, reasons []string, details any)
 	// OnCommand, when set, sees every command's outcome (for metrics).
 	OnCommand func(scheduler.CommandResult)
+	// OnError, when set, sees every answer published on <id>/error: the
+	// device's topic id and the error's text (the status page's last error).
+	OnError func(id, msg string)
 	// RejectRate and RejectBurst bound the answers on <id>/error per device
 	// (zero: DefaultRejectRate, DefaultRejectBurst); the rejections over it
 	// are answered together in one message. RejectLogRate and

@@ -190,6 +190,9 @@ func (b *Bridge) answer(rj rejection, n int) {
 	}
 	p, _ := json.Marshal(e)
 	b.mirror.send([]message{{b.opt.Layout.Error(rj.id), p, false}})
+	if b.opt.OnError != nil {
+		b.opt.OnError(rj.id, e.Error)
+	}
 }
 
 // clip shortens s to at most max bytes (at a character boundary), marking

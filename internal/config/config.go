@@ -49,8 +49,9 @@ type Config struct {
 
 	// Where each secret came from, for Table: "" (unset), the variable's name,
 	// or "systemd credential <name>".
-	apiKeySource   string
-	passwordSource string
+	apiKeySource    string
+	passwordSource  string
+	httpTokenSource string
 	// Variables whose value did not parse or could not be read: Validate does
 	// not report them a second time (their field holds the zero value, not the
 	// user's value). The value is the raw text for Table, "" for secrets.
@@ -118,9 +119,11 @@ type HomeAssistant struct {
 	StatusTopic     string `env:"HA_STATUS_TOPIC" envDefault:"homeassistant/status" doc:"Home Assistant's birth topic; discovery is sent again when it says online"`
 }
 
-// HTTP is the optional HTTP endpoint (health and metrics).
+// HTTP is the optional HTTP endpoint (status page, health and metrics).
 type HTTP struct {
-	Addr string `env:"HTTP_ADDR" doc:"Address (host:port) of the HTTP endpoint for health and metrics; empty = off"`
+	Addr      string `env:"HTTP_ADDR" doc:"Address (host:port) of the HTTP endpoint: the status page at /, /healthz and /metrics; empty = off"`
+	Token     Secret `env:"HTTP_TOKEN" doc:"Token the status page's actions need (secret; bearer or the page's login); without it, actions work only when HTTP_ADDR is a loopback address; or HTTP_TOKEN_FILE, or the systemd credential http_token"`
+	TokenFile string `env:"HTTP_TOKEN_FILE" doc:"File holding HTTP_TOKEN (absolute path; trailing newlines are ignored); not together with HTTP_TOKEN"`
 }
 
 // Log is the daemon's log output.
@@ -142,6 +145,7 @@ const stateDirectoryVar = "STATE_DIRECTORY"
 const (
 	CredentialAPIKey       = "cloud_api_key"
 	CredentialMQTTPassword = "mqtt_password"
+	CredentialHTTPToken    = "http_token"
 )
 
 // credentialsDirectoryVar is set by systemd for a unit with LoadCredential=.
@@ -188,6 +192,13 @@ func Load(environ map[string]string) (Config, error) {
 		cfg.unparsed["MQTT_PASSWORD"] = ""
 	}
 	cfg.MQTT.Password, cfg.passwordSource = Secret(pw), src
+
+	tok, src, err := loadSecret(environ, "HTTP_TOKEN", "HTTP_TOKEN_FILE", credDir, CredentialHTTPToken)
+	if err != nil {
+		problems = append(problems, err)
+		cfg.unparsed["HTTP_TOKEN"] = ""
+	}
+	cfg.HTTP.Token, cfg.httpTokenSource = Secret(tok), src
 
 	if len(problems) > 0 {
 		return cfg, fmt.Errorf("config: %w", errors.Join(problems...))
@@ -292,6 +303,9 @@ func (c Config) APIKeySource() string { return c.apiKeySource }
 
 // PasswordSource says where the MQTT password came from, like APIKeySource.
 func (c Config) PasswordSource() string { return c.passwordSource }
+
+// HTTPTokenSource says where HTTP_TOKEN came from, like APIKeySource.
+func (c Config) HTTPTokenSource() string { return c.httpTokenSource }
 
 // Embedded reports whether MQTT_URL asks for the built-in broker.
 func (c Config) Embedded() bool { return strings.EqualFold(c.MQTT.URL, EmbeddedBroker) }

@@ -135,6 +135,8 @@ func every(t *testing.T) map[string]string {
 		"HA_DISCOVERY_PREFIX":             "ha",
 		"HA_STATUS_TOPIC":                 "ha/status",
 		"HTTP_ADDR":                       ":9090",
+		"HTTP_TOKEN":                      "", // one of the pair: from its file
+		"HTTP_TOKEN_FILE":                 writeTemp(t, dir, "token", "token-every\n"),
 		"LOG_LEVEL":                       "debug",
 		"LOG_FORMAT":                      "json",
 		"STATE_DIR":                       "/var/lib/cloud2mqtt-test",
@@ -163,12 +165,12 @@ func TestEveryVariableParsed(t *testing.T) {
 			CAFile: environ["MQTT_CA_FILE"], CertFile: environ["MQTT_CERT_FILE"], KeyFile: environ["MQTT_KEY_FILE"],
 			ClientID: "bridge-1", BaseTopic: "home/cloud"},
 		HA:    HomeAssistant{Discovery: false, DiscoveryPrefix: "ha", StatusTopic: "ha/status"},
-		HTTP:  HTTP{Addr: ":9090"},
+		HTTP:  HTTP{Addr: ":9090", Token: "token-every", TokenFile: environ["HTTP_TOKEN_FILE"]},
 		Log:   Log{Level: "debug", Format: "json"},
 		State: State{Dir: "/var/lib/cloud2mqtt-test"},
 	}
 	got := cfg
-	got.apiKeySource, got.passwordSource, got.unparsed = "", "", nil
+	got.apiKeySource, got.passwordSource, got.httpTokenSource, got.unparsed = "", "", "", nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %#v\nwant %#v", got.Table(), want.Table())
 		if got.Cloud.APIKey != want.Cloud.APIKey || got.MQTT.Password != want.MQTT.Password {
@@ -385,13 +387,13 @@ func TestVarsMatchTheParser(t *testing.T) {
 	for _, v := range Vars() {
 		if v.Secret {
 			secrets++
-			if v.Name != "CLOUD_API_KEY" && v.Name != "MQTT_PASSWORD" {
+			if v.Name != "CLOUD_API_KEY" && v.Name != "MQTT_PASSWORD" && v.Name != "HTTP_TOKEN" {
 				t.Errorf("unexpected secret %s", v.Name)
 			}
 		}
 	}
-	if secrets != 2 {
-		t.Errorf("%d secrets, want CLOUD_API_KEY and MQTT_PASSWORD", secrets)
+	if secrets != 3 {
+		t.Errorf("%d secrets, want CLOUD_API_KEY, MQTT_PASSWORD and HTTP_TOKEN", secrets)
 	}
 }
 

@@ -62,6 +62,9 @@ func (g Cloud) MarshalJSON() ([]byte, error) { return rowsJSON(groupRows(g)) }
 // MarshalJSON writes the group's redacted settings, like Config's.
 func (g MQTT) MarshalJSON() ([]byte, error) { return rowsJSON(groupRows(g)) }
 
+// MarshalJSON writes the group's redacted settings, like Config's.
+func (g HTTP) MarshalJSON() ([]byte, error) { return rowsJSON(groupRows(g)) }
+
 func rowsJSON(rows [][2]string) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
@@ -158,6 +161,15 @@ func (g MQTT) GoString() string { return "config.MQTT{" + g.String() + "}" }
 // Format keeps every fmt verb from printing the password.
 func (g MQTT) Format(f fmt.State, verb rune) { formatGroup(f, verb, g) }
 
+// String prints the group's settings, the token redacted.
+func (g HTTP) String() string { return groupString(g) }
+
+// GoString keeps %#v from printing the token.
+func (g HTTP) GoString() string { return "config.HTTP{" + g.String() + "}" }
+
+// Format keeps every fmt verb from printing the token.
+func (g HTTP) Format(f fmt.State, verb rune) { formatGroup(f, verb, g) }
+
 type group interface {
 	String() string
 	GoString() string
@@ -189,6 +201,8 @@ func (c Config) Table() [][2]string {
 			val += " (from " + c.apiKeySource + ")"
 		case f.v.Name == "MQTT_PASSWORD" && c.passwordSource != "":
 			val += " (from " + c.passwordSource + ")"
+		case f.v.Name == "HTTP_TOKEN" && c.httpTokenSource != "":
+			val += " (from " + c.httpTokenSource + ")"
 		}
 		if shown, ok := c.inEffect(f.v.Name); ok {
 			val = shown
@@ -233,6 +247,9 @@ func (c Config) unused(name string) string {
 	}
 	if strings.HasPrefix(name, "LAN_") && name != "LAN_ENABLED" && !c.Local.Enabled && !c.Demo {
 		return "only with LAN_ENABLED=true"
+	}
+	if name == "HTTP_TOKEN" && c.HTTP.Token.IsSet() && c.HTTP.Addr == "" {
+		return "HTTP_ADDR is empty: no status page"
 	}
 	return ""
 }

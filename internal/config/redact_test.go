@@ -15,9 +15,10 @@ const (
 	testKey      = "KEY-s3cr3t-9f8e7d"
 	testPassword = "PW-s3cr3t-7a6b5c"
 	urlPassword  = "URLPW-s3cr3t-1a2b"
+	testToken    = "TOKEN-s3cr3t-4d3c2b"
 )
 
-var allSecrets = []string{testKey, testPassword, urlPassword}
+var allSecrets = []string{testKey, testPassword, urlPassword, testToken}
 
 func assertNoSecret(t *testing.T, what, out string) {
 	t.Helper()
@@ -34,19 +35,21 @@ func secretConfigs(t *testing.T) map[string]Config {
 	dir := t.TempDir()
 	keyFile := writeTemp(t, dir, "key", testKey+"\n")
 	pwFile := writeTemp(t, dir, "pw", testPassword+"\n")
+	tokenFile := writeTemp(t, dir, "token", testToken+"\n")
 	creds := filepath.Join(dir, "creds")
 	mkdir(t, creds)
 	writeTemp(t, creds, "cloud_api_key", testKey)
 	writeTemp(t, creds, "mqtt_password", testPassword)
+	writeTemp(t, creds, "http_token", testToken)
 
 	out := map[string]Config{}
 	for name, environ := range map[string]map[string]string{
-		"variables": {"CLOUD_API_KEY": testKey, "MQTT_PASSWORD": testPassword, "MQTT_USERNAME": "u",
+		"variables": {"CLOUD_API_KEY": testKey, "MQTT_PASSWORD": testPassword, "MQTT_USERNAME": "u", "HTTP_TOKEN": testToken, "HTTP_ADDR": ":8080",
 			"MQTT_URL": "tcp://u:" + urlPassword + "@broker:1883", "CLOUD_BASE_URL": "https://x:" + urlPassword + "@api.example.com"},
-		"files":       {"CLOUD_API_KEY_FILE": keyFile, "MQTT_PASSWORD_FILE": pwFile, "MQTT_USERNAME": "u", "CLOUD_EVENTS_URL": "mqtts://u:" + urlPassword + "@events:8883"},
+		"files":       {"CLOUD_API_KEY_FILE": keyFile, "MQTT_PASSWORD_FILE": pwFile, "HTTP_TOKEN_FILE": tokenFile, "MQTT_USERNAME": "u", "CLOUD_EVENTS_URL": "mqtts://u:" + urlPassword + "@events:8883"},
 		"credentials": {"CREDENTIALS_DIRECTORY": creds, "MQTT_USERNAME": "u"},
 		// Invalid in as many ways as possible, so Validate talks a lot.
-		"invalid": {"CLOUD_API_KEY": testKey + " with space", "MQTT_PASSWORD": testPassword, "MQTT_URL": "http://u:" + urlPassword + "@broker",
+		"invalid": {"CLOUD_API_KEY": testKey + " with space", "MQTT_PASSWORD": testPassword, "HTTP_TOKEN": testToken, "MQTT_URL": "http://u:" + urlPassword + "@broker",
 			"CLOUD_BASE_URL": "ftp://u:" + urlPassword + "@h", "CLOUD_EVENTS_URL": "mqtts://u:" + urlPassword + "@%zz", "POLL_INTERVAL": "1s"},
 	} {
 		cfg, err := Load(environ)
@@ -57,7 +60,7 @@ func secretConfigs(t *testing.T) map[string]Config {
 			if cfg.Validate() == nil {
 				t.Fatal("the invalid config validated")
 			}
-		} else if !cfg.Cloud.APIKey.IsSet() || !cfg.MQTT.Password.IsSet() {
+		} else if !cfg.Cloud.APIKey.IsSet() || !cfg.MQTT.Password.IsSet() || !cfg.HTTP.Token.IsSet() {
 			t.Fatalf("%s: secrets not loaded", name)
 		}
 		out[name] = cfg
@@ -76,8 +79,8 @@ func TestRedaction(t *testing.T) {
 				Keys []Secret
 			}
 			values := map[string]any{
-				"Config": cfg, "*Config": &cfg, "Cloud": cfg.Cloud, "MQTT": cfg.MQTT,
-				"APIKey": cfg.Cloud.APIKey, "Password": cfg.MQTT.Password,
+				"Config": cfg, "*Config": &cfg, "Cloud": cfg.Cloud, "MQTT": cfg.MQTT, "HTTP": cfg.HTTP,
+				"APIKey": cfg.Cloud.APIKey, "Password": cfg.MQTT.Password, "Token": cfg.HTTP.Token,
 				"wrapper": wrapper{Cfg: cfg, Ptr: &cfg, Keys: []Secret{cfg.Cloud.APIKey}},
 			}
 			for vname, v := range values {
@@ -106,7 +109,7 @@ func TestRedaction(t *testing.T) {
 			log.Info().Object("config", cfg).Msg("start")
 			log.Info().EmbedObject(cfg).Msg("start")
 			log.Info().Interface("config", cfg).Stringer("s", cfg).Msg("start")
-			log.Info().Any("cloud", cfg.Cloud).Any("mqtt", cfg.MQTT).Msg("start")
+			log.Info().Any("cloud", cfg.Cloud).Any("mqtt", cfg.MQTT).Any("http", cfg.HTTP).Msg("start")
 			assertNoSecret(t, "zerolog", buf.String())
 		})
 	}

@@ -97,9 +97,9 @@ func ExampleEnv() []byte {
 # change the struct tags there, not this file.
 #
 # Uncomment a line to change a setting; an empty value means the default.
-# Secrets (CLOUD_API_KEY, MQTT_PASSWORD) may instead come from a file (*_FILE)
-# or a systemd credential (LoadCredential=cloud_api_key:/etc/cloud2mqtt/api_key,
-# LoadCredential=mqtt_password:...), in that order of precedence after the
+# Secrets (CLOUD_API_KEY, MQTT_PASSWORD, HTTP_TOKEN) may instead come from a file
+# (*_FILE) or a systemd credential (LoadCredential=cloud_api_key:/etc/cloud2mqtt/api_key,
+# LoadCredential=mqtt_password:..., LoadCredential=http_token:...), in that order of precedence after the
 # variable itself; setting both a variable and its *_FILE is an error.
 # With -demo, CLOUD_BASE_URL and CLOUD_API_KEY are not needed.
 # Durations are seconds (60) or a number with a unit (60s, 1m, 6h): 60, 60s and

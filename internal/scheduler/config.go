@@ -102,6 +102,11 @@ type Config struct {
 	// OnChange, when set, is called after each request's outcome is
 	// settled (the counts of Stats may have changed). It must not block.
 	OnChange func()
+	// OnCounted, when set, is called for every request counted in
+	// Stats.RequestsToday, with its endpoint (cloud.Endpoint*) and the time
+	// it was counted: the same requests, for a history by hour. It is
+	// called with the scheduler locked: it must not block nor call it.
+	OnCounted func(endpoint string, at time.Time)
 	// ShutdownTimeout is how long Run waits, after its context ends, for
 	// requests on the wire before cancelling them (default 10 s).
 	ShutdownTimeout time.Duration

@@ -65,6 +65,9 @@ func (s *Scheduler) countLocked(ep endpoint, now time.Time, err error) {
 		s.counts.day, s.counts.requestsToday = day, 0
 	}
 	s.counts.requestsToday++
+	if s.cfg.OnCounted != nil {
+		s.cfg.OnCounted(ep.String(), now)
+	}
 }
 
 // retryAfterLocked is the wait a 429 asks for, capped at MaxRetryAfter (said

@@ -353,11 +353,17 @@ function svg(tag, attrs, text) {
   return e;
 }
 
+// niceMax is the chart's top: four steps of a whole, round number of
+// requests (0, 15, 30, 45, 60), at least v.
 function niceMax(v) {
-  if (v <= 5) return 5;
-  const p = Math.pow(10, Math.floor(Math.log10(v)));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
-  return 10 * p;
+  if (v <= 4) return 4;
+  const raw = v / 4;
+  const p = Math.pow(10, Math.floor(Math.log10(raw)));
+  for (const m of [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) {
+    const step = m * p;
+    if (step >= raw && Number.isInteger(step)) return 4 * step;
+  }
+  return 40 * p;
 }
 
 const groups = ["state", "control", "list", "scenes", "other"];

@@ -1,0 +1,156 @@
+//go:build browser
+
+package app_test
+
+// The status page in a real headless Chromium against the whole daemon on
+// the simulated cloud: every device of the catalogue by name, today's
+// requests as bridge/stats and the cloud count them, a change made at the
+// cloud shown without a reload within 5 s, an action refused without the
+// token when HTTP_ADDR is not loopback, and not one console error. Run
+// with
+//
+//	go test -tags browser -run Browser ./internal/app
+//
+// and -args -screenshots ../../docs/screenshots to renew the screenshots
+// of docs/web.md (the demo's catalogue, its real figures).
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/topic"
+	"cloud2mqtt/internal/web/webtest"
+)
+
+var screenshotDir = flag.String("screenshots", "", "write the status page's screenshots to this directory (../../docs/screenshots to update them)")
+
+func TestBrowserStatusPage(t *testing.T) {
+	t.Parallel()
+	h := startPage(t, harnessOptions{
+		// No daily limit, as the demo: with one, 16 devices would be
+		// read every few minutes, and the change at the cloud below is
+		// seen when the bridge reads it.
+		env: map[string]string{"POLL_INTERVAL": "2s"},
+		sim: cloudsim.Options{Catalogue: cloudsim.DemoCatalogue()},
+	}, "")
+	h.devices()
+	b := webtest.New(t)
+	b.Open(t, h.main.HTTPURL()+"/")
+
+	// Every device of the catalogue, by name.
+	var want []string
+	for _, d := range h.sim.Devices() {
+		want = append(want, d.Name)
+	}
+	slices.Sort(want)
+	names := `[...document.querySelectorAll("#device-rows td.name")].map(e => e.textContent).sort()`
+	b.WaitFor(t, "every device of the catalogue", fmt.Sprintf(`JSON.stringify(%s) === %q`, names, toJSON(want)))
+
+	// Today's requests: the page, the retained bridge/stats and the
+	// cloud's own count agree (the daemon keeps polling: at a moment when
+	// all three have caught up).
+	var shown, stats, cloud int
+	h.watch.until(wait, "the page, bridge/stats and the cloud agreeing on today's requests", func() bool {
+		shown, _ = strconv.Atoi(webtest.Eval[string](t, b, `document.getElementById("b-today").textContent`))
+		stats, cloud = statsRequests(h), simRequests(h)
+		return shown > 0 && shown == stats && stats == cloud
+	})
+	t.Logf("requests today: page %d, bridge/stats %d, cloud %d", shown, stats, cloud)
+	if lim := webtest.Eval[string](t, b, `document.getElementById("b-limit").textContent`); lim != "no daily limit set" {
+		t.Errorf("the daily limit shows %q", lim)
+	}
+	if n := webtest.Eval[int](t, b, `document.querySelectorAll("#chart rect.s-state").length`); n < 1 {
+		t.Error("the chart shows no state reads")
+	}
+
+	// A change at the cloud, without a reload, within 5 s.
+	dev := h.sim.Devices()[1]
+	id := topic.DeviceID(dev.SKU, dev.Device)
+	if err := h.sim.SetOnline(dev.Device, false); err != nil {
+		t.Fatal(err)
+	}
+	b.WaitFor(t, dev.Name+" offline", fmt.Sprintf(`!!document.querySelector('#device-rows tr[data-id=%q] .badge.st-offline')`, id))
+	if webtest.Eval[bool](t, b, `performance.getEntriesByType("navigation").length !== 1`) {
+		t.Error("the page was reloaded")
+	}
+
+	// An action through the page: a rejected command shows as a problem
+	// and as the device's last error; read now is queued.
+	light := h.sim.Devices()[0]
+	lightID := topic.DeviceID(light.SKU, light.Device)
+	h.publish("cloud2mqtt/"+lightID+"/set/brightness", "250")
+	b.WaitFor(t, "the rejected command among the problems", `[...document.querySelectorAll("#problem-list li .msg")].some(e => e.textContent === "command rejected")`)
+	b.Do(t, chromedp.Click(fmt.Sprintf(`#device-rows tr[data-id=%q] td.name`, lightID)))
+	b.WaitFor(t, "the device's values", `document.getElementById("detail").open && document.getElementById("detail-values").textContent.includes("brightness")`)
+	b.Do(t, chromedp.Click(`#a-read`))
+	b.WaitFor(t, "the read's answer", `document.getElementById("toast").textContent === "Read queued."`)
+
+	// The screenshots (into a temporary directory unless -screenshots):
+	// the phone's layout is drawn too. For docs/, once the pace is
+	// measured (a whole minute after the start), so that the projection
+	// shows.
+	if *screenshotDir != "" {
+		h.watch.until(2*time.Minute, "the pace measured", func() bool {
+			return apiGet[struct {
+				Pace *float64 `json:"pace_per_hour"`
+			}](t, h, "/api/budget").Pace != nil
+		})
+		b.WaitFor(t, "the projection", `document.getElementById("b-proj").textContent !== "–"`)
+	}
+	b.Screenshot(t, *screenshotDir, "phone-device.png", 390, 844, true)
+	b.Do(t, chromedp.Click(`#detail-close`))
+	b.Screenshot(t, *screenshotDir, "desktop.png", 1280, 900, false)
+	b.DarkMode(t, true)
+	b.Screenshot(t, *screenshotDir, "desktop-dark.png", 1280, 900, false)
+	b.DarkMode(t, false)
+	b.Screenshot(t, *screenshotDir, "phone.png", 390, 844, true)
+	webtest.Eval[bool](t, b, `(document.getElementById("devices").scrollIntoView(), true)`)
+	b.Screenshot(t, *screenshotDir, "phone-devices.png", 390, 844, true)
+	b.NoErrors(t)
+}
+
+// TestBrowserActionNeedsTheToken: bound to an address that is not
+// loopback, the page says actions need HTTP_TOKEN, one made without it is
+// refused, and after the login the page's button works.
+func TestBrowserActionNeedsTheToken(t *testing.T) {
+	t.Parallel()
+	const token = "browser-token-3e9f1a"
+	h := startPage(t, harnessOptions{env: map[string]string{"HTTP_TOKEN": token},
+		sim: cloudsim.Options{Catalogue: firstDevices(2)}}, "0.0.0.0:8080")
+	h.devices()
+	url := h.main.HTTPURL()
+	b := webtest.New(t)
+	b.Open(t, url+"/")
+	b.WaitFor(t, "the login notice", `!document.getElementById("access").hidden && !document.getElementById("login").hidden`)
+	if txt := webtest.Eval[string](t, b, `document.getElementById("access-text").textContent`); !strings.Contains(txt, "HTTP_TOKEN") {
+		t.Errorf("the page does not say actions need the token: %q", txt)
+	}
+	lists := func() int { return h.sim.Counts().Total("devices") }
+	before := lists()
+	b.Allow("status of 401 (Unauthorized) " + url + "/api/actions/refresh-devices")
+	status := webtest.Eval[int](t, b, `fetch("api/actions/refresh-devices", {method: "POST", headers: {"Content-Type": "application/json",
+		"X-CSRF-Token": state.session.csrf_token}, body: "{}"}).then(r => r.status)`)
+	if status != 401 || lists() != before {
+		t.Errorf("an action without the token: %d, device lists %d → %d", status, before, lists())
+	}
+	b.Do(t, chromedp.SendKeys(`#login-token`, token), chromedp.Click(`#login button[type="submit"]`))
+	b.WaitFor(t, "the login", `!document.getElementById("refresh").disabled`)
+	b.Do(t, chromedp.Click(`#refresh`))
+	b.WaitFor(t, "the refresh's answer", `document.getElementById("toast").textContent === "Reading the device list again."`)
+	h.watch.until(wait, "the device list read again", func() bool { return lists() > before })
+	b.NoErrors(t)
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
