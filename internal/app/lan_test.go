@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ type lanHarness struct {
 
 func startLANHarness(t *testing.T, env map[string]string) *lanHarness {
 	t.Helper()
-	e := map[string]string{"LAN_ENABLED": "true", "LAN_POLL_INTERVAL": "1s", "LAN_SCAN_INTERVAL": "10m", "POLL_INTERVAL": "2s"}
+	e := map[string]string{"LAN_ENABLED": "true", "LAN_POLL_INTERVAL": "1s", "LAN_SCAN_INTERVAL": "10m", "POLL_INTERVAL": "2s", "HTTP_ADDR": "127.0.0.1:0"}
 	for k, v := range env {
 		e[k] = v
 	}
@@ -121,6 +122,28 @@ func TestLocalControl(t *testing.T) {
 	w.waitJSON(15*time.Second, "cloud2mqtt/bridge/info", func(m map[string]any) bool {
 		l, _ := m["lan"].(map[string]any)
 		return l != nil && l["enabled"] == true && l["found"] == 2.0 && l["reachable"] == 2.0
+	})
+
+	t.Run("the status page says local or cloud", func(t *testing.T) {
+		resp, err := http.Get(h.main.HTTPURL() + "/api/devices")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var page struct{ Devices []struct{ ID, Path string } }
+		if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{h.ids[lanToggleLight]: "local", h.ids[lanQuietLight]: "local", h.ids[lanCloudLight]: "cloud"}
+		for _, d := range page.Devices {
+			if w, ok := want[d.ID]; ok && d.Path != w {
+				t.Errorf("/api/devices: %s path %q, want %q", d.ID, d.Path, w)
+			}
+			delete(want, d.ID)
+		}
+		if len(want) != 0 {
+			t.Errorf("/api/devices lacks %v", want)
+		}
 	})
 
 	t.Run("commands go over the LAN, not to the cloud", func(t *testing.T) {
