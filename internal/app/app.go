@@ -6,7 +6,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,9 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/bridge"
-	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/config"
-	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/lan"
 	"cloud2mqtt/internal/local"
 	"cloud2mqtt/internal/logging"
@@ -26,8 +23,6 @@ import (
 	"cloud2mqtt/internal/poller"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
-	"cloud2mqtt/internal/statedir"
-	"cloud2mqtt/internal/topic"
 )
 
 // ShutdownGrace bounds how long shutdown waits for commands in flight.
@@ -79,9 +74,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if cfg.Demo && cfg.HTTP.Addr == "" {
 		cfg.HTTP.Addr = demoHTTPAddr() // the demo shows its status page
 	}
-	log := m.Log
-	log.Info().Str("version", m.Version).Object("config", cfg).Msg("starting cloud2mqtt")
-	layout := topic.New(cfg.MQTT.BaseTopic)
+	m.Log.Info().Str("version", m.Version).Object("config", cfg).Msg("starting cloud2mqtt")
 	ready := m.readyChan()
 
 	var wg sync.WaitGroup
@@ -94,201 +87,36 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	defer env.close()
-
-	client, err := cloud.New(cloud.Config{
-		BaseURL: env.baseURL, APIKey: env.apiKey, KeyHeader: cfg.Cloud.KeyHeader,
-		HTTPClient: m.httpClient(), Logger: log,
-	})
+	d, err := m.assemble(cfg, env)
 	if err != nil {
 		return err
 	}
-	met := newMetrics(m.Version)
-	dir := statedir.Dir(cfg.State.Dir)
-	tune := m.tuning()
-	// Every change of a figure the bridge shows or keeps wakes the stats
-	// and the state directory's writer.
-	kicks := newNotifier(2)
-	statsKick, saveKick := kicks[0], kicks[1]
-	scfg := schedulerConfig(cfg)
-	scfg.AuthHoldoff, scfg.MaxRetryAfter, scfg.OnChange = tune.authHoldoff, tune.maxRetryAfter, kicks.notify
-	// The poller hears of reads held by a 429 (it answers who waits for
-	// them); it is made below, before the scheduler runs.
-	var poll *poller.Poller
-	scfg.OnHeld = func(sku, device string, h scheduler.Hold) { poll.Held(sku, device, h) }
-	// The status page: its chart counts what the day's count counts.
-	page := newWebPage()
-	scfg.OnCounted = page.history.Observe
-	if s := readSpent(dir, log); s.Requests > 0 {
-		scfg.RequestsToday, scfg.RequestsDay = s.Requests, s.Day
+	if d.lan != nil {
+		defer d.lan.Close() // its socket, on every way out (Run closes it too)
 	}
-	pcfg := poller.Config{
-		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
-		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval,
-		StatelessRecheck: tune.statelessRecheck,
-	}
-	mcfg := mqtt.Config{
-		URL: env.mqttURL, CAFile: cfg.MQTT.CAFile, CertFile: cfg.MQTT.CertFile, KeyFile: cfg.MQTT.KeyFile,
-		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(), ClientID: cfg.MQTT.ClientID,
-		StateTopic: layout.BridgeState(), Logger: log,
-	}
-	if m.tuneConfigs != nil {
-		m.tuneConfigs(&scfg, &pcfg, &mcfg)
-	}
-	sched := scheduler.New(client, scfg, log.With().Str("component", "scheduler").Logger())
-
-	var mirror *bridge.Mirror
-	mirror = bridge.NewMirror(bridge.Options{
-		Layout: layout,
-		Discovery: discovery.Config{
-			Prefix: cfg.HA.DiscoveryPrefix, Layout: layout, Version: m.Version,
-			BridgeID: topic.DeviceID("bridge", layout.Base), DailyLimit: cfg.Cloud.DailyLimit,
-			Local: cfg.Local.Enabled || cfg.Demo,
-		},
-		DiscoveryEnabled: cfg.HA.Discovery,
-		HAStatusTopic:    cfg.HA.StatusTopic,
-		Health:           m.health,
-		OnCommand:        page.errs.commandDone(met.observeCommand),
-		OnError:          page.noteError(&mirror),
-		Log:              log.With().Str("component", "bridge").Logger(),
-	})
-	lanr, err := m.newLocal(cfg, env)
-	if err != nil {
-		return err
-	}
-	if lanr != nil {
-		defer lanr.Close() // its socket, on every way out (Run closes it too)
-	}
-	reg := registry.New(page.errs.sink(withLANSink(notifyingSink{mirror, kicks.notify}, lanr)), log.With().Str("component", "registry").Logger())
-	restoreState(dir, reg, log)
-	poll = poller.New(sched, reg, pcfg, log.With().Str("component", "poller").Logger())
-	set := newSettings(cfg, dir, log, poll, mirror)
-	set.apply()
-	br := bridge.New(mirror, reg, poll, sched, set)
-	if lanr != nil {
-		lanr.Bind(reg, poll)
-		br.SetLocal(lanr)
-		page.Path = connectionOf(reg)
-	}
-	// On the first connect, subscribe before the client says "online" (a
-	// command sent on seeing it must be taken); on every (re)connect,
-	// publish through this connection and republish everything retained
-	// (the broker may have lost it).
-	var subscribed sync.Once
-	var subErr error
-	conn, err := mqtt.Connect(ctx, mcfg, func(c *mqtt.Client) {
-		subscribed.Do(func() {
-			for _, f := range br.Subscriptions() {
-				if subErr = c.Subscribe(f, 1, br.Handle); subErr != nil {
-					return
-				}
-			}
-		})
-		mirror.Connected(c)
-	})
-	if err != nil {
+	if err := d.connect(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	if subErr != nil {
-		conn.Close(context.Background())
-		return subErr
-	}
 	// The broker is up and the state directory read: systemd may go on
 	// (the cloud may be unreachable for long at boot; the watchdog and
 	// /healthz watch the rest).
-	sd := Systemd{Log: log}
-	sd.Ready()
+	d.sd.Ready()
 	m.mu.Lock()
-	m.sched, m.poll, m.conn, m.metrics = sched, poll, conn, met
+	m.sched, m.poll, m.conn, m.metrics = d.sched, d.poll, d.conn, d.met
 	m.mu.Unlock()
-	met.register(sched, poll, reg, conn)
-
-	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopSched()
-	schedDone := make(chan struct{})
-	go func() {
-		defer close(schedDone)
-		if err := sched.Run(schedCtx); err != nil {
-			log.Error().Err(err).Msg("scheduler stopped")
-		}
-	}()
-	pollCtx, stopPoll := context.WithCancel(ctx)
-	defer stopPoll()
-	pollDone := make(chan struct{})
-	go func() {
-		defer close(pollDone)
-		if err := poll.Run(pollCtx); err != nil && !errors.Is(err, context.Canceled) {
-			log.Error().Err(err).Msg("poller stopped")
-		}
-	}()
-
-	if cfg.HTTP.Addr != "" {
-		if exposedAddr(cfg.HTTP.Addr) {
-			log.Warn().Str("HTTP_ADDR", cfg.HTTP.Addr).
-				Msg("HTTP_ADDR listens on every interface: the status page, /metrics and /healthz are open to the network (devices, request counts, errors; actions only with HTTP_TOKEN); set HTTP_ADDR=127.0.0.1:PORT unless another host must see them")
-		}
-		h, _, err := page.handler(m.webAddr(cfg.HTTP.Addr), cfg.HTTP.Token.Reveal(), scfg, parts{mirror, reg, sched, poll, conn, set, lanr}, log)
-		var url string
-		if err == nil {
-			url, err = m.serveHTTP(ctx, &wg, cfg.HTTP.Addr, met, h)
-		}
-		if err != nil {
-			cancel()
-			<-pollDone
-			stopSched()
-			<-schedDone
-			conn.Close(context.Background())
-			return err
-		}
-		m.mu.Lock()
-		m.httpURL = url
-		m.mu.Unlock()
-		m.printPage(url)
+	d.met.register(d.sched, d.poll, d.reg, d.conn)
+	d.start(ctx)
+	if err := m.serve(ctx, &wg, d); err != nil {
+		cancel()
+		d.shutdown()
+		return err
 	}
-	if m.LogForward != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); m.LogForward.Run(ctx, page.publishLog(mirror)) }()
-	}
-	if env.events != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); env.events(ctx, mirror) }()
-	}
-
-	if lanr != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); lanr.Run(ctx) }()
-	}
-	wg.Add(4)
-	go func() { defer wg.Done(); br.Run(ctx) }()
-	go func() { defer wg.Done(); persist(ctx, saveKick, tune.saveDelay, dir, reg, sched, log) }()
-	go func() {
-		defer wg.Done()
-		m.background(ctx, ready, statsKick, parts{mirror, reg, sched, poll, conn, set, lanr})
-	}()
-	go func() {
-		defer wg.Done()
-		sd.Watchdog(ctx, poll.Progress, func() time.Duration { return staleAfter(poll.Stats().Interval) })
-	}()
-
+	m.runBackground(ctx, &wg, d, ready)
 	<-ctx.Done()
-	sd.Stopping()
-	log.Info().Msg("shutting down: finishing commands in flight")
-	stopPoll()
-	<-pollDone
-	saveState(dir, reg, log)
-	stopSched()
-	select {
-	case <-schedDone:
-	case <-time.After(ShutdownGrace):
-		log.Warn().Dur("grace", ShutdownGrace).Msg("commands still in flight after the grace period; leaving them")
-	}
-	saveSpent(dir, sched.Stats(), log)
-	closeCtx, done := context.WithTimeout(context.Background(), 2*time.Second)
-	defer done()
-	conn.Close(closeCtx)
-	log.Info().Msg("stopped")
+	d.shutdown()
 	return nil
 }
 

@@ -1,0 +1,259 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/bridge"
+	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/config"
+	"cloud2mqtt/internal/discovery"
+	"cloud2mqtt/internal/mqtt"
+	"cloud2mqtt/internal/poller"
+	"cloud2mqtt/internal/registry"
+	"cloud2mqtt/internal/scheduler"
+	"cloud2mqtt/internal/statedir"
+	"cloud2mqtt/internal/topic"
+)
+
+// The steps of Run: assemble the parts, connect to the broker, start the
+// loops, serve HTTP, start the background work, and shut down in order.
+
+// running is one run's parts and what its steps share.
+type running struct {
+	parts
+	cfg       config.Config
+	log       zerolog.Logger
+	env       *environment
+	met       *metrics
+	dir       statedir.Dir
+	tune      tuning
+	statsKick *listener
+	saveKick  *listener
+	page      *webPage
+	scfg      scheduler.Config
+	mcfg      mqtt.Config
+	br        *bridge.Bridge
+	sd        Systemd
+
+	// Set by start: the loops' stops and their ends.
+	stopPoll, stopSched func()
+	pollDone, schedDone chan struct{}
+}
+
+// assemble builds every part in constructor order: scheduler (over the
+// cloud client) → mirror → LAN router → registry (its sink the mirror)
+// → state restored → poller → settings → bridge. Nothing runs yet.
+func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
+	log := m.Log
+	client, err := cloud.New(cloud.Config{
+		BaseURL: env.baseURL, APIKey: env.apiKey, KeyHeader: cfg.Cloud.KeyHeader,
+		HTTPClient: m.httpClient(), Logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	d := &running{cfg: cfg, log: log, env: env, met: newMetrics(m.Version), dir: statedir.Dir(cfg.State.Dir),
+		tune: m.tuning(), page: newWebPage(), sd: Systemd{Log: log}}
+	// Every change of a figure the bridge shows or keeps wakes the stats
+	// and the state directory's writer.
+	kicks := newNotifier(2)
+	d.statsKick, d.saveKick = kicks[0], kicks[1]
+	pcfg := m.configs(d, kicks)
+	d.sched = scheduler.New(client, d.scfg, log.With().Str("component", "scheduler").Logger())
+	d.mirror = m.newMirror(d)
+	if d.lan, err = m.newLocal(cfg, env); err != nil {
+		return nil, err
+	}
+	d.reg = registry.New(d.page.errs.sink(withLANSink(notifyingSink{d.mirror, kicks.notify}, d.lan)), log.With().Str("component", "registry").Logger())
+	restoreState(d.dir, d.reg, log)
+	d.poll = poller.New(d.sched, d.reg, pcfg, log.With().Str("component", "poller").Logger())
+	d.set = newSettings(cfg, d.dir, log, d.poll, d.mirror)
+	d.set.apply()
+	d.br = bridge.New(d.mirror, d.reg, d.poll, d.sched, d.set)
+	if d.lan != nil {
+		d.lan.Bind(d.reg, d.poll)
+		d.br.SetLocal(d.lan)
+		d.page.Path = connectionOf(d.reg)
+	}
+	return d, nil
+}
+
+// configs fills the scheduler's and the MQTT client's configuration in d
+// and returns the poller's, with Main's tuning and a test's changes.
+func (m *Main) configs(d *running, kicks notifier) poller.Config {
+	cfg := d.cfg
+	d.scfg = schedulerConfig(cfg)
+	d.scfg.AuthHoldoff, d.scfg.MaxRetryAfter, d.scfg.OnChange = d.tune.authHoldoff, d.tune.maxRetryAfter, kicks.notify
+	// The poller hears of reads held by a 429 (it answers who waits for
+	// them); it is made after the scheduler, before the scheduler runs.
+	d.scfg.OnHeld = func(sku, device string, h scheduler.Hold) { d.poll.Held(sku, device, h) }
+	// The status page: its chart counts what the day's count counts.
+	d.scfg.OnCounted = d.page.history.Observe
+	if s := readSpent(d.dir, d.log); s.Requests > 0 {
+		d.scfg.RequestsToday, d.scfg.RequestsDay = s.Requests, s.Day
+	}
+	pcfg := poller.Config{
+		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
+		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval,
+		StatelessRecheck: d.tune.statelessRecheck,
+	}
+	layout := topic.New(cfg.MQTT.BaseTopic)
+	d.mcfg = mqtt.Config{
+		URL: d.env.mqttURL, CAFile: cfg.MQTT.CAFile, CertFile: cfg.MQTT.CertFile, KeyFile: cfg.MQTT.KeyFile,
+		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(), ClientID: cfg.MQTT.ClientID,
+		StateTopic: layout.BridgeState(), Logger: d.log,
+	}
+	if m.tuneConfigs != nil {
+		m.tuneConfigs(&d.scfg, &pcfg, &d.mcfg)
+	}
+	return pcfg
+}
+
+// newMirror is the registry's sink: everything the bridge publishes.
+func (m *Main) newMirror(d *running) *bridge.Mirror {
+	cfg := d.cfg
+	layout := topic.New(cfg.MQTT.BaseTopic)
+	var mirror *bridge.Mirror
+	mirror = bridge.NewMirror(bridge.Options{
+		Layout: layout,
+		Discovery: discovery.Config{
+			Prefix: cfg.HA.DiscoveryPrefix, Layout: layout, Version: m.Version,
+			BridgeID: topic.DeviceID("bridge", layout.Base), DailyLimit: cfg.Cloud.DailyLimit,
+			Local: cfg.Local.Enabled || cfg.Demo,
+		},
+		DiscoveryEnabled: cfg.HA.Discovery,
+		HAStatusTopic:    cfg.HA.StatusTopic,
+		Health:           m.health,
+		OnCommand:        d.page.errs.commandDone(d.met.observeCommand),
+		OnError:          d.page.noteError(&mirror),
+		Log:              d.log.With().Str("component", "bridge").Logger(),
+	})
+	return mirror
+}
+
+// connect connects to the broker. On the first connect it subscribes before
+// the client says "online" (a command sent on seeing it must be taken); on
+// every (re)connect the mirror publishes through the connection and
+// republishes everything retained (the broker may have lost it).
+func (d *running) connect(ctx context.Context) error {
+	var subscribed sync.Once
+	var subErr error
+	conn, err := mqtt.Connect(ctx, d.mcfg, func(c *mqtt.Client) {
+		subscribed.Do(func() {
+			for _, f := range d.br.Subscriptions() {
+				if subErr = c.Subscribe(f, 1, d.br.Handle); subErr != nil {
+					return
+				}
+			}
+		})
+		d.mirror.Connected(c)
+	})
+	if err != nil {
+		return err
+	}
+	if subErr != nil {
+		conn.Close(context.Background())
+		return subErr
+	}
+	d.conn = conn
+	return nil
+}
+
+// start runs the scheduler and the poller. The scheduler outlives ctx
+// (shutdown lets commands in flight finish); the poller ends with it.
+func (d *running) start(ctx context.Context) {
+	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	d.stopSched, d.stopPoll = stopSched, stopPoll
+	d.schedDone, d.pollDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(d.schedDone)
+		if err := d.sched.Run(schedCtx); err != nil {
+			d.log.Error().Err(err).Msg("scheduler stopped")
+		}
+	}()
+	go func() {
+		defer close(d.pollDone)
+		if err := d.poll.Run(pollCtx); err != nil && !errors.Is(err, context.Canceled) {
+			d.log.Error().Err(err).Msg("poller stopped")
+		}
+	}()
+}
+
+// serve starts the HTTP endpoint (health, metrics, the status page) when
+// HTTP_ADDR is set.
+func (m *Main) serve(ctx context.Context, wg *sync.WaitGroup, d *running) error {
+	addr := d.cfg.HTTP.Addr
+	if addr == "" {
+		return nil
+	}
+	if exposedAddr(addr) {
+		d.log.Warn().Str("HTTP_ADDR", addr).
+			Msg("HTTP_ADDR listens on every interface: the status page, /metrics and /healthz are open to the network (devices, request counts, errors; actions only with HTTP_TOKEN); set HTTP_ADDR=127.0.0.1:PORT unless another host must see them")
+	}
+	h, _, err := d.page.handler(m.webAddr(addr), d.cfg.HTTP.Token.Reveal(), d.scfg, d.parts, d.log)
+	if err != nil {
+		return err
+	}
+	url, err := m.serveHTTP(ctx, wg, addr, d.met, h)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.httpURL = url
+	m.mu.Unlock()
+	m.printPage(url)
+	return nil
+}
+
+// runBackground starts what runs beside the loops until ctx ends: logs to
+// MQTT, the cloud's events, the LAN, the bridge's held messages, the state
+// directory's writer, stats and readiness, and the watchdog.
+func (m *Main) runBackground(ctx context.Context, wg *sync.WaitGroup, d *running, ready chan struct{}) {
+	goWG := func(f func()) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	if m.LogForward != nil {
+		goWG(func() { m.LogForward.Run(ctx, d.page.publishLog(d.mirror)) })
+	}
+	if d.env.events != nil {
+		goWG(func() { d.env.events(ctx, d.mirror) })
+	}
+	if d.lan != nil {
+		goWG(func() { d.lan.Run(ctx) })
+	}
+	goWG(func() { d.br.Run(ctx) })
+	goWG(func() { persist(ctx, d.saveKick, d.tune.saveDelay, d.dir, d.reg, d.sched, d.log) })
+	goWG(func() { m.background(ctx, ready, d.statsKick, d.parts) })
+	goWG(func() {
+		d.sd.Watchdog(ctx, d.poll.Progress, func() time.Duration { return staleAfter(d.poll.Stats().Interval) })
+	})
+}
+
+// shutdown stops in order: the poller, then (state saved) the scheduler,
+// which may finish commands in flight for ShutdownGrace, then the broker
+// connection, which publishes "offline".
+func (d *running) shutdown() {
+	d.sd.Stopping()
+	d.log.Info().Msg("shutting down: finishing commands in flight")
+	d.stopPoll()
+	<-d.pollDone
+	saveState(d.dir, d.reg, d.log)
+	d.stopSched()
+	select {
+	case <-d.schedDone:
+	case <-time.After(ShutdownGrace):
+		d.log.Warn().Dur("grace", ShutdownGrace).Msg("commands still in flight after the grace period; leaving them")
+	}
+	saveSpent(d.dir, d.sched.Stats(), d.log)
+	closeCtx, done := context.WithTimeout(context.Background(), 2*time.Second)
+	defer done()
+	d.conn.Close(closeCtx)
+	d.log.Info().Msg("stopped")
+}
