@@ -205,3 +205,34 @@ func TestSpecsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestLossyDeviceLosesItsShare: a device losing every datagram answers no
+// status request; losing some, it answers some and not others, and the
+// client's tries get most reads through.
+func TestLossyDeviceLosesItsShare(t *testing.T) {
+	sim, err := lansim.New(lansim.Options{Seed: 7}, lansim.Spec{ID: "AA", SKU: "H6008"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	c := client(t, sim, 20*time.Millisecond, "AA")
+	ctx := context.Background()
+	if err := sim.SetLoss("AA", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Status(ctx, "AA"); !errors.Is(err, lan.ErrNoAnswer) {
+		t.Fatalf("status of a device losing everything: %v, want ErrNoAnswer", err)
+	}
+	if err := sim.SetLoss("AA", 0.5); err != nil {
+		t.Fatal(err)
+	}
+	answered := 0
+	for range 40 {
+		if _, err := c.Status(ctx, "AA"); err == nil {
+			answered++
+		}
+	}
+	if answered == 0 || answered == 40 {
+		t.Errorf("%d of 40 status reads answered at half loss; want some and not all", answered)
+	}
+}

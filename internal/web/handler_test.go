@@ -2,7 +2,6 @@ package web
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -314,15 +313,6 @@ func TestLoopbackAddr(t *testing.T) {
 			t.Errorf("isLoopbackAddr(%q) = %v", addr, got)
 		}
 	}
-}
-
-func readAll(t *testing.T, r io.Reader) string {
-	t.Helper()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 func jsonOf(w *httptest.ResponseRecorder, v any) error { return json.Unmarshal(w.Body.Bytes(), v) }
