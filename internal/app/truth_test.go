@@ -192,7 +192,7 @@ func toString(v any) string {
 func TestReadsHeldAreAnswered(t *testing.T) {
 	t.Parallel()
 	h, ft := startFaulty(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(2)}},
-		app.Tuning{MaxRetryAfter: 8 * time.Second})
+		app.Tuning{MaxRetryAfter: 5 * time.Second})
 	ids := h.ids()
 	availability(h.watch, wait, "online", ids...)
 	ft.set("429")
