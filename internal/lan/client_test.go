@@ -147,6 +147,24 @@ func TestScanFindsKnownDevicesByUnicast(t *testing.T) {
 	}
 }
 
+// TestDiscoverEndsWhenEveryKnownDeviceAnswered: -check's scan waits for
+// answers, but not a moment longer once every known light has answered.
+func TestDiscoverEndsWhenEveryKnownDeviceAnswered(t *testing.T) {
+	n := newNet(t, lan.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	found, err := n.client.Discover(ctx, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Discover waited past every known device's answer")
+	}
+	if len(found) != 2 {
+		t.Errorf("found %v, want the lamp and the strip", found)
+	}
+}
+
 func TestCommandsGoAsDatagramsAndAreConfirmed(t *testing.T) {
 	n := newNet(t, lan.Config{})
 	n.found(t)

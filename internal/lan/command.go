@@ -34,18 +34,39 @@ func (c *Client) Scan(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Discover scans and waits for answers for wait (the -check's scan), then
-// lists the devices found.
+// Discover scans and waits for answers (the -check's scan), then lists the
+// devices found: for wait at most, less once every known device answered.
 func (c *Client) Discover(ctx context.Context, wait time.Duration) ([]Device, error) {
 	err := c.Scan(ctx)
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	case <-c.closed:
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !c.allFound() {
+		select {
+		case <-t.C:
+			return c.Devices(), err
+		case <-ctx.Done():
+			return c.Devices(), err
+		case <-c.closed:
+			return c.Devices(), err
+		case <-tick.C:
+		}
 	}
 	return c.Devices(), err
+}
+
+// allFound says whether every known device has answered a scan.
+func (c *Client) allFound() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	found := 0
+	for _, d := range c.devices {
+		if d.Addr.IsValid() {
+			found++
+		}
+	}
+	return len(c.known) > 0 && found >= len(c.known)
 }
 
 // RunScans scans at once and then every interval until ctx ends, logging
