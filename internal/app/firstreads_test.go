@@ -92,7 +92,12 @@ func TestFirstStatesAtOnce(t *testing.T) {
 // says nothing about the daemon: every state must still come, within
 // minutes.
 func TestThousandDevicesFirstReads(t *testing.T) {
-	t.Parallel()
+	if !raceDetector() {
+		// Under the race detector it runs alone, before the parallel
+		// tests: beside them a thousand devices in one process starved
+		// (CI: requests 8–12 s in flight, the 3-minute bound missed).
+		t.Parallel()
+	}
 	cat, err := cloudsim.Household(1000)
 	if err != nil {
 		t.Fatal(err)

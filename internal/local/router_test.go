@@ -128,6 +128,14 @@ func TestRouter(t *testing.T) {
 		}
 	}
 	wait("both lights local", func() bool { return store.location(quiet.Key()).Local && store.location(toggle.Key()).Local })
+	// The poller hears of it right after the registry.
+	wait("the poller told", func() bool {
+		reads.mu.Lock()
+		defer reads.mu.Unlock()
+		_, q := reads.local[quiet.Key()]
+		_, tg := reads.local[toggle.Key()]
+		return q && tg
+	})
 	if a, _ := sim.Addr(quiet.Device); store.location(quiet.Key()).Addr != a.String() {
 		t.Errorf("location %+v", store.location(quiet.Key()))
 	}
