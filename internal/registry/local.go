@@ -61,35 +61,12 @@ func (r *Registry) ApplyLocal(k capability.Key, values map[string]any, sentSeq u
 		if _, ok := d.listed.Capability(inst); !ok {
 			continue
 		}
-		if seq, ok := d.optimistic[inst]; ok {
-			if sentSeq < seq {
-				continue // sent before the command: the confirming read decides
-			}
-			delete(d.optimistic, inst)
-		}
-		v = capability.NormalizeValue(v)
-		if old, had := d.values[inst]; !had || !capability.Equal(old, v) {
-			if changed == nil {
-				changed = make(map[string]any)
-			}
-			changed[inst] = v
-			d.values[inst] = v
-		}
+		changed = d.takeRead(changed, inst, capability.NormalizeValue(v), sentSeq, false)
 	}
 	if !d.reachable && d.read {
 		r.log.Info().Stringer("device", d.listed).Msg("device reachable again (it answers on the LAN)")
 	}
-	availabilityChanged := !d.read || !d.reachable || !d.online
-	d.read, d.online, d.reachable = true, true, true
-	d.lastRead = r.now()
-	if len(changed) > 0 || availabilityChanged {
-		if changed == nil {
-			changed = map[string]any{}
-		}
-		r.changes++
-		d.encoded = nil
-		r.sink.State(d.view(), changed)
-	}
+	r.readDone(d, true, changed, !d.read || !d.reachable || !d.online)
 }
 
 // SetLocation records where the device is reached; the sink hears of a

@@ -210,20 +210,7 @@ func (r *Registry) ApplyState(k capability.Key, st State, sentSeq uint64) {
 		if d.keepLocal(inst) {
 			continue
 		}
-		if seq, ok := d.optimistic[inst]; ok {
-			if sentSeq < seq {
-				continue // sent before the command: the confirming read decides
-			}
-			delete(d.optimistic, inst)
-		}
-		old, had := d.values[inst]
-		if first || !had || !capability.Equal(old, v) {
-			if changed == nil {
-				changed = make(map[string]any)
-			}
-			changed[inst] = v
-			d.values[inst] = v
-		}
+		changed = d.takeRead(changed, inst, v, sentSeq, first)
 	}
 	if !d.reachable {
 		r.log.Info().Stringer("device", d.listed).Msg("device reachable again")
@@ -232,16 +219,46 @@ func (r *Registry) ApplyState(k capability.Key, st State, sentSeq uint64) {
 		r.log.Info().Stringer("device", d.listed).Bool("online", online).Msg("device online state changed")
 	}
 	availabilityChanged := first || !d.reachable || online != d.online
-	d.read, d.online, d.reachable, d.stateless = true, online, true, false
-	d.lastRead = r.now()
-	if len(changed) > 0 || availabilityChanged {
-		if changed == nil {
-			changed = map[string]any{}
+	d.stateless = false
+	r.readDone(d, online, changed, availabilityChanged)
+}
+
+// takeRead lays one value of a read sent when Seq was sentSeq over the
+// device's: a read sent before an optimistic value cannot know of it (the
+// confirming read decides); a new or different value (every value when
+// force) is stored and put in changed, which is made on the first change:
+// most reads change nothing. Called with r.mu held.
+func (d *device) takeRead(changed map[string]any, inst string, v any, sentSeq uint64, force bool) map[string]any {
+	if seq, ok := d.optimistic[inst]; ok {
+		if sentSeq < seq {
+			return changed
 		}
-		r.changes++
-		d.encoded = nil
-		r.sink.State(d.view(), changed)
+		delete(d.optimistic, inst)
 	}
+	if old, had := d.values[inst]; force || !had || !capability.Equal(old, v) {
+		if changed == nil {
+			changed = make(map[string]any)
+		}
+		changed[inst] = v
+		d.values[inst] = v
+	}
+	return changed
+}
+
+// readDone records a good read (the cloud's or the LAN's) and tells the
+// sink when a value or the availability changed. Called with r.mu held.
+func (r *Registry) readDone(d *device, online bool, changed map[string]any, availabilityChanged bool) {
+	d.read, d.online, d.reachable = true, online, true
+	d.lastRead = r.now()
+	if len(changed) == 0 && !availabilityChanged {
+		return
+	}
+	if changed == nil {
+		changed = map[string]any{}
+	}
+	r.changes++
+	d.encoded = nil
+	r.sink.State(d.view(), changed)
 }
 
 // MarkUnreachable records that reads of the device keep failing; the sink
