@@ -42,7 +42,7 @@ func ParseDuration(s string) (time.Duration, error) {
 // durationError is the one message for a value that is not a duration,
 // naming the setting: `POLL_INTERVAL="soon" is not a duration: use ...`.
 func durationError(name, value string) error {
-	return fmt.Errorf("%s=%q is not a duration: use %s", name, value, DurationHint)
+	return fmt.Errorf("%s=%s is not a duration: use %s", name, Quote(value), DurationHint)
 }
 
 // ParseDurationFor is ParseDuration with the error a user sees, naming the
