@@ -178,7 +178,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 1
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "cloud2mqtt: the configuration has problems:\n%s(run with -check for a full report)\n", problemLines(err))
+		fmt.Fprintf(stderr, "cloud2mqtt: the configuration has problems:\n%s(run with -check for a full report)\n", problemLines(err, cfg.UnknownVars()))
 		return exitConfig
 	}
 	if sub == cmdDevices {
@@ -243,11 +243,15 @@ func printFlags(fs *flag.FlagSet) func(io.Writer) {
 }
 
 // problemLines is a configuration error as indented lines, one a problem,
-// without the package prefix the first line carries.
-func problemLines(err error) string {
+// without the package prefix the first line carries, and then the unknown
+// variables (CLOUD_APIKEY explains an empty CLOUD_API_KEY).
+func problemLines(err error, unknown []config.UnknownVar) string {
 	var b strings.Builder
 	for _, line := range strings.Split(err.Error(), "\n") {
 		b.WriteString("  " + strings.TrimPrefix(line, "config: ") + "\n")
+	}
+	for _, u := range unknown {
+		b.WriteString("  " + u.String() + "\n")
 	}
 	return b.String()
 }

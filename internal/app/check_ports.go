@@ -38,13 +38,14 @@ func checkListeners(cfg config.Config, say func(bool, string, string)) {
 	if addr == "" {
 		return
 	}
-	if err := tryListen(addr); err != nil {
-		say(false, "http", fmt.Sprintf("cannot listen on HTTP_ADDR=%s: %s; %s", addr, bindError(err), listenHint("HTTP_ADDR", "127.0.0.1:8081", err)))
-		return
-	}
+	// Judged before the port is bound: -check opens nothing to the network.
 	if !loopbackListen(addr) && !cfg.HTTP.Token.IsSet() {
 		say(false, "http", fmt.Sprintf("HTTP_ADDR=%s is not a loopback address and HTTP_TOKEN is not set: anyone who reaches it reads the status page, /metrics and /healthz, and the page's actions are off; "+
 			"set HTTP_TOKEN (or HTTP_TOKEN_FILE, or the systemd credential http_token), or HTTP_ADDR=127.0.0.1:%s for this machine only", addr, portOf(addr)))
+		return
+	}
+	if err := tryListen(addr); err != nil {
+		say(false, "http", fmt.Sprintf("cannot listen on HTTP_ADDR=%s: %s; %s", addr, bindError(err), listenHint("HTTP_ADDR", "127.0.0.1:8081", err)))
 		return
 	}
 	say(true, "http", fmt.Sprintf("the status page will listen on %s (the port is free)", addr))

@@ -34,7 +34,8 @@ var notSettings = []string{
 }
 
 // notSettingPrefixes are families of variables that are not settings.
-var notSettingPrefixes = []string{"ADDON_", "GO", "C2M_", "CLOUD2MQTT_", "SYSTEMD_", "LC_", "XDG_"}
+// CLOUD_SDK_ is the Google Cloud SDK's (its images set CLOUD_SDK_VERSION).
+var notSettingPrefixes = []string{"ADDON_", "GO", "C2M_", "CLOUD2MQTT_", "CLOUD_SDK_", "SYSTEMD_", "LC_", "XDG_"}
 
 // UnknownVar is a variable of the environment that looks like a setting but
 // is none, so the daemon ignores it: it starts with one of Prefixes, or it

@@ -92,8 +92,8 @@ type Config struct {
 	URL    string // CLOUD_EVENTS_URL, e.g. mqtts://host:8883
 	APIKey string // user name, password and topic suffix; never logged
 	// Logger is the daemon's: Subscribe names its own lines
-	// component=events, and the MQTT client's lines name themselves
-	// (component=mqtt, with the event broker's address).
+	// component=events; the MQTT client's lines name themselves
+	// (component=mqtt) and say setting=CLOUD_EVENTS_URL.
 	Logger zerolog.Logger
 }
 
@@ -109,7 +109,7 @@ func Subscribe(ctx context.Context, cfg Config, handle func(Event)) error {
 	log := cfg.Logger.With().Str("component", "events").Logger()
 	c, err := mqtt.Connect(ctx, mqtt.Config{
 		URL: cfg.URL, Username: cfg.APIKey, Password: cfg.APIKey,
-		ClientID: mqtt.DefaultClientID("events " + cfg.URL), Logger: cfg.Logger,
+		ClientID: mqtt.DefaultClientID("events " + cfg.URL), Logger: cfg.Logger.With().Str("setting", "CLOUD_EVENTS_URL").Logger(),
 	}, nil)
 	if err != nil {
 		return redact(fmt.Errorf("events: connect to CLOUD_EVENTS_URL: %w", err), cfg.APIKey)
