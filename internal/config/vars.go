@@ -118,6 +118,9 @@ func ExampleEnv() []byte {
 # With -demo, CLOUD_BASE_URL and CLOUD_API_KEY are not needed.
 # Durations are seconds (60) or a number with a unit (60s, 1m, 6h): 60, 60s and
 # 1m are the same, here and in the options set over MQTT.
+# A variable that is not listed here but looks like one (POLL_INTERVALL) is a
+# warning at start and fails -check, naming the setting meant. Save this file
+# with Unix line endings: values ending in \r (Windows) are refused.
 `)
 	group := "\x00"
 	for _, v := range Vars() {
