@@ -74,7 +74,7 @@ func newcomerCases() []newcomerCase {
 		{name: "the embedded broker's port taken", env: map[string]string{"MQTT_LISTEN": "127.0.0.1:{port}"},
 			check:  []string{"FAIL broker: the embedded broker cannot listen on MQTT_LISTEN=127.0.0.1:{port}: address already in use; another program uses that port", "set MQTT_LISTEN to a free address like 127.0.0.1:1884"},
 			daemon: []string{"the embedded broker cannot listen on MQTT_LISTEN=127.0.0.1:{port}: address already in use; another program uses that port"}, exit: 1},
-		{name: "the status page's port taken", env: map[string]string{"HTTP_ADDR": "127.0.0.1:{port}"},
+		{name: "the status page's port taken", env: map[string]string{"HTTP_ADDR": "127.0.0.1:{port}", "HTTP_TOKEN": "k-31337-http-token"},
 			check:  []string{"FAIL http: cannot listen on HTTP_ADDR=127.0.0.1:{port}: address already in use; another program uses that port", "set HTTP_ADDR to a free address like 127.0.0.1:8081"},
 			daemon: []string{"listen on HTTP_ADDR=127.0.0.1:{port}", "address already in use"}, exit: 1},
 		{name: "the status page open to the network without a token", env: map[string]string{"HTTP_ADDR": "0.0.0.0:{port}"},
