@@ -29,13 +29,14 @@ var notSettings = []string{
 	// Go's runtime and the HTTP clients' proxy settings.
 	"GOGC", "GOMAXPROCS", "GOMEMLIMIT", "GODEBUG", "GOTRACEBACK",
 	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
-	// The profiling build (cmd/bridge/pprof.go).
-	"C2M_PPROF_ADDR", "C2M_MEMPROFILERATE",
+	// The profiling build (cmd/bridge/pprof.go), and tools/ha-check's
+	// (tools/ha-e2e starts the bridge with the developer's environment).
+	"C2M_PPROF_ADDR", "C2M_MEMPROFILERATE", "HA_ROOT", "HA_REV", "HA_RELEASE", "HA_CORE_SOURCE",
 }
 
 // notSettingPrefixes are families of variables that are not settings.
 // CLOUD_SDK_ is the Google Cloud SDK's (its images set CLOUD_SDK_VERSION).
-var notSettingPrefixes = []string{"ADDON_", "GO", "C2M_", "CLOUD2MQTT_", "CLOUD_SDK_", "SYSTEMD_", "LC_", "XDG_"}
+var notSettingPrefixes = []string{"ADDON_", "GO", "C2M_", "CLOUD2MQTT_", "CLOUD_SDK_", "HA_CHECK_", "SYSTEMD_", "LC_", "XDG_"}
 
 // UnknownVar is a variable of the environment that looks like a setting but
 // is none, so the daemon ignores it: it starts with one of Prefixes, or it
