@@ -101,14 +101,6 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage: cloud2mqtt [flags]            run the daemon
-       cloud2mqtt [flags] devices    print the account's devices and capabilities
-
-Configuration comes from the environment; see config.example.env.
-
-flags:
-`
-
 // exitConfig is EX_CONFIG (sysexits.h): the configuration is wrong, so
 // trying again will not help; the systemd unit does not restart on it
 // (RestartPreventExitStatus=78).
@@ -118,25 +110,33 @@ const exitConfig = 78
 func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("cloud2mqtt", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	// -h prints the help on stdout (asked for); a mistake gets the short
+	// usage on stderr, after the flag package's own line.
+	fs.Usage = func() {}
 	showVersion := fs.Bool("version", false, "print the version and exit")
-	check := fs.Bool("check", false, "validate the configuration, reach the broker and the cloud, print a report; exit 1 on a problem")
+	check := fs.Bool("check", false, "check every setting, bind the ports the bridge will listen on, reach the broker, the cloud and its events; print a report and exit 1 on a problem")
 	demo := fs.Bool("demo", false, "run against a simulated cloud and an embedded MQTT broker (no account needed)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	sub, err := parseArgs(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printHelp(stdout, printFlags(fs))
+		return 0
+	case err != nil:
+		// The flag package has printed its own errors.
+		var cmdErr commandError
+		if errors.As(err, &cmdErr) {
+			fmt.Fprintf(stderr, "cloud2mqtt: %v\n", err)
 		}
+		fmt.Fprint(stderr, shortUsage)
 		return 2
 	}
-	if *showVersion {
+	switch {
+	case sub == cmdHelp:
+		printHelp(stdout, printFlags(fs))
+		return 0
+	case *showVersion || sub == cmdVersion:
 		fmt.Fprintln(stdout, "cloud2mqtt", version)
 		return 0
-	}
-	sub := fs.Arg(0)
-	if sub != "" && sub != "devices" {
-		fmt.Fprintf(stderr, "cloud2mqtt: unknown command %q\n", sub)
-		fs.Usage()
-		return 2
 	}
 
 	environment := env.ToMap(environ)
@@ -148,14 +148,14 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	}
 	cfg, loadErr := config.Load(environment)
 	cfg.Demo = *demo
-	err := errors.Join(loadErr, cfg.Validate())
+	err = errors.Join(loadErr, cfg.Validate())
 	isTerm := false
 	if f, ok := stderr.(*os.File); ok {
 		isTerm = logging.IsTerminal(f)
 	}
 	// Every log line passes through a writer that hides the secrets, as a
 	// last line of defence behind code that does not log them.
-	secrets := []string{cfg.Cloud.APIKey.Reveal(), cfg.MQTT.Password.Reveal()}
+	secrets := []string{cfg.Cloud.APIKey.Reveal(), cfg.MQTT.Password.Reveal(), cfg.HTTP.Token.Reveal()}
 	logOut := logging.Redact(stderr, secrets...)
 	// Warnings and errors also go to <base>/bridge/logging once the broker
 	// is connected, redacted the same way.
@@ -178,10 +178,10 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 1
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "cloud2mqtt: the configuration has problems:\n%s(run with -check for a full report)\n", problemLines(err))
+		fmt.Fprintf(stderr, "cloud2mqtt: the configuration has problems:\n%s(run with -check for a full report)\n", problemLines(err, cfg.UnknownVars()))
 		return exitConfig
 	}
-	if sub == "devices" {
+	if sub == cmdDevices {
 		if err := app.Devices(ctx, cfg, stdout, log); err != nil {
 			fmt.Fprintf(stderr, "cloud2mqtt: %v\n", err)
 			return 1
@@ -197,12 +197,61 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	return 0
 }
 
+// parseArgs parses the flags and the command. Flags may also follow the
+// command (cloud2mqtt devices -demo), which Go's flag package alone would
+// take as arguments and ignore; anything else after the command is an
+// error, as is an unknown command.
+func parseArgs(fs *flag.FlagSet, args []string) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		return "", err
+	}
+	sub := fs.Arg(0)
+	if fs.NArg() > 1 {
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return "", err
+		}
+		if fs.NArg() > 0 {
+			return "", commandError(fmt.Sprintf("unexpected argument %s after the command %s", config.Quote(fs.Arg(0)), sub))
+		}
+	}
+	switch sub {
+	case cmdRun, cmdDevices, cmdHelp, cmdVersion:
+		return sub, nil
+	}
+	if hint, ok := config.Closest(sub, []string{cmdDevices, cmdHelp, cmdVersion}); ok {
+		return "", commandError(fmt.Sprintf("unknown command %s: did you mean %s?", config.Quote(sub), hint))
+	}
+	if strings.Contains(sub, "=") {
+		return "", commandError(fmt.Sprintf("unknown command %s: settings are environment variables, set before the program: %s cloud2mqtt", config.Quote(sub), config.Clip(sub)))
+	}
+	return "", commandError("unknown command " + config.Quote(sub))
+}
+
+// commandError is a mistake in the command line that the flag package did
+// not already print.
+type commandError string
+
+func (e commandError) Error() string { return string(e) }
+
+// printFlags writes fs's flags as the help shows them.
+func printFlags(fs *flag.FlagSet) func(io.Writer) {
+	return func(w io.Writer) {
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fmt.Fprint(w, "  -h, -help\n    \tprint this help\n")
+	}
+}
+
 // problemLines is a configuration error as indented lines, one a problem,
-// without the package prefix the first line carries.
-func problemLines(err error) string {
+// without the package prefix the first line carries, and then the unknown
+// variables (CLOUD_APIKEY explains an empty CLOUD_API_KEY).
+func problemLines(err error, unknown []config.UnknownVar) string {
 	var b strings.Builder
 	for _, line := range strings.Split(err.Error(), "\n") {
 		b.WriteString("  " + strings.TrimPrefix(line, "config: ") + "\n")
+	}
+	for _, u := range unknown {
+		b.WriteString("  " + u.String() + "\n")
 	}
 	return b.String()
 }

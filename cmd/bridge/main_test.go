@@ -162,7 +162,7 @@ func TestCheckNamesEveryMisconfiguration(t *testing.T) {
 // against a real broker; a broker that is not there fails it.
 func TestCheckReachesBrokerAndCloud(t *testing.T) {
 	b := mqtttest.Start(t)
-	code, out, _ := runBridge(t, map[string]string{"MQTT_URL": b.URL()}, "-check", "-demo")
+	code, out, _ := runBridge(t, map[string]string{"MQTT_URL": b.URL(), "MQTT_LISTEN": "127.0.0.1:0"}, "-check", "-demo")
 	if code != 0 || !strings.Contains(out, "devices on the account") {
 		t.Errorf("demo check: code %d\n%s", code, out)
 	}
@@ -197,7 +197,7 @@ func TestConfigErrorExits78(t *testing.T) {
 func TestCheckStateDirectory(t *testing.T) {
 	b := mqtttest.Start(t)
 	dir := t.TempDir()
-	code, out, _ := runBridge(t, map[string]string{"MQTT_URL": b.URL(), "STATE_DIR": dir}, "-check", "-demo")
+	code, out, _ := runBridge(t, map[string]string{"MQTT_URL": b.URL(), "MQTT_LISTEN": "127.0.0.1:0", "STATE_DIR": dir}, "-check", "-demo")
 	if code != 0 || !strings.Contains(out, "ok   state directory: "+dir+" is writable") {
 		t.Errorf("writable STATE_DIR: code %d\n%s", code, out)
 	}
@@ -205,7 +205,7 @@ func TestCheckStateDirectory(t *testing.T) {
 	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, out, _ = runBridge(t, map[string]string{"MQTT_URL": b.URL(), "STATE_DIR": blocker + "/state"}, "-check", "-demo")
+	code, out, _ = runBridge(t, map[string]string{"MQTT_URL": b.URL(), "MQTT_LISTEN": "127.0.0.1:0", "STATE_DIR": blocker + "/state"}, "-check", "-demo")
 	if code != 1 || !strings.Contains(out, "FAIL state directory") || !strings.Contains(out, "StateDirectory=") {
 		t.Errorf("impossible STATE_DIR: code %d\n%s", code, out)
 	}

@@ -9,11 +9,11 @@ import (
 // README builds (cloud2mqtt), and a configuration error lists each problem
 // once, without the package prefix.
 func TestWordsNameTheProgram(t *testing.T) {
-	code, _, errOut := runBridge(t, nil, "-h")
-	if code != 0 || !strings.Contains(errOut, "usage: cloud2mqtt [flags]") || strings.Contains(errOut, "bridge [flags]") {
-		t.Errorf("-h: code %d\n%s", code, errOut)
+	code, out, _ := runBridge(t, nil, "-h")
+	if code != 0 || !strings.Contains(out, "usage: cloud2mqtt [flags]") || strings.Contains(out, "bridge [flags]") {
+		t.Errorf("-h: code %d\n%s", code, out)
 	}
-	code, _, errOut = runBridge(t, map[string]string{"POLL_INTERVAL": "soon", "LOG_LEVEL": "loud"})
+	code, _, errOut := runBridge(t, map[string]string{"POLL_INTERVAL": "soon", "LOG_LEVEL": "loud"})
 	if code != exitConfig {
 		t.Errorf("code %d, want %d", code, exitConfig)
 	}

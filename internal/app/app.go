@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -75,6 +76,7 @@ func (m *Main) Run(ctx context.Context) error {
 		cfg.HTTP.Addr = demoHTTPAddr() // the demo shows its status page
 	}
 	m.Log.Info().Str("version", m.Version).Object("config", cfg).Msg("starting cloud2mqtt")
+	warnUnknown(cfg, m.Log)
 	ready := m.readyChan()
 
 	var wg sync.WaitGroup
@@ -96,6 +98,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	if err := d.connect(ctx); err != nil {
 		if ctx.Err() != nil {
+			m.Log.Info().Msg("stopped before the MQTT broker was reached")
 			return nil
 		}
 		return err
@@ -115,9 +118,58 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.runBackground(ctx, &wg, d, ready)
+	if cfg.Demo {
+		wg.Add(1)
+		go func() { defer wg.Done(); m.demoBanner(ctx, ready, env) }()
+	}
 	<-ctx.Done()
 	d.shutdown()
 	return nil
+}
+
+// warnUnknown logs a warning for each variable of the environment that
+// looks like a setting but is none (config.UnknownVar): POLL_INTERVALL
+// would otherwise be ignored without a word.
+func warnUnknown(cfg config.Config, log zerolog.Logger) {
+	for _, u := range cfg.UnknownVars() {
+		ev := log.Warn().Str("variable", config.Clip(u.Name))
+		if u.Suggestion != "" {
+			ev = ev.Str("did_you_mean", u.Suggestion)
+		}
+		ev.Msg(u.String())
+	}
+}
+
+// pageURL is the base URL of a listener as a user opens it from this
+// machine: a listener on every interface (HTTP_ADDR=0.0.0.0:8080, which Go
+// reports as [::]:8080) is reached at 127.0.0.1.
+func pageURL(bound net.Addr) string {
+	host, port, err := net.SplitHostPort(bound.String())
+	if err != nil {
+		return "http://" + bound.String()
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// demoBanner prints the demo's instructions once the first device list
+// is in, after the start's log lines, so they do not scroll away under
+// them (the LAN's finds may follow: a few lines).
+func (m *Main) demoBanner(ctx context.Context, ready <-chan struct{}, env *environment) {
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return
+	}
+	m.printDemo(env, env.demo)
+	m.mu.Lock()
+	url := m.httpURL
+	m.mu.Unlock()
+	if url != "" {
+		m.printPage(url)
+	}
 }
 
 // parts are the daemon's components the background loop reads.

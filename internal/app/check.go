@@ -47,17 +47,25 @@ func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, 
 		}
 		fmt.Fprintln(out)
 	}
+	unknown := cfg.UnknownVars()
 	if cfgErr != nil {
 		for _, line := range strings.Split(cfgErr.Error(), "\n") {
 			say(false, "configuration", strings.TrimPrefix(line, "config: "))
 		}
+		for _, u := range unknown {
+			say(false, "configuration", u.String())
+		}
 		return false
 	}
-	say(true, "configuration", "every variable is valid")
+	for _, u := range unknown {
+		say(false, "configuration", u.String())
+	}
+	if len(unknown) == 0 {
+		say(true, "configuration", "every variable is valid")
+	}
 
-	if cfg.Demo || cfg.Embedded() {
-		say(true, "broker", "the embedded broker will listen on "+cfg.MQTT.Listen)
-	} else {
+	checkListeners(cfg, say) // check_ports.go
+	if !cfg.Demo && !cfg.Embedded() {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		c, err := mqtt.Connect(cctx, mqtt.Config{
 			URL: cfg.MQTT.URL, CAFile: cfg.MQTT.CAFile, CertFile: cfg.MQTT.CertFile, KeyFile: cfg.MQTT.KeyFile,
@@ -88,6 +96,7 @@ func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, 
 	} else {
 		say(true, "cloud", fmt.Sprintf("the API key works; %d devices on the account", len(devs)))
 	}
+	checkEvents(ctx, cfg, say) // check_ports.go
 	if cfg.Local.Enabled && !cfg.Demo {
 		checkLocal(ctx, cfg, devs, say, out, log) // lan.go
 	}
@@ -118,7 +127,9 @@ func listDevices(ctx context.Context, cfg config.Config, log zerolog.Logger) ([]
 }
 
 // Devices prints the account's devices and their capabilities as a table.
+// The environment's unknown variables are warnings in log.
 func Devices(ctx context.Context, cfg config.Config, out io.Writer, log zerolog.Logger) error {
+	warnUnknown(cfg, log)
 	devs, err := listDevices(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/config"
+	"cloud2mqtt/internal/mqtttest"
 )
 
 // checkReport runs -check on an environment (with the embedded broker, so
@@ -101,5 +102,32 @@ func TestDemoPrintsItsOwnIDs(t *testing.T) {
 	}
 	if strings.Contains(s, "<id>") || strings.Contains(s, "<") {
 		t.Errorf("a placeholder in the demo's instructions:\n%s", s)
+	}
+}
+
+// TestCheckReachesEvents: -check logs in to CLOUD_EVENTS_URL with the key
+// and subscribes as the daemon will; where nothing answers it fails at
+// once, naming the address and the setting; the key is never shown.
+func TestCheckReachesEvents(t *testing.T) {
+	sim := cloudsim.New(cloudsim.Options{})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	b := mqtttest.Start(t)
+	ok, out := checkReport(t, map[string]string{"CLOUD_BASE_URL": srv.URL, "CLOUD_API_KEY": sim.APIKey(), "CLOUD_EVENTS_URL": b.URL()})
+	if !ok || !strings.Contains(out, "ok   cloud events: logged in to "+b.URL()+" with the API key and subscribed to the account's events") {
+		t.Errorf("events at a broker:\n%s", out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	ok, out = checkReport(t, map[string]string{"CLOUD_BASE_URL": srv.URL, "CLOUD_API_KEY": sim.APIKey(), "CLOUD_EVENTS_URL": "mqtt://" + closed})
+	if ok || !strings.Contains(out, "FAIL cloud events: nothing answers at "+closed+" (connection refused): check CLOUD_EVENTS_URL, or leave it empty to turn events off") {
+		t.Errorf("events where nothing answers:\n%s", out)
+	}
+	if strings.Contains(out, sim.APIKey()) {
+		t.Errorf("the key is shown:\n%s", out)
 	}
 }

@@ -2,12 +2,10 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -32,6 +30,8 @@ type environment struct {
 	// lights, lan.go); lanLights are those lights.
 	lan       *lan.Config
 	lanLights []demoLANLight
+	// demo are the demo's devices, for its instructions (printDemo).
+	demo []capability.Device
 }
 
 func (e *environment) close() {
@@ -60,7 +60,8 @@ func (m *Main) environment(ctx context.Context) (*environment, error) {
 		b, err := broker.Start(ctx, broker.Options{Addr: cfg.MQTT.Listen, Logger: m.Log,
 			MaxPacketSize: broker.DefaultMaxPacketSize, Unlimited: []string{id}})
 		if err != nil {
-			return fail(fmt.Errorf("app: the embedded broker cannot listen on MQTT_LISTEN=%s: %w; %s", cfg.MQTT.Listen, err, listenHint(err)))
+			return fail(fmt.Errorf("app: the embedded broker cannot listen on MQTT_LISTEN=%s: %s; %s",
+				cfg.MQTT.Listen, bindError(err), listenHint("MQTT_LISTEN", "127.0.0.1:1884", err)))
 		}
 		env.closers = append(env.closers, func() { _ = b.Close() })
 		env.mqttURL = b.URL()
@@ -87,28 +88,14 @@ func (m *Main) environment(ctx context.Context) (*environment, error) {
 	if err := m.demoLAN(env, sim); err != nil {
 		return fail(err)
 	}
-	m.printDemo(env, sim.Devices())
+	env.demo = sim.Devices()
 	return env, nil
-}
-
-// listenHint says how to fix MQTT_LISTEN after the embedded broker could not
-// listen on it.
-func listenHint(err error) string {
-	switch {
-	case errors.Is(err, syscall.EADDRINUSE):
-		return "another program (another broker?) uses that port: stop it, or set MQTT_LISTEN to a free address like 127.0.0.1:1884"
-	case errors.Is(err, syscall.EACCES):
-		return "a port below 1024 needs privileges: set MQTT_LISTEN to a port above 1023, like 127.0.0.1:1883"
-	case errors.Is(err, syscall.EADDRNOTAVAIL):
-		return "that address is not one of this machine's: set MQTT_LISTEN to one of its addresses, like 127.0.0.1:1883"
-	}
-	return "set MQTT_LISTEN to a free address of this machine, like 127.0.0.1:1883"
 }
 
 // cloudEvents subscribes to the cloud's event broker.
 func (m *Main) cloudEvents(url, key string) func(context.Context, *bridge.Mirror) {
 	return func(ctx context.Context, mirror *bridge.Mirror) {
-		err := events.Subscribe(ctx, events.Config{URL: url, APIKey: key, Logger: m.Log.With().Str("component", "events").Logger()},
+		err := events.Subscribe(ctx, events.Config{URL: url, APIKey: key, Logger: m.Log},
 			func(e events.Event) { mirror.Event(e.SKU, e.Device, e.Instance, e.Name, e.Value, e.Message) })
 		if err != nil && ctx.Err() == nil {
 			m.Log.Error().Err(err).Msg("cloud events unavailable")

@@ -54,7 +54,7 @@ func (m *Main) serveHTTP(ctx context.Context, wg *sync.WaitGroup, addr string, m
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	url := "http://" + ln.Addr().String()
-	m.Log.Info().Str("url", url+"/").Msg("http endpoint: the status page at /, /healthz and /metrics")
+	url := pageURL(ln.Addr())
+	m.Log.Info().Str("HTTP_ADDR", addr).Str("url", url+"/").Msg("http endpoint: the status page at /, /healthz and /metrics")
 	return url, nil
 }

@@ -207,7 +207,6 @@ func (m *Main) serve(ctx context.Context, wg *sync.WaitGroup, d *running) error 
 	m.mu.Lock()
 	m.httpURL = url
 	m.mu.Unlock()
-	m.printPage(url)
 	return nil
 }
 

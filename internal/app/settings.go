@@ -196,13 +196,13 @@ func overlayOptions(env config.Config, opts map[string]string) (config.Config, [
 		case "daily_limit":
 			n, aerr := strconv.Atoi(strings.TrimSpace(v))
 			if aerr != nil {
-				err = fmt.Errorf("%s=%q is not a whole number: send the most requests per day, or 0 for no daily limit", variable, v)
+				err = fmt.Errorf("%s=%s is not a whole number: send the most requests per day, or 0 for no daily limit", variable, config.Quote(v))
 			} else {
 				c.Cloud.DailyLimit = n
 			}
 		case "log_level":
 			if _, perr := logging.ParseLevel(v); perr != nil {
-				err = fmt.Errorf("%s=%q is not a level: use one of %s", variable, v, strings.Join(logging.Levels(), ", "))
+				err = fmt.Errorf("%s=%s is not a level: use one of %s", variable, config.Quote(v), strings.Join(logging.Levels(), ", "))
 			} else {
 				c.Log.Level = strings.ToLower(strings.TrimSpace(v))
 			}
@@ -227,8 +227,20 @@ func durationOption(variable, v string, keep time.Duration) (time.Duration, erro
 	return d, nil
 }
 
+// unknownOption names an option that is none, with the one meant when one
+// is close (pol_interval: poll_interval).
 func unknownOption(name string) string {
-	return fmt.Sprintf("unknown option %q; the options are %s", name, strings.Join(optionNames(), ", "))
+	return unknownName("option", name, optionNames())
+}
+
+// unknownName is the message for an unknown option (what) of a request:
+// the name meant when one is close, else every name there is.
+func unknownName(what, name string, known []string) string {
+	msg := fmt.Sprintf("unknown %s %s", what, config.Quote(name))
+	if hint, ok := config.Closest(name, known); ok {
+		return msg + ": did you mean " + hint + "?"
+	}
+	return fmt.Sprintf("%s; the %ss are %s", msg, what, strings.Join(known, ", "))
 }
 
 // optionsError is every problem of an options request in one line (it is
@@ -259,13 +271,10 @@ func optionString(name string, raw json.RawMessage) (s string, ok bool, err erro
 	return string(n), true, nil
 }
 
-// excerpt is at most 64 bytes of a rejected value, for a message.
+// excerpt is a rejected JSON value for a message: at most 64 characters,
+// with its length when it was cut (config.Clip).
 func excerpt(raw []byte) string {
-	const most = 64
-	if len(raw) <= most {
-		return string(raw)
-	}
-	return strings.ToValidUTF8(string(raw[:most]), "") + "…"
+	return config.Clip(strings.ToValidUTF8(string(raw), "?"))
 }
 
 // SetOptions implements bridge.Operator: {"poll_interval":"5m", ...}; null
@@ -389,7 +398,7 @@ func setDeviceOption(d *deviceSettings, name string, v json.RawMessage) error {
 			d.Name = strings.TrimSpace(*n)
 		}
 	default:
-		return fmt.Errorf("unknown device option %q; the device options are disabled, name, poll_interval", name)
+		return errors.New(unknownName("device option", name, []string{"disabled", "name", "poll_interval"}))
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/config"
 )
 
@@ -69,5 +70,46 @@ func TestOptionValues(t *testing.T) {
 	}
 	if _, _, err := optionString("poll_interval", json.RawMessage(`{"a":1}`)); err == nil {
 		t.Error("an object was taken as an option value")
+	}
+}
+
+// TestOptionNamesSuggested (issue 30): an option name over MQTT that is
+// none gets the one meant, as the environment's variables do; a name or a
+// value over 64 characters is cut in the error, saying how long it was
+// (issue 28).
+func TestOptionNamesSuggested(t *testing.T) {
+	s := &settings{env: envConfig(t), saved: savedOptions{Options: map[string]string{}, Devices: map[string]deviceSettings{}}}
+	s.applied = s.env
+	long := strings.Repeat("y", 300)
+	for raw, want := range map[string]string{
+		`{"pol_interval":"5m"}`:                    `unknown option "pol_interval": did you mean poll_interval?`,
+		`{"LOG_LEVEL":"debug"}`:                    `unknown option "LOG_LEVEL": did you mean log_level?`,
+		`{"dailylimit":5}`:                         `unknown option "dailylimit": did you mean daily_limit?`,
+		`{"colour":1}`:                             `unknown option "colour"; the options are daily_limit, device_list_interval, log_level, poll_interval, scene_interval`,
+		`{"` + long + `":1}`:                       `unknown option "` + strings.Repeat("y", 64) + `"… (300 characters); the options are`,
+		`{"poll_interval":"` + long + `"}`:         `POLL_INTERVAL="` + strings.Repeat("y", 64) + `"… (300 characters) is not a duration`,
+		`{"log_level":"` + long + `"}`:             `LOG_LEVEL="` + strings.Repeat("y", 64) + `"… (300 characters) is not a level`,
+		`{"daily_limit":"` + long + `"}`:           `CLOUD_DAILY_LIMIT="` + strings.Repeat("y", 64) + `"… (300 characters) is not a whole number`,
+		`{"poll_interval":["` + long[:200] + `"]}`: `poll_interval: ["` + strings.Repeat("y", 62) + `… (204 characters) is neither a string nor a number`,
+	} {
+		_, err := s.SetOptions(json.RawMessage(raw))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%.40s: %v, want it to say %q", raw, err, want)
+			continue
+		}
+		if strings.Contains(err.Error(), strings.Repeat("y", 65)) {
+			t.Errorf("%.40s: more than 64 characters of it: %v", raw, err)
+		}
+	}
+	for raw, want := range map[string]string{
+		`{"disable":true}`:                 `unknown device option "disable": did you mean disabled?`,
+		`{"interval":"2m"}`:                `unknown device option "interval"; the device options are disabled, name, poll_interval`,
+		`{"disabled":"` + long + `"}`:      `disabled must be true, false or null, not "` + strings.Repeat("y", 63) + `… (302 characters)`,
+		`{"poll_interval":"` + long + `"}`: `poll_interval="` + strings.Repeat("y", 64) + `"… (300 characters) is not a duration`,
+	} {
+		_, err := s.SetDeviceOptions("h6008_x", capability.Key{SKU: "H6008", Device: "x"}, json.RawMessage(raw))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("device %.40s: %v, want it to say %q", raw, err, want)
+		}
 	}
 }

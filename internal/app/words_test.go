@@ -108,7 +108,7 @@ func TestEmbeddedBrokerPortTaken(t *testing.T) {
 		t.Fatal("the embedded broker listened on a port in use")
 	}
 	msg := err.Error()
-	if strings.Count(msg, "MQTT_LISTEN=") != 1 || strings.Count(msg, "another program (another broker?) uses that port") != 1 ||
+	if strings.Count(msg, "MQTT_LISTEN=") != 1 || strings.Count(msg, "another program uses that port (another broker or web server? cloud2mqtt already running?)") != 1 ||
 		strings.Contains(msg, "is another broker") {
 		t.Errorf("got %q", msg)
 	}

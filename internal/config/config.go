@@ -56,6 +56,9 @@ type Config struct {
 	// not report them a second time (their field holds the zero value, not the
 	// user's value). The value is the raw text for Table, "" for secrets.
 	unparsed map[string]string
+	// unknown are the environment's variables that look like settings but
+	// are none (UnknownVars).
+	unknown []UnknownVar
 }
 
 // Cloud is how to reach the vendor's cloud API.
@@ -165,8 +168,15 @@ func Load(environ map[string]string) (Config, error) {
 		// A nil Environment makes caarlos0/env read the process environment.
 		environ = map[string]string{}
 	}
-	cfg := Config{unparsed: map[string]string{}}
+	cfg := Config{unparsed: map[string]string{}, unknown: UnknownVars(environ)}
 	var problems []error
+	// A file saved with Windows line endings gives every value a trailing
+	// \r: one message for all of them, and the values read without it so
+	// that no other message blames them.
+	environ, crs := crVars(environ, varNames())
+	if len(crs) > 0 {
+		problems = append(problems, crError(crs))
+	}
 	opts := env.Options{Environment: environ,
 		FuncMap: map[reflect.Type]env.ParserFunc{reflect.TypeFor[time.Duration](): parseEnvDuration}}
 	if err := env.ParseWithOptions(&cfg, opts); err != nil {
@@ -237,7 +247,7 @@ func parseProblems(err error, environ map[string]string, unparsed map[string]str
 		case reflect.TypeFor[bool]():
 			want = "true or false"
 		}
-		out = append(out, fmt.Errorf("%s=%q is not %s", name, environ[name], want))
+		out = append(out, fmt.Errorf("%s=%s is not %s", name, Quote(environ[name]), want))
 	}
 	return out
 }

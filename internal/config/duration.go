@@ -33,16 +33,43 @@ func ParseDuration(s string) (time.Duration, error) {
 		return time.Duration(math.Round(secs * float64(time.Second))), nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil {
+	if err != nil || repeatsUnit(s) {
 		return 0, errors.New("not a duration")
 	}
 	return d, nil
 }
 
+// repeatsUnit reports whether a duration names a unit twice: Go reads
+// "60s60s" (a value pasted twice) as 2m, which nobody means.
+func repeatsUnit(s string) bool {
+	seen := map[string]bool{}
+	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && (s[j] == '.' || s[j] == '+' || s[j] == '-' || (s[j] >= '0' && s[j] <= '9')) {
+			j++
+		}
+		k := j
+		for k < len(s) && s[k] != '.' && (s[k] < '0' || s[k] > '9') {
+			k++
+		}
+		if unit := s[j:k]; unit != "" {
+			if seen[unit] {
+				return true
+			}
+			seen[unit] = true
+		}
+		if k == i {
+			break
+		}
+		i = k
+	}
+	return false
+}
+
 // durationError is the one message for a value that is not a duration,
 // naming the setting: `POLL_INTERVAL="soon" is not a duration: use ...`.
 func durationError(name, value string) error {
-	return fmt.Errorf("%s=%q is not a duration: use %s", name, value, DurationHint)
+	return fmt.Errorf("%s=%s is not a duration: use %s", name, Quote(value), DurationHint)
 }
 
 // ParseDurationFor is ParseDuration with the error a user sees, naming the

@@ -109,10 +109,25 @@ func TestBaseURLWithTheAPIPath(t *testing.T) {
 	}
 }
 
+// TestDurationRepeatedUnit: a value pasted twice (60s60s), which Go would
+// read as the sum, is not a duration; units once each still are.
+func TestDurationRepeatedUnit(t *testing.T) {
+	for _, s := range []string{"60s60s", "1m30s1m", "1h 1h", "5m5m5m"} {
+		if d, err := ParseDuration(s); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", s, d)
+		}
+	}
+	for s, want := range map[string]time.Duration{"1h30m": 90 * time.Minute, "1m30s": 90 * time.Second, "1h2m3s4ms": time.Hour + 2*time.Minute + 3*time.Second + 4*time.Millisecond, "30m1h": 90 * time.Minute} {
+		if d, err := ParseDuration(s); err != nil || d != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", s, d, err, want)
+		}
+	}
+}
+
 // FuzzParseDuration: never a panic; Go's syntax means what Go says, and a
 // plain number is that many seconds.
 func FuzzParseDuration(f *testing.F) {
-	for _, s := range []string{"60", "60s", "1m", "1.5", "-5", "1h30m", "", "soon", "1e3", "9999999999999999999"} {
+	for _, s := range []string{"60", "60s", "1m", "1.5", "-5", "1h30m", "", "soon", "1e3", "9999999999999999999", "60s60s", "1h1h"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

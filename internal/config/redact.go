@@ -194,7 +194,7 @@ func (c Config) Table() [][2]string {
 	for _, f := range fields {
 		val := display(f)
 		if raw, ok := c.unparsed[f.v.Name]; ok && !f.v.Secret {
-			val = strconv.Quote(raw) + " (invalid)"
+			val = Quote(raw) + " (invalid)"
 		}
 		switch {
 		case f.v.Name == "CLOUD_API_KEY" && c.apiKeySource != "":

@@ -72,7 +72,7 @@ func (v *validator) cloud(c Config) {
 		v.add("CLOUD_API_KEY", "CLOUD_API_KEY contains a space, line break or control character (not shown): check that it, or its file, holds only the key")
 	}
 	if !isToken(c.Cloud.KeyHeader) {
-		v.add("CLOUD_API_KEY_HEADER", fmt.Sprintf("CLOUD_API_KEY_HEADER=%q is not an HTTP header name: use letters, digits and -, like Service-API-Key", c.Cloud.KeyHeader))
+		v.add("CLOUD_API_KEY_HEADER", fmt.Sprintf("CLOUD_API_KEY_HEADER=%s is not an HTTP header name: use letters, digits and -, like Service-API-Key", Quote(c.Cloud.KeyHeader)))
 	}
 	if c.Cloud.Timeout <= 0 {
 		v.add("CLOUD_TIMEOUT", fmt.Sprintf("CLOUD_TIMEOUT=%s must be positive, like 10s", FormatDuration(c.Cloud.Timeout)))
@@ -101,7 +101,7 @@ func (v *validator) poll(c Config) {
 // stateDir checks that STATE_DIR is absolute.
 func (v *validator) stateDir(c Config) {
 	if d := c.State.Dir; d != "" && !filepath.IsAbs(d) {
-		v.add("STATE_DIR", fmt.Sprintf("STATE_DIR=%q is not an absolute path: use one like /var/lib/cloud2mqtt (under systemd, StateDirectory=cloud2mqtt sets it)", d))
+		v.add("STATE_DIR", fmt.Sprintf("STATE_DIR=%s is not an absolute path: use one like /var/lib/cloud2mqtt (under systemd, StateDirectory=cloud2mqtt sets it)", Quote(d)))
 	}
 }
 
@@ -133,7 +133,7 @@ func (v *validator) mqtt(c Config) {
 	switch {
 	case c.Embedded():
 		if err := hostPort(c.MQTT.Listen); err != nil {
-			v.add("MQTT_LISTEN", fmt.Sprintf("MQTT_LISTEN=%q %v: use host:port, like 127.0.0.1:1883", c.MQTT.Listen, err))
+			v.add("MQTT_LISTEN", fmt.Sprintf("MQTT_LISTEN=%s %v: use host:port, like 127.0.0.1:1883", Quote(c.MQTT.Listen), err))
 		}
 	default:
 		tlsURL = v.brokerURL("MQTT_URL", c.MQTT.URL, "like tcp://127.0.0.1:1883, or the word embedded for the built-in broker")
@@ -152,7 +152,7 @@ func (v *validator) mqtt(c Config) {
 		if b, err := readFile("MQTT_CA_FILE", c.MQTT.CAFile); err != nil {
 			v.add("MQTT_CA_FILE", err.Error())
 		} else if !x509.NewCertPool().AppendCertsFromPEM(b) {
-			v.add("MQTT_CA_FILE", fmt.Sprintf("MQTT_CA_FILE=%s holds no PEM certificate: point it at the CA's certificate (-----BEGIN CERTIFICATE-----)", c.MQTT.CAFile))
+			v.add("MQTT_CA_FILE", fmt.Sprintf("MQTT_CA_FILE=%s holds no PEM certificate: point it at the CA's certificate (-----BEGIN CERTIFICATE-----)", Clip(c.MQTT.CAFile)))
 		}
 	}
 	if c.MQTT.CertFile != "" && c.MQTT.KeyFile != "" {
@@ -173,7 +173,7 @@ func (v *validator) mqtt(c Config) {
 		}
 	}
 	if strings.IndexFunc(c.MQTT.ClientID, unicode.IsControl) >= 0 || strings.ContainsAny(c.MQTT.ClientID, "+#/") {
-		v.add("MQTT_CLIENT_ID", fmt.Sprintf("MQTT_CLIENT_ID=%q contains a control character, +, # or /: use letters, digits, - and _, or leave it empty", c.MQTT.ClientID))
+		v.add("MQTT_CLIENT_ID", fmt.Sprintf("MQTT_CLIENT_ID=%s contains a control character, +, # or /: use letters, digits, - and _, or leave it empty", Quote(c.MQTT.ClientID)))
 	}
 	v.topicBase("MQTT_BASE_TOPIC", c.MQTT.BaseTopic, "cloud2mqtt")
 }
@@ -188,7 +188,7 @@ func (v *validator) homeAssistant(c Config) {
 func (v *validator) http(c Config) {
 	if c.HTTP.Addr != "" {
 		if err := hostPort(c.HTTP.Addr); err != nil {
-			v.add("HTTP_ADDR", fmt.Sprintf("HTTP_ADDR=%q %v: use host:port, like 127.0.0.1:8080 or :8080, or leave it empty to turn HTTP off", c.HTTP.Addr, err))
+			v.add("HTTP_ADDR", fmt.Sprintf("HTTP_ADDR=%s %v: use host:port, like 127.0.0.1:8080 or :8080, or leave it empty to turn HTTP off", Quote(c.HTTP.Addr), err))
 		}
 	}
 }
@@ -196,10 +196,10 @@ func (v *validator) http(c Config) {
 // logging checks the log level and format.
 func (v *validator) logging(c Config) {
 	if _, err := logging.ParseLevel(c.Log.Level); err != nil {
-		v.add("LOG_LEVEL", fmt.Sprintf("LOG_LEVEL=%q is not a level: use one of %s", c.Log.Level, strings.Join(logging.Levels(), ", ")))
+		v.add("LOG_LEVEL", fmt.Sprintf("LOG_LEVEL=%s is not a level: use one of %s", Quote(c.Log.Level), strings.Join(logging.Levels(), ", ")))
 	}
 	if _, err := logging.ParseFormat(c.Log.Format); err != nil {
-		v.add("LOG_FORMAT", fmt.Sprintf("LOG_FORMAT=%q is not a format: use auto (console on a terminal, journal under systemd, json otherwise), console, json or journal", c.Log.Format))
+		v.add("LOG_FORMAT", fmt.Sprintf("LOG_FORMAT=%s is not a format: use auto (console on a terminal, journal under systemd, json otherwise), console, json or journal", Quote(c.Log.Format)))
 	}
 }
 
@@ -207,7 +207,7 @@ func (v *validator) add(name, msg string) {
 	if _, ok := v.unparsed[name]; ok {
 		return
 	}
-	v.problems = append(v.problems, errors.New(msg))
+	v.problems = append(v.problems, errors.New(clipQuoted(msg)))
 }
 
 // httpURL checks an http(s) URL with a host, and reports whether it is
@@ -215,16 +215,16 @@ func (v *validator) add(name, msg string) {
 func (v *validator) httpURL(name, s string) bool {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
-		v.add(name, fmt.Sprintf("%s=%q is not an http:// or https:// URL with a host: use the base address, like https://api.example.com", name, redactURL(s)))
+		v.add(name, fmt.Sprintf("%s=%s is not an http:// or https:// URL with a host: use the base address, like https://api.example.com", name, Quote(redactURL(s))))
 		return false
 	}
 	ok := true
 	if u.User != nil {
-		v.add(name, fmt.Sprintf("%s=%q carries a user or password: remove it; the API key goes in CLOUD_API_KEY", name, redactURL(s)))
+		v.add(name, fmt.Sprintf("%s=%s carries a user or password: remove it; the API key goes in CLOUD_API_KEY", name, Quote(redactURL(s))))
 		ok = false
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		v.add(name, fmt.Sprintf("%s=%q has a query or fragment: give only scheme, host and optional path", name, redactURL(s)))
+		v.add(name, fmt.Sprintf("%s=%s has a query or fragment: give only scheme, host and optional path", name, Quote(redactURL(s))))
 		ok = false
 	}
 	return ok
@@ -258,8 +258,8 @@ func (v *validator) baseURLPath(name, s string) {
 		}
 		fixed := *u
 		fixed.Path, fixed.RawPath = path[:i], ""
-		v.add(name, fmt.Sprintf("%s=%q includes the API's path %s, which the bridge appends itself: set it to %s (scheme and host only)",
-			name, redactURL(s), path[i:], fixed.Redacted()))
+		v.add(name, fmt.Sprintf("%s=%s includes the API's path %s, which the bridge appends itself: set it to %s (scheme and host only)",
+			name, Quote(redactURL(s)), Clip(path[i:]), Clip(fixed.Redacted())))
 		return
 	}
 }
@@ -273,21 +273,21 @@ var brokerSchemes = map[string]bool{"tcp": false, "mqtt": false, "ssl": true, "m
 func (v *validator) brokerURL(name, s, example string) bool {
 	u, err := url.Parse(s)
 	if err != nil {
-		v.add(name, fmt.Sprintf("%s=%q is not a URL: %s", name, redactURL(s), example))
+		v.add(name, fmt.Sprintf("%s=%s is not a URL: %s", name, Quote(redactURL(s)), example))
 		return false
 	}
 	isTLS, ok := brokerSchemes[strings.ToLower(u.Scheme)]
 	if !ok {
-		v.add(name, fmt.Sprintf("%s=%q has scheme %q: use tcp, ssl, mqtts, ws or wss, %s", name, redactURL(s), u.Scheme, example))
+		v.add(name, fmt.Sprintf("%s=%s has scheme %s: use tcp, ssl, mqtts, ws or wss, %s", name, Quote(redactURL(s)), Quote(u.Scheme), example))
 		return false
 	}
 	if u.Hostname() == "" {
-		v.add(name, fmt.Sprintf("%s=%q has no host: %s", name, redactURL(s), example))
+		v.add(name, fmt.Sprintf("%s=%s has no host: %s", name, Quote(redactURL(s)), example))
 		return isTLS
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			v.add(name, fmt.Sprintf("%s=%q has port %q: use 1 to 65535, %s", name, redactURL(s), p, example))
+			v.add(name, fmt.Sprintf("%s=%s has port %s: use 1 to 65535, %s", name, Quote(redactURL(s)), Quote(p), example))
 		}
 	}
 	return isTLS
@@ -300,7 +300,7 @@ func (v *validator) topicBase(name, s, example string) {
 		return
 	}
 	if strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") {
-		v.add(name, fmt.Sprintf("%s=%q starts or ends with /: remove it, like %s", name, s, example))
+		v.add(name, fmt.Sprintf("%s=%s starts or ends with /: remove it, like %s", name, Quote(s), example))
 	}
 }
 
@@ -311,11 +311,11 @@ func (v *validator) topicName(name, s, example string) bool {
 	case strings.TrimSpace(s) == "":
 		v.add(name, fmt.Sprintf("%s is empty: set a topic like %s", name, example))
 	case strings.ContainsAny(s, "+#"):
-		v.add(name, fmt.Sprintf("%s=%q contains the wildcard + or #: use a plain topic like %s", name, s, example))
+		v.add(name, fmt.Sprintf("%s=%s contains the wildcard + or #: use a plain topic like %s", name, Quote(s), example))
 	case strings.IndexFunc(s, unicode.IsControl) >= 0:
-		v.add(name, fmt.Sprintf("%s=%q contains a control character: use a plain topic like %s", name, s, example))
+		v.add(name, fmt.Sprintf("%s=%s contains a control character: use a plain topic like %s", name, Quote(s), example))
 	case strings.Contains(strings.Trim(s, "/"), "//"):
-		v.add(name, fmt.Sprintf("%s=%q has an empty level (//): use a topic like %s", name, s, example))
+		v.add(name, fmt.Sprintf("%s=%s has an empty level (//): use a topic like %s", name, Quote(s), example))
 	default:
 		return true
 	}
@@ -340,7 +340,7 @@ func hostPort(s string) error {
 func readFile(name, path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s=%s cannot be read (%w): check the path and that the daemon's user may read it", name, path, unwrapPath(err))
+		return nil, fmt.Errorf("%s=%s cannot be read (%w): check the path and that the daemon's user may read it", name, Clip(path), unwrapPath(err))
 	}
 	return b, nil
 }

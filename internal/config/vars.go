@@ -14,6 +14,10 @@ type Var struct {
 	Secret  bool   // its value is never printed
 }
 
+// Required are the settings without which the daemon does not start
+// (outside -demo); a test holds Validate to them.
+var Required = []string{"CLOUD_BASE_URL", "CLOUD_API_KEY"}
+
 // Vars lists every variable in declaration order. It is derived from the
 // struct tags, so the documentation cannot drift from the parser.
 func Vars() []Var {
@@ -21,6 +25,16 @@ func Vars() []Var {
 	out := make([]Var, len(fields))
 	for i, f := range fields {
 		out[i] = f.v
+	}
+	return out
+}
+
+// varNames are the variables' names in Vars order.
+func varNames() []string {
+	vars := Vars()
+	out := make([]string, len(vars))
+	for i, v := range vars {
+		out[i] = v.Name
 	}
 	return out
 }
@@ -104,6 +118,9 @@ func ExampleEnv() []byte {
 # With -demo, CLOUD_BASE_URL and CLOUD_API_KEY are not needed.
 # Durations are seconds (60) or a number with a unit (60s, 1m, 6h): 60, 60s and
 # 1m are the same, here and in the options set over MQTT.
+# A variable that is not listed here but looks like one (POLL_INTERVALL) is a
+# warning at start and fails -check, naming the setting meant. Save this file
+# with Unix line endings: values ending in \r (Windows) are refused.
 `)
 	group := "\x00"
 	for _, v := range Vars() {

@@ -91,6 +91,9 @@ func Parse(payload []byte) []Event {
 type Config struct {
 	URL    string // CLOUD_EVENTS_URL, e.g. mqtts://host:8883
 	APIKey string // user name, password and topic suffix; never logged
+	// Logger is the daemon's: Subscribe names its own lines
+	// component=events; the MQTT client's lines name themselves
+	// (component=mqtt) and say setting=CLOUD_EVENTS_URL.
 	Logger zerolog.Logger
 }
 
@@ -103,9 +106,10 @@ func Subscribe(ctx context.Context, cfg Config, handle func(Event)) error {
 	if strings.TrimSpace(cfg.APIKey) == "" {
 		return fmt.Errorf("events: CLOUD_EVENTS_URL is set but there is no API key to log in with: set CLOUD_API_KEY")
 	}
+	log := cfg.Logger.With().Str("component", "events").Logger()
 	c, err := mqtt.Connect(ctx, mqtt.Config{
 		URL: cfg.URL, Username: cfg.APIKey, Password: cfg.APIKey,
-		ClientID: mqtt.DefaultClientID("events " + cfg.URL), Logger: cfg.Logger,
+		ClientID: mqtt.DefaultClientID("events " + cfg.URL), Logger: cfg.Logger.With().Str("setting", "CLOUD_EVENTS_URL").Logger(),
 	}, nil)
 	if err != nil {
 		return redact(fmt.Errorf("events: connect to CLOUD_EVENTS_URL: %w", err), cfg.APIKey)
@@ -114,7 +118,7 @@ func Subscribe(ctx context.Context, cfg Config, handle func(Event)) error {
 	err = c.Subscribe(Topic(cfg.APIKey), 1, func(_ string, payload []byte) {
 		evs := Parse(payload)
 		if len(evs) == 0 {
-			cfg.Logger.Warn().Int("bytes", len(payload)).Msg("event payload not understood; ignored")
+			log.Warn().Int("bytes", len(payload)).Msg("event payload not understood; ignored")
 		}
 		for _, e := range evs {
 			handle(e)
@@ -124,7 +128,7 @@ func Subscribe(ctx context.Context, cfg Config, handle func(Event)) error {
 		// The topic holds the API key; the error quotes the topic.
 		return redact(fmt.Errorf("events: subscribe to the account's event topic: %w", err), cfg.APIKey)
 	}
-	cfg.Logger.Info().Msg("subscribed to cloud events")
+	log.Info().Msg("subscribed to cloud events")
 	<-ctx.Done()
 	return nil
 }

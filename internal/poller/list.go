@@ -128,6 +128,13 @@ func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 	p.emitDone(waiters, nil)
 }
 
+// planLine is what the log says of a plan.
+type planLine struct {
+	interval, grid time.Duration
+	limit          int
+	overBudget     bool
+}
+
 // replan sets the interval for n devices.
 func (p *Poller) replan() {
 	n := 0
@@ -162,6 +169,13 @@ func (p *Poller) replan() {
 	if cfg.Grid > 0 {
 		p.grid = fitGrid(cfg.Grid, interval)
 	}
+	// Said when it changes, once the list is in: not for each device the
+	// list or the LAN adds or takes away.
+	line := planLine{interval, p.grid, plan.Limit, plan.OverBudget}
+	if !p.listedOnce || line == p.planLogged {
+		return
+	}
+	p.planLogged = line
 	switch {
 	case plan.OverBudget:
 		p.log.Error().EmbedObject(plan).

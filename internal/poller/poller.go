@@ -273,6 +273,7 @@ type Poller struct {
 	interval      time.Duration
 	grid          time.Duration // of periodic reads and scene rounds (periodicGrid)
 	plan          Plan
+	planLogged    planLine // what the last "poll interval" line said
 	devices       map[capability.Key]*device
 	options       map[capability.Key]DeviceOptions // by SetDeviceOptions, also for devices not listed yet
 	locals        map[capability.Key]localReads    // by SetLocal, also for devices not listed yet
