@@ -368,3 +368,34 @@ func TestStatusPageEndsWithTheDaemon(t *testing.T) {
 		t.Fatal("the event stream is still open after the daemon stopped")
 	}
 }
+
+// TestStatusPageLocalInterval: a light the LAN reaches is shown as read
+// locally at the LAN poll (LAN_POLL_INTERVAL), not at the cloud's
+// interval it is no longer read at; a light the LAN does not reach keeps
+// the cloud's.
+func TestStatusPageLocalInterval(t *testing.T) {
+	t.Parallel()
+	h := startLANHarness(t, map[string]string{"LAN_POLL_INTERVAL": "1500ms", "POLL_INTERVAL": "2s"})
+	h.waitConnection(lanQuietLight, "local")
+	h.waitConnection(lanCloudLight, "cloud")
+	h.watch.until(wait, "the page showing the LAN's and the cloud's intervals", func() bool {
+		var list struct{ Devices []pageDevice }
+		if code := getJSONURL(t, h.main.HTTPURL()+"/api/devices", &list); code != 200 {
+			return false
+		}
+		ok := 0
+		for _, d := range list.Devices {
+			switch d.ID {
+			case h.ids[lanQuietLight]:
+				if d.Path == "local" && d.PollInterval == 1.5 && !d.OwnInterval {
+					ok++
+				}
+			case h.ids[lanCloudLight]:
+				if d.Path == "cloud" && d.PollInterval == 2 {
+					ok++
+				}
+			}
+		}
+		return ok == 2
+	})
+}
