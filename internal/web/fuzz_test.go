@@ -77,7 +77,7 @@ func FuzzHostHeader(f *testing.F) {
 	src := newFakeSource()
 	h, err := New(Options{Source: src, Addr: ":8080", Hosts: []string{"bridge.lan", "*.home.arpa"}, HostName: "bridgehost",
 		Health: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }),
-		Now: func() time.Time { return t0 }})
+		Now:    func() time.Time { return t0 }})
 	if err != nil {
 		f.Fatal(err)
 	}

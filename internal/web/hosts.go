@@ -28,7 +28,7 @@ import (
 
 // hostRule says which Host headers are served.
 type hostRule struct {
-	anyIP    bool            // HTTP_ADDR binds every interface
+	anyIP    bool // HTTP_ADDR binds every interface
 	ips      map[netip.Addr]bool
 	names    map[string]bool // lower case, no trailing dot
 	suffixes []string        // ".example.org" of "*.example.org"
