@@ -1,6 +1,8 @@
 package app
 
 import (
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,5 +126,37 @@ func TestDevicePath(t *testing.T) {
 	}
 	if d := src.row(v, "h6008_aa", map[string]deviceSettings{"h6008_aa": {Name: "Hall lamp", Disabled: true}}, nil); d.Path != "local" || d.Name != "Hall lamp" || !d.Disabled {
 		t.Errorf("with local control and the user's name: %+v", d)
+	}
+}
+
+// TestHTTPServerBounds: by default a connection's request must arrive
+// within seconds and an idle kept-alive connection is closed within a
+// minute (TestIdleConnectionsClosed proves the idle bound with a short
+// one); a test's shorter bound is kept.
+func TestHTTPServerBounds(t *testing.T) {
+	d := httpTimeouts{}.withDefaults()
+	if d.readHeader <= 0 || d.readHeader > 10*time.Second || d.read <= 0 || d.read > 30*time.Second || d.idle <= 0 || d.idle > time.Minute {
+		t.Errorf("defaults %+v: want a request within seconds and idle connections closed within a minute", d)
+	}
+	if s := (httpTimeouts{idle: time.Millisecond}).withDefaults(); s.idle != time.Millisecond || s.read != d.read {
+		t.Errorf("a test's idle bound: %+v", s)
+	}
+}
+
+// TestPageURLLogged: on every interface the log names a URL a browser
+// opens, not the listener's [::].
+func TestPageURLLogged(t *testing.T) {
+	for addr, want := range map[string]string{
+		"0.0.0.0:8080":   "http://localhost:8080/ (every interface",
+		":8080":          "http://localhost:8080/ (every interface",
+		"127.0.0.1:8080": "http://127.0.0.1:8080/",
+	} {
+		bound := &net.TCPAddr{IP: net.ParseIP("::"), Port: 8080}
+		if addr == "127.0.0.1:8080" {
+			bound = &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 8080}
+		}
+		if got := pageURL(addr, bound); !strings.HasPrefix(got, want) {
+			t.Errorf("HTTP_ADDR=%s: %q, want %q…", addr, got, want)
+		}
 	}
 }
