@@ -193,7 +193,7 @@ func (v *validator) http(c Config) {
 		}
 	}
 	if n := utf8.RuneCountInString(c.HTTP.Token.Reveal()); n > 0 && n < MinHTTPTokenLength {
-		v.add("HTTP_TOKEN", fmt.Sprintf("HTTP_TOKEN is %d characters long: use at least %d (anyone on the network may guess a short one), e.g. a random one from: openssl rand -hex 16", n, MinHTTPTokenLength))
+		v.add("HTTP_TOKEN", fmt.Sprintf("HTTP_TOKEN is too short: use at least %d characters (it has %d; anyone on the network may guess a short one), e.g. a random one from: openssl rand -hex 16", MinHTTPTokenLength, n))
 	}
 	for _, h := range c.HTTP.HostNames() {
 		if !hostName(strings.TrimPrefix(h, "*.")) {
