@@ -42,6 +42,9 @@ type Main struct {
 	// the output): Run publishes the warnings and errors on
 	// <base>/bridge/logging.
 	LogForward *logging.Forwarder
+	// Ingress, when its Addr is set (app mode), also serves the status
+	// page to Home Assistant's ingress proxy (http.go).
+	Ingress Ingress
 
 	mu      sync.Mutex
 	sched   *scheduler.Scheduler
@@ -60,10 +63,8 @@ type Main struct {
 	lan       *local.Router
 	lanClient *lan.Config
 
-	// pageAddr, when set, is the address the status page takes HTTP_ADDR
-	// to be for its loopback rule (tests: bound to loopback, judged as
-	// not).
-	pageAddr string
+	// web is the HTTP endpoint's test seams and state (http.go).
+	web webState
 }
 
 // Run runs the daemon until ctx ends, then shuts down in order: the poller

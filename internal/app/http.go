@@ -7,37 +7,123 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
 	"cloud2mqtt/internal/web"
 )
 
-// serveHTTP serves /healthz and /metrics, and the status page (page, at /)
-// on addr until ctx ends and returns the base URL it listens on.
-func (m *Main) serveHTTP(ctx context.Context, wg *sync.WaitGroup, addr string, met *metrics, page *web.Handler) (string, error) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		met.write(w)
-	})
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		ok, reasons, details := m.health()
-		w.Header().Set("Content-Type", "application/json")
-		if !ok {
-			w.WriteHeader(http.StatusServiceUnavailable)
+// The HTTP endpoint: /healthz, /metrics and the status page on HTTP_ADDR,
+// and in app mode the status page on Home Assistant's ingress port beside
+// it. Both serve one web.Handler, which holds the guards (docs/web.md);
+// the servers here bound what a connection may cost.
+
+// Ingress is the status page in Home Assistant's sidebar (app mode,
+// docs/web.md "Through Home Assistant"): the Supervisor's proxy forwards
+// the page to Addr, and only its connections are served there. The zero
+// value is off.
+type Ingress struct {
+	// Addr is the listener's address, ":8099" for the app's ingress_port.
+	Addr string
+	// Peer is the one address served: the Supervisor's ingress proxy
+	// (172.30.32.2; tests use a loopback address).
+	Peer string
+}
+
+// httpTimeouts bound a connection of the HTTP endpoint: its request's
+// headers and body, and the wait for the next request on a kept-alive
+// connection (idle). Event streams are bounded by their write deadline
+// instead (internal/web).
+type httpTimeouts struct {
+	readHeader, read, idle time.Duration
+}
+
+func (t httpTimeouts) withDefaults() httpTimeouts {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
 		}
-		if reasons == nil {
-			reasons = []string{}
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"healthy": ok, "reasons": reasons, "details": details})
-	})
-	mux.Handle("/", page)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", fmt.Errorf("app: listen on HTTP_ADDR=%s: %w (choose a free host:port, or leave HTTP_ADDR empty to turn the endpoint off)", addr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	def(&t.readHeader, 5*time.Second)
+	def(&t.read, 10*time.Second)
+	def(&t.idle, 30*time.Second)
+	return t
+}
+
+// webState is the HTTP endpoint's test seams (export_web_test.go) and the
+// ingress listener's address once it serves.
+type webState struct {
+	// pageAddr, when set, is the address the status page takes HTTP_ADDR
+	// to be for its loopback rule (tests: bound to loopback, judged as
+	// not).
+	pageAddr   string
+	timeouts   httpTimeouts
+	ingressURL string
+}
+
+// serve starts the HTTP endpoint (health, metrics, the status page) when
+// HTTP_ADDR is set, and the ingress listener when Main.Ingress is.
+func (m *Main) serve(ctx context.Context, wg *sync.WaitGroup, d *running) error {
+	addr := d.cfg.HTTP.Addr
+	if addr == "" && m.Ingress.Addr == "" {
+		return nil
+	}
+	var peer netip.Addr
+	if m.Ingress.Addr != "" {
+		var err error
+		if peer, err = netip.ParseAddr(m.Ingress.Peer); err != nil {
+			return fmt.Errorf("app: the ingress proxy's address %q is not an IP address (ADDON_INGRESS_PEER; default 172.30.32.2)", m.Ingress.Peer)
+		}
+	}
+	if addr != "" && exposedAddr(addr) {
+		d.log.Warn().Str("HTTP_ADDR", addr).
+			Msg("HTTP_ADDR listens on every interface: the status page, /metrics and /healthz are open to the network (devices, request counts, errors; actions only with HTTP_TOKEN); set HTTP_ADDR=127.0.0.1:PORT unless another host must see them")
+	}
+	m.mu.Lock()
+	st := m.web
+	m.mu.Unlock()
+	pageAddr := addr
+	if st.pageAddr != "" {
+		pageAddr = st.pageAddr
+	}
+	h, _, err := d.page.handler(pageOptions{addr: pageAddr, hosts: d.cfg.HTTP.HostNames(), token: d.cfg.HTTP.Token.Reveal(),
+		health: http.HandlerFunc(m.serveHealth), metrics: metricsHandler(d.met)}, d.scfg, d.parts, d.log)
+	if err != nil {
+		return err
+	}
+	timeouts := st.timeouts.withDefaults()
+	if addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("app: listen on HTTP_ADDR=%s: %w (choose a free host:port, or leave HTTP_ADDR empty to turn the endpoint off)", addr, err)
+		}
+		url := m.startServer(ctx, wg, ln, h, h, timeouts)
+		m.mu.Lock()
+		m.httpURL = url
+		m.mu.Unlock()
+		m.Log.Info().Str("HTTP_ADDR", addr).Str("url", url+"/").Msg("http endpoint: the status page at /, /healthz and /metrics")
+	}
+	if m.Ingress.Addr != "" {
+		ln, err := net.Listen("tcp", m.Ingress.Addr)
+		if err != nil {
+			return fmt.Errorf("app: listen on the ingress port %s: %w (another program uses it)", m.Ingress.Addr, err)
+		}
+		url := m.startServer(ctx, wg, ln, h.Ingress(peer), h, timeouts)
+		m.mu.Lock()
+		m.web.ingressURL = url
+		m.mu.Unlock()
+		m.Log.Info().Str("listen", ln.Addr().String()).Str("proxy", peer.String()).
+			Msg("ingress: the status page in Home Assistant's sidebar, for its proxy only")
+	}
+	return nil
+}
+
+// startServer serves handler on ln until ctx ends and returns its base
+// URL. page's event streams end with the server.
+func (m *Main) startServer(ctx context.Context, wg *sync.WaitGroup, ln net.Listener, handler http.Handler, page *web.Handler, t httpTimeouts) string {
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: t.readHeader, ReadTimeout: t.read, IdleTimeout: t.idle,
+		MaxHeaderBytes: 32 << 10}
 	// Open event streams would keep Shutdown waiting: they end with it.
 	srv.RegisterOnShutdown(page.Close)
 	wg.Add(2)
@@ -54,7 +140,26 @@ func (m *Main) serveHTTP(ctx context.Context, wg *sync.WaitGroup, addr string, m
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	url := pageURL(ln.Addr())
-	m.Log.Info().Str("HTTP_ADDR", addr).Str("url", url+"/").Msg("http endpoint: the status page at /, /healthz and /metrics")
-	return url, nil
+	return pageURL(ln.Addr())
+}
+
+// metricsHandler is /metrics.
+func metricsHandler(met *metrics) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		met.write(w)
+	})
+}
+
+// serveHealth is /healthz.
+func (m *Main) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	ok, reasons, details := m.health()
+	w.Header().Set("Content-Type", "application/json")
+	if !ok {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	if reasons == nil {
+		reasons = []string{}
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"healthy": ok, "reasons": reasons, "details": details})
 }

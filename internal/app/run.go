@@ -78,7 +78,7 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	if d.lan != nil {
 		d.lan.Bind(d.reg, d.poll)
 		d.br.SetLocal(d.lan)
-		d.page.Path = connectionOf(d.reg)
+		d.page.setLocal(d.reg, cfg.Local.PollInterval)
 	}
 	return d, nil
 }
@@ -183,31 +183,6 @@ func (d *running) start(ctx context.Context) {
 			d.log.Error().Err(err).Msg("poller stopped")
 		}
 	}()
-}
-
-// serve starts the HTTP endpoint (health, metrics, the status page) when
-// HTTP_ADDR is set.
-func (m *Main) serve(ctx context.Context, wg *sync.WaitGroup, d *running) error {
-	addr := d.cfg.HTTP.Addr
-	if addr == "" {
-		return nil
-	}
-	if exposedAddr(addr) {
-		d.log.Warn().Str("HTTP_ADDR", addr).
-			Msg("HTTP_ADDR listens on every interface: the status page, /metrics and /healthz are open to the network (devices, request counts, errors; actions only with HTTP_TOKEN); set HTTP_ADDR=127.0.0.1:PORT unless another host must see them")
-	}
-	h, _, err := d.page.handler(m.webAddr(addr), d.cfg.HTTP.Token.Reveal(), d.scfg, d.parts, d.log)
-	if err != nil {
-		return err
-	}
-	url, err := m.serveHTTP(ctx, wg, addr, d.met, h)
-	if err != nil {
-		return err
-	}
-	m.mu.Lock()
-	m.httpURL = url
-	m.mu.Unlock()
-	return nil
 }
 
 // runBackground starts what runs beside the loops until ctx ends: logs to

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -34,8 +35,10 @@ type webSource struct {
 	problems *web.ProblemLog
 	errs     *deviceErrors
 	// Path says how a device is reached, "cloud" or "local"; nil: every
-	// device by the cloud. LAN control sets it.
-	Path func(k capability.Key) string
+	// device by the cloud. LAN control sets it, and lanPoll: a local
+	// device is read at the LAN poll, not the cloud's interval.
+	Path    func(k capability.Key) string
+	lanPoll time.Duration
 }
 
 // deviceErrors keeps each device's last errors, for the page: of reads
@@ -171,7 +174,10 @@ func (s *webSource) row(v registry.View, id string, opts map[string]deviceSettin
 		t := v.LastRead
 		d.LastRead = &t
 	}
-	if iv, ok := ivs[k]; ok {
+	switch iv, ok := ivs[k]; {
+	case d.Path == "local" && s.lanPoll > 0:
+		d.PollInterval = web.Duration(s.lanPoll)
+	case ok:
 		d.PollInterval, d.OwnInterval = web.Duration(iv.Every), iv.Own
 	}
 	return d
@@ -327,22 +333,39 @@ type webPage struct {
 	problems *web.ProblemLog
 	errs     *deviceErrors
 	// Path says how a device is reached, "cloud" or "local" (the
-	// source's Path); set it before the HTTP endpoint starts. nil: every
+	// source's Path), and lanPoll how often the LAN reads a local one;
+	// set them (setLocal) before the HTTP endpoint starts. nil: every
 	// device by the cloud.
-	Path func(k capability.Key) string
+	Path    func(k capability.Key) string
+	lanPoll time.Duration
 }
 
 func newWebPage() *webPage {
 	return &webPage{history: web.NewHistory(time.Now()), problems: web.NewProblemLog(0, nil), errs: newDeviceErrors()}
 }
 
-// handler is the page over the daemon's parts, on HTTP_ADDR (addr: as
-// the page takes it, for the loopback rule).
-func (w *webPage) handler(addr, token string, limits scheduler.Config, p parts, log zerolog.Logger) (*web.Handler, *webSource, error) {
+// setLocal tells the page which devices the LAN reaches (reg's locations)
+// and how often it reads them (LAN_POLL_INTERVAL).
+func (w *webPage) setLocal(reg *registry.Registry, poll time.Duration) {
+	w.Path, w.lanPoll = connectionOf(reg), poll
+}
+
+// pageOptions are the settings of the page's handler: HTTP_ADDR as the
+// page judges it, HTTP_HOSTS, HTTP_TOKEN, and /healthz and /metrics.
+type pageOptions struct {
+	addr            string
+	hosts           []string
+	token           string
+	health, metrics http.Handler
+}
+
+// handler is the page over the daemon's parts.
+func (w *webPage) handler(o pageOptions, limits scheduler.Config, p parts, log zerolog.Logger) (*web.Handler, *webSource, error) {
 	src := &webSource{mirror: p.mirror, reg: p.reg, poll: p.poll, sched: p.sched, set: p.set, limits: limits,
-		problems: w.problems, errs: w.errs, Path: w.Path}
+		problems: w.problems, errs: w.errs, Path: w.Path, lanPoll: w.lanPoll}
 	act := &webActions{mirror: p.mirror, poll: p.poll, set: p.set, errs: w.errs, log: log}
-	h, err := web.New(web.Options{Source: src, Actions: act, History: w.history, Addr: addr, Token: token})
+	h, err := web.New(web.Options{Source: src, Actions: act, History: w.history, Addr: o.addr, Hosts: o.hosts, Token: o.token,
+		Health: o.health, Metrics: o.metrics, Log: log.With().Str("component", "http").Logger()})
 	return h, src, err
 }
 
@@ -362,16 +385,6 @@ func (w *webPage) noteError(mirror **bridge.Mirror) func(id, msg string) {
 			w.errs.commandFailed(k, msg)
 		}
 	}
-}
-
-// webAddr is HTTP_ADDR (addr) as the page judges it.
-func (m *Main) webAddr(addr string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.pageAddr != "" {
-		return m.pageAddr
-	}
-	return addr
 }
 
 // demoHTTPAddr is the demo's HTTP_ADDR when none is set: 127.0.0.1:8080,

@@ -136,8 +136,8 @@ func TestBrowserActionNeedsTheToken(t *testing.T) {
 	}
 	lists := func() int { return h.sim.Counts().Total("devices") }
 	before := lists()
-	b.Allow("status of 401 (Unauthorized) " + url + "/api/actions/refresh-devices")
-	status := webtest.Eval[int](t, b, `fetch("api/actions/refresh-devices", {method: "POST", headers: {"Content-Type": "application/json",
+	b.Allow("status of 401 (Unauthorized) " + url + "/api/actions/refresh")
+	status := webtest.Eval[int](t, b, `fetch("api/actions/refresh", {method: "POST", headers: {"Content-Type": "application/json",
 		"X-CSRF-Token": state.session.csrf_token}, body: "{}"}).then(r => r.status)`)
 	if status != 401 || lists() != before {
 		t.Errorf("an action without the token: %d, device lists %d → %d", status, before, lists())
@@ -147,6 +147,69 @@ func TestBrowserActionNeedsTheToken(t *testing.T) {
 	b.Do(t, chromedp.Click(`#refresh`))
 	b.WaitFor(t, "the refresh's answer", `document.getElementById("toast").textContent === "Reading the device list again."`)
 	h.watch.until(wait, "the device list read again", func() bool { return lists() > before })
+	b.NoErrors(t)
+}
+
+// TestBrowserIngress: the page in Home Assistant's sidebar, through a
+// stand-in for the Supervisor's ingress proxy (web_ingress_test.go), in a
+// frame of Home Assistant's page as the sidebar shows it: every device, a
+// change at the cloud without a reload, an action without HTTP_TOKEN, not
+// one request outside the ingress path (neither at the proxy nor in the
+// browser's own list), no console error (the frame allowed by the page's
+// policy); the ingress port straight from another address is refused.
+func TestBrowserIngress(t *testing.T) {
+	t.Parallel()
+	h, proxy := startIngress(t, harnessOptions{env: map[string]string{"POLL_INTERVAL": "2s"},
+		sim: cloudsim.Options{Catalogue: firstDevices(4)}}, "browser-ingress-token-1b2c")
+	h.devices()
+	b := webtest.New(t)
+	b.Do(t, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(proxy.URL+ingressPanel))
+	const doc = `document.getElementById("panel").contentDocument`
+	b.WaitFor(t, "the page in the frame", doc+` && `+doc+`.body && `+doc+`.body.dataset.ready === "1"`)
+
+	var want []string
+	for _, d := range h.sim.Devices() {
+		want = append(want, d.Name)
+	}
+	slices.Sort(want)
+	names := `[...` + doc + `.querySelectorAll("#device-rows td.name")].map(e => e.textContent).sort()`
+	b.WaitFor(t, "every device", fmt.Sprintf(`JSON.stringify(%s) === %q`, names, toJSON(want)))
+	b.WaitFor(t, "the live stream", doc+`.getElementById("live").textContent === "live"`)
+
+	// A change at the cloud, live.
+	dev := h.sim.Devices()[2]
+	if err := h.sim.SetOnline(dev.Device, false); err != nil {
+		t.Fatal(err)
+	}
+	b.WaitFor(t, dev.Name+" offline", fmt.Sprintf(`!!%s.querySelector('#device-rows tr[data-id=%q] .badge.st-offline')`, doc, topic.DeviceID(dev.SKU, dev.Device)))
+
+	// An action, without logging in: Home Assistant authenticated the user.
+	lists := func() int { return h.sim.Counts().Total("devices") }
+	before := lists()
+	if webtest.Eval[bool](t, b, doc+`.getElementById("refresh").disabled`) {
+		t.Fatal("the refresh button is disabled through ingress")
+	}
+	webtest.Eval[bool](t, b, `(`+doc+`.getElementById("refresh").click(), true)`)
+	b.WaitFor(t, "the refresh's answer", doc+`.getElementById("toast").textContent === "Reading the device list again."`)
+	h.watch.until(wait, "the device list read again", func() bool { return lists() > before })
+
+	// Not one request outside the ingress path.
+	if out := proxy.outside(); len(out) > 0 {
+		t.Errorf("the proxy was asked for paths outside the ingress path: %q", out)
+	}
+	urls := webtest.Eval[[]string](t, b, `[...document.getElementById("panel").contentWindow.performance.getEntriesByType("resource"),
+		...document.getElementById("panel").contentWindow.performance.getEntriesByType("navigation")].map(e => e.name)`)
+	for _, u := range urls {
+		if !strings.HasPrefix(u, proxy.URL+ingressPrefix+"/") {
+			t.Errorf("the page asked for %s, outside %s", u, ingressPrefix)
+		}
+	}
+	t.Logf("the proxy saw %d requests, the frame made %d", len(proxy.seen()), len(urls))
+
+	// The ingress port, straight from another address: refused.
+	if code, body := getFrom(t, "127.0.0.1", h.main.IngressURL()+"/"); code != 403 || strings.Contains(body, "<html") {
+		t.Errorf("the ingress port from 127.0.0.1: %d %.80s", code, body)
+	}
 	b.NoErrors(t)
 }
 

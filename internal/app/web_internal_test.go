@@ -126,3 +126,17 @@ func TestDevicePath(t *testing.T) {
 		t.Errorf("with local control and the user's name: %+v", d)
 	}
 }
+
+// TestHTTPServerBounds: by default a connection's request must arrive
+// within seconds and an idle kept-alive connection is closed within a
+// minute (TestIdleConnectionsClosed proves the idle bound with a short
+// one); a test's shorter bound is kept.
+func TestHTTPServerBounds(t *testing.T) {
+	d := httpTimeouts{}.withDefaults()
+	if d.readHeader <= 0 || d.readHeader > 10*time.Second || d.read <= 0 || d.read > 30*time.Second || d.idle <= 0 || d.idle > time.Minute {
+		t.Errorf("defaults %+v: want a request within seconds and idle connections closed within a minute", d)
+	}
+	if s := (httpTimeouts{idle: time.Millisecond}).withDefaults(); s.idle != time.Millisecond || s.read != d.read {
+		t.Errorf("a test's idle bound: %+v", s)
+	}
+}

@@ -257,7 +257,7 @@ func TestStatusPageActions(t *testing.T) {
 	// Refresh the device list; republish discovery.
 	lists := func() int { return h.sim.Counts().Total(cloud.EndpointDevices) }
 	before = lists()
-	if code, msg := action(t, h, "refresh-devices", map[string]any{}, ""); code != 200 {
+	if code, msg := action(t, h, "refresh", map[string]any{}, ""); code != 200 {
 		t.Fatalf("refresh: %d %s", code, msg)
 	}
 	h.watch.until(wait, "the device list read again", func() bool { return lists() > before })
@@ -269,7 +269,7 @@ func TestStatusPageActions(t *testing.T) {
 		}
 	}
 	seen := h.watch.seen(cfgTopic)
-	if code, msg := action(t, h, "republish-discovery", map[string]any{}, ""); code != 200 {
+	if code, msg := action(t, h, "republish", map[string]any{}, ""); code != 200 {
 		t.Fatalf("republish: %d %s", code, msg)
 	}
 	h.watch.until(wait, "the discovery config published again", func() bool { return h.watch.seen(cfgTopic) > seen })
@@ -307,16 +307,16 @@ func TestStatusPageToken(t *testing.T) {
 	h.devices()
 	lists := func() int { return h.sim.Counts().Total(cloud.EndpointDevices) }
 	before := lists()
-	if code, msg := action(t, h, "refresh-devices", map[string]any{}, ""); code != 401 || !strings.Contains(msg, "HTTP_TOKEN") {
+	if code, msg := action(t, h, "refresh", map[string]any{}, ""); code != 401 || !strings.Contains(msg, "HTTP_TOKEN") {
 		t.Errorf("without the token: %d %q, want 401 naming HTTP_TOKEN", code, msg)
 	}
-	if code, _ := action(t, h, "refresh-devices", map[string]any{}, "wrong-"+token); code != 401 && code != 403 {
+	if code, _ := action(t, h, "refresh", map[string]any{}, "wrong-"+token); code != 401 && code != 403 {
 		t.Errorf("with a wrong token: %d, want a refusal", code)
 	}
 	if lists() != before {
 		t.Error("a refused action reached the cloud")
 	}
-	if code, msg := action(t, h, "refresh-devices", map[string]any{}, token); code != 200 {
+	if code, msg := action(t, h, "refresh", map[string]any{}, token); code != 200 {
 		t.Errorf("with the token: %d %q", code, msg)
 	}
 	h.watch.until(wait, "the device list read again", func() bool { return lists() > before })
@@ -334,7 +334,7 @@ func TestStatusPageToken(t *testing.T) {
 
 	off := startPage(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(1)}}, "0.0.0.0:8080")
 	off.devices()
-	if code, msg := action(t, off, "refresh-devices", map[string]any{}, ""); code != 403 || !strings.Contains(msg, "HTTP_TOKEN") {
+	if code, msg := action(t, off, "refresh", map[string]any{}, ""); code != 403 || !strings.Contains(msg, "HTTP_TOKEN") {
 		t.Errorf("no token configured, off loopback: %d %q, want 403 naming HTTP_TOKEN", code, msg)
 	}
 }
@@ -367,4 +367,35 @@ func TestStatusPageEndsWithTheDaemon(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the event stream is still open after the daemon stopped")
 	}
+}
+
+// TestStatusPageLocalInterval: a light the LAN reaches is shown as read
+// locally at the LAN poll (LAN_POLL_INTERVAL), not at the cloud's
+// interval it is no longer read at; a light the LAN does not reach keeps
+// the cloud's.
+func TestStatusPageLocalInterval(t *testing.T) {
+	t.Parallel()
+	h := startLANHarness(t, map[string]string{"LAN_POLL_INTERVAL": "1500ms", "POLL_INTERVAL": "2s"})
+	h.waitConnection(lanQuietLight, "local")
+	h.waitConnection(lanCloudLight, "cloud")
+	h.watch.until(wait, "the page showing the LAN's and the cloud's intervals", func() bool {
+		var list struct{ Devices []pageDevice }
+		if code := getJSONURL(t, h.main.HTTPURL()+"/api/devices", &list); code != 200 {
+			return false
+		}
+		ok := 0
+		for _, d := range list.Devices {
+			switch d.ID {
+			case h.ids[lanQuietLight]:
+				if d.Path == "local" && d.PollInterval == 1.5 && !d.OwnInterval {
+					ok++
+				}
+			case h.ids[lanCloudLight]:
+				if d.Path == "cloud" && d.PollInterval == 2 {
+					ok++
+				}
+			}
+		}
+		return ok == 2
+	})
 }

@@ -127,6 +127,20 @@ type HTTP struct {
 	Addr      string `env:"HTTP_ADDR" doc:"Address (host:port) of the HTTP endpoint: the status page at /, /healthz and /metrics; empty = off"`
 	Token     Secret `env:"HTTP_TOKEN" doc:"Token the status page's actions need (secret; bearer or the page's login); without it, actions work only when HTTP_ADDR is a loopback address; or HTTP_TOKEN_FILE, or the systemd credential http_token"`
 	TokenFile string `env:"HTTP_TOKEN_FILE" doc:"File holding HTTP_TOKEN (absolute path; trailing newlines are ignored); not together with HTTP_TOKEN"`
+	Hosts     string `env:"HTTP_HOSTS" doc:"More names the HTTP endpoint answers to (comma-separated host names, *.domain for its subdomains), e.g. a reverse proxy's; besides these only HTTP_ADDR's own address or name, this machine's host name and loopback names are served (421 otherwise)"`
+}
+
+// HostNames is HTTP_HOSTS as a list: lower case, without spaces, empty
+// entries or a trailing dot.
+func (h HTTP) HostNames() []string {
+	var out []string
+	for _, n := range strings.Split(h.Hosts, ",") {
+		n = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(n)), ".")
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Log is the daemon's log output.

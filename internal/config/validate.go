@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"cloud2mqtt/internal/lan"
 	"cloud2mqtt/internal/logging"
@@ -191,7 +192,42 @@ func (v *validator) http(c Config) {
 			v.add("HTTP_ADDR", fmt.Sprintf("HTTP_ADDR=%s %v: use host:port, like 127.0.0.1:8080 or :8080, or leave it empty to turn HTTP off", Quote(c.HTTP.Addr), err))
 		}
 	}
+	if n := utf8.RuneCountInString(c.HTTP.Token.Reveal()); n > 0 && n < MinHTTPTokenLength {
+		v.add("HTTP_TOKEN", fmt.Sprintf("HTTP_TOKEN is too short: use at least %d characters (it has %d; anyone on the network may guess a short one), e.g. a random one from: openssl rand -hex 16", MinHTTPTokenLength, n))
+	}
+	for _, h := range c.HTTP.HostNames() {
+		if !hostName(strings.TrimPrefix(h, "*.")) {
+			v.add("HTTP_HOSTS", fmt.Sprintf("HTTP_HOSTS has %s, which is not a host name: list names without scheme, port or path, separated by commas, like bridge.example.com,*.example.org", Quote(h)))
+		}
+	}
 }
+
+// MinHTTPTokenLength is the shortest HTTP_TOKEN accepted: a guess needs
+// too many tries even unthrottled (the endpoint also slows wrong ones).
+const MinHTTPTokenLength = 16
+
+// hostName reports whether s is a DNS name or an IP address (IPv6 with or
+// without brackets).
+func hostName(s string) bool {
+	if net.ParseIP(strings.Trim(s, "[]")) != nil {
+		return true
+	}
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 
 // logging checks the log level and format.
 func (v *validator) logging(c Config) {

@@ -19,7 +19,9 @@ func TestActionsOnLoopback(t *testing.T) {
 		{"enabled", `{"device":"hall_light","enabled":false}`, 200, "enabled hall_light false", ""},
 		{"poll-interval", `{"device":"hall_light","poll_interval":" 2m "}`, 200, `interval hall_light "2m"`, ""},
 		{"poll-interval", `{"device":"hall_light","poll_interval":null}`, 200, `interval hall_light ""`, ""},
-		{"refresh-devices", ``, 200, "refresh", ""},
+		{"refresh", ``, 200, "refresh", ""},
+		{"republish", `{}`, 200, "republish", ""},
+		{"refresh-devices", `{}`, 200, "refresh", ""}, // the former names, for a release
 		{"republish-discovery", `{}`, 200, "republish", ""},
 		{"read", `{"device":"cellar"}`, 404, "", "no device has this id"},
 		{"read", `{}`, 400, "", `read needs {\"device\":\"<id>\"}`},
@@ -27,7 +29,7 @@ func TestActionsOnLoopback(t *testing.T) {
 		{"poll-interval", `{"device":"hall_light","poll_interval":"1s"}`, 400, "", `poll_interval=\"1s\" is not a duration of 2s or more`},
 		{"read", `{"device":"hall_light","extra":1}`, 400, "", `unknown field \"extra\"`},
 		{"read", `[1,2]`, 400, "", "must be a small JSON object"},
-		{"explode", `{}`, 404, "", `unknown action \"explode\"; the actions are read, enabled`},
+		{"explode", `{}`, 404, "", `unknown action \"explode\"; the actions are read, enabled, poll-interval, refresh, republish"`},
 	} {
 		before := len(e.act.log())
 		w := e.post("/api/actions/"+c.path, c.body, nil)
@@ -100,7 +102,7 @@ func TestTokenRefusedOffLoopback(t *testing.T) {
 	t.Run("DNS rebinding to loopback", func(t *testing.T) {
 		e := newEnv(t, "127.0.0.1:8080", "")
 		w := e.post("/api/actions/read", body, map[string]string{"Host": "evil.example:8080", "Origin": "http://evil.example:8080"})
-		if w.Code != 403 || len(e.act.log()) != 0 {
+		if w.Code != http.StatusMisdirectedRequest || len(e.act.log()) != 0 {
 			t.Errorf("a loopback bind reached by another name: %d %s", w.Code, w.Body)
 		}
 	})

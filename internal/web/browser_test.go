@@ -17,6 +17,7 @@ package web
 import (
 	"flag"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -73,11 +74,19 @@ func demoSource(now time.Time) (*fakeSource, *History) {
 // says ("" for the server's own address).
 func serve(t *testing.T, src *fakeSource, act *fakeActions, hist *History, addr, token string) string {
 	t.Helper()
+	return serveWith(t, Options{Source: src, Actions: act, History: hist, Addr: addr, Token: token})
+}
+
+// serveWith starts the handler of o (events every 200 ms) on a loopback
+// port; an empty Addr is the server's own address.
+func serveWith(t *testing.T, o Options) string {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
-	if addr == "" {
-		addr = srv.Listener.Addr().String()
+	if o.Addr == "" {
+		o.Addr = srv.Listener.Addr().String()
 	}
-	h, err := New(Options{Source: src, Actions: act, History: hist, Addr: addr, Token: token, Interval: 200 * time.Millisecond})
+	o.Interval = 200 * time.Millisecond
+	h, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,8 +209,8 @@ func TestBrowserTokenNeededOffLoopback(t *testing.T) {
 		t.Error("the refresh button is enabled before login")
 	}
 	// A request made anyway is refused (Chromium logs the refusal).
-	b.Allow("status of 401 (Unauthorized) " + url + "/api/actions/refresh-devices")
-	status := webtest.Eval[int](t, b, `fetch("api/actions/refresh-devices", {method: "POST", headers: {"Content-Type": "application/json",
+	b.Allow("status of 401 (Unauthorized) " + url + "/api/actions/refresh")
+	status := webtest.Eval[int](t, b, `fetch("api/actions/refresh", {method: "POST", headers: {"Content-Type": "application/json",
 		"X-CSRF-Token": state.session.csrf_token}, body: "{}"}).then(r => r.status)`)
 	if status != 401 || len(act.log()) != 0 {
 		t.Errorf("an action without the token: %d, calls %q", status, act.log())
@@ -265,5 +274,39 @@ func TestBrowserManyDevices(t *testing.T) {
 	start = time.Now()
 	b.WaitFor(t, "the renamed device", `[...document.querySelectorAll("#device-rows td.name")].some(e => e.textContent === "Light 0999 (renamed)")`)
 	t.Logf("change seen in %v", time.Since(start))
+	b.NoErrors(t)
+}
+
+// TestBrowserFallsBackToPolling: when its event stream is refused (every
+// slot taken), the page reads the API instead, shows every device and
+// their changes, and takes the stream again once a slot is free; a light
+// the LAN reaches shows "local" and the LAN's poll as its interval.
+func TestBrowserFallsBackToPolling(t *testing.T) {
+	src, hist := demoSource(time.Now())
+	src.update("dev_0", func(d *DeviceDetail) { d.Path = "local"; d.PollInterval = Duration(10 * time.Second) })
+	url := serveWith(t, Options{Source: src, Actions: &fakeActions{src: src}, History: hist, MaxStreams: 1, Fallback: 200 * time.Millisecond})
+	// Someone holds the only slot.
+	held, err := http.Get(url + "/api/events")
+	if err != nil || held.StatusCode != 200 {
+		t.Fatalf("the held stream: %v %v", held, err)
+	}
+	b := webtest.New(t)
+	b.Allow("503 (Service Unavailable)")
+	b.Allow("EventSource's response has a MIME type")
+	b.Open(t, url)
+	b.WaitFor(t, "the page polling", `document.getElementById("live").textContent === "polling"`)
+	if n := webtest.Eval[int](t, b, `document.querySelectorAll("#device-rows tr").length`); n != len(src.Devices()) {
+		t.Errorf("polling: %d devices shown, want %d", n, len(src.Devices()))
+	}
+	if iv := webtest.Eval[string](t, b, `document.querySelector('#device-rows tr[data-id="dev_0"] td.num').textContent`); iv != "local · 10 s" {
+		t.Errorf("a local light's interval: %q, want \"local · 10 s\"", iv)
+	}
+	src.update("hall_light", func(d *DeviceDetail) { d.Name = "Hall light (polled)" })
+	b.WaitFor(t, "a change read by polling", `[...document.querySelectorAll("#device-rows td.name")].some(e => e.textContent === "Hall light (polled)")`)
+
+	held.Body.Close()
+	b.WaitFor(t, "the stream taken again", `document.getElementById("live").textContent === "live"`)
+	src.update("hall_light", func(d *DeviceDetail) { d.Name = "Hall light (live)" })
+	b.WaitFor(t, "a change by the stream", `[...document.querySelectorAll("#device-rows td.name")].some(e => e.textContent === "Hall light (live)")`)
 	b.NoErrors(t)
 }

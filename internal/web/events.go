@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 )
@@ -34,16 +35,19 @@ type stream struct {
 }
 
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
+	if _, ok := w.(http.Flusher); !ok {
 		writeError(w, http.StatusInternalServerError, "web: this server cannot stream events")
 		return
 	}
-	if !h.openStream() {
-		writeError(w, http.StatusServiceUnavailable, "web: too many event streams open; close a page or poll /api/devices")
+	client, ingress := clientOf(r), viaIngress(r)
+	if why := h.slots.open(client, ingress); why != "" {
+		h.refuse(w, r, &refusal{status: http.StatusServiceUnavailable, retry: h.opt.Fallback,
+			msg: "web: " + why + "; close a page, or read /api/devices (the page does so by itself)"})
 		return
 	}
-	defer h.closeStream()
+	defer h.slots.release(client, ingress)
+	out := newEventWriter(w, h.opt.WriteTimeout)
+	defer out.end()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -53,7 +57,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	snap := snapshotJSON{Devices: h.deviceList(), Budget: h.budgetNow(), Problems: h.problemList()}
 	s.remember(snap.Devices)
 	s.problems, _ = json.Marshal(snap.Problems)
-	if !send(w, flusher, "snapshot", snap) {
+	if !out.send("snapshot", snap) {
 		return
 	}
 	tick := time.NewTicker(h.opt.Interval)
@@ -66,37 +70,65 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-tick.C:
 		}
-		if d, changed := s.delta(h.deviceList()); changed && !send(w, flusher, "devices", d) {
+		if d, changed := s.delta(h.deviceList()); changed && !out.send("devices", d) {
 			return
 		}
 		if p, _ := json.Marshal(h.problemList()); !bytes.Equal(p, s.problems) {
 			s.problems = p
-			if !sendRaw(w, flusher, "problems", append([]byte(`{"problems":`), append(p, '}')...)) {
+			if !out.sendRaw("problems", append([]byte(`{"problems":`), append(p, '}')...)) {
 				return
 			}
 		}
 		// The budget goes every tick: it carries the server's clock, by
 		// which the page ages the reads.
-		if !send(w, flusher, "budget", h.budgetNow()) {
+		if !out.send("budget", h.budgetNow()) {
 			return
 		}
 	}
 }
 
-func (h *Handler) openStream() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed || h.streams >= h.opt.MaxStreams {
-		return false
-	}
-	h.streams++
-	return true
+// eventWriter writes a stream's events, each within a deadline: a client
+// that does not read loses the stream (and its slot) once the
+// connection's buffers stay full that long. (The server's ReadTimeout
+// does not end a stream: net/http lifts the read deadline while the
+// handler runs.)
+type eventWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	buf     bytes.Buffer
 }
 
-func (h *Handler) closeStream() {
-	h.mu.Lock()
-	h.streams--
-	h.mu.Unlock()
+func newEventWriter(w http.ResponseWriter, timeout time.Duration) *eventWriter {
+	return &eventWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
+}
+
+// end lifts the write deadline: the connection may serve another request.
+func (e *eventWriter) end() { _ = e.rc.SetWriteDeadline(time.Time{}) }
+
+func (e *eventWriter) send(event string, v any) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	return e.sendRaw(event, b)
+}
+
+// sendRaw writes one event; JSON has no raw newline, so data is one line.
+func (e *eventWriter) sendRaw(event string, data []byte) bool {
+	e.buf.Reset()
+	e.buf.WriteString("event: ")
+	e.buf.WriteString(event)
+	e.buf.WriteString("\ndata: ")
+	e.buf.Write(data)
+	e.buf.WriteString("\n\n")
+	if err := e.rc.SetWriteDeadline(time.Now().Add(e.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return false
+	}
+	if _, err := e.w.Write(e.buf.Bytes()); err != nil {
+		return false
+	}
+	return e.rc.Flush() == nil
 }
 
 func (s *stream) remember(ds []Device) {
@@ -125,27 +157,4 @@ func (s *stream) delta(ds []Device) (devicesDelta, bool) {
 		}
 	}
 	return d, len(d.Upsert) > 0 || len(d.Remove) > 0
-}
-
-func send(w http.ResponseWriter, f http.Flusher, event string, v any) bool {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return false
-	}
-	return sendRaw(w, f, event, b)
-}
-
-// sendRaw writes one event; JSON has no raw newline, so data is one line.
-func sendRaw(w http.ResponseWriter, f http.Flusher, event string, data []byte) bool {
-	var buf bytes.Buffer
-	buf.WriteString("event: ")
-	buf.WriteString(event)
-	buf.WriteString("\ndata: ")
-	buf.Write(data)
-	buf.WriteString("\n\n")
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		return false
-	}
-	f.Flush()
-	return true
 }

@@ -52,6 +52,7 @@ func openStream(h *Handler) (*streamWriter, context.CancelFunc, chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := newStreamWriter()
 	r := httptest.NewRequest("GET", "/api/events", nil).WithContext(ctx)
+	r.Host = "127.0.0.1:8080"
 	done := make(chan struct{})
 	go func() { defer close(done); h.ServeHTTP(w, r) }()
 	return w, cancel, done
@@ -122,8 +123,8 @@ func TestEventStream(t *testing.T) {
 		if n := e.src.readCount(); n != reads {
 			t.Errorf("the source was read %d times with nobody watching", n-reads)
 		}
-		if e.h.streams != 0 {
-			t.Errorf("streams open: %d", e.h.streams)
+		if e.h.slots.count() != 0 {
+			t.Errorf("streams open: %d", e.h.slots.count())
 		}
 	})
 }
@@ -141,7 +142,7 @@ func TestEventStreamsBoundedAndClosed(t *testing.T) {
 		defer cancel2()
 		synctest.Wait()
 		w3 := httptest.NewRecorder()
-		h.ServeHTTP(w3, httptest.NewRequest("GET", "/api/events", nil))
+		h.ServeHTTP(w3, localRequest("GET", "/api/events"))
 		if w3.Code != http.StatusServiceUnavailable || !strings.Contains(w3.Body.String(), "too many event streams") {
 			t.Errorf("a third stream: %d %s", w3.Code, w3.Body)
 		}
@@ -151,7 +152,7 @@ func TestEventStreamsBoundedAndClosed(t *testing.T) {
 		<-done1
 		<-done2
 		w4 := httptest.NewRecorder()
-		h.ServeHTTP(w4, httptest.NewRequest("GET", "/api/events", nil))
+		h.ServeHTTP(w4, localRequest("GET", "/api/events"))
 		if w4.Code != http.StatusServiceUnavailable {
 			t.Errorf("a stream after Close: %d", w4.Code)
 		}

@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
+	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/capability"
 )
@@ -29,16 +30,37 @@ type Options struct {
 	Actions Actions
 	// History feeds the budget's chart and pace; nil shows no chart.
 	History *History
+	// Health and Metrics, when set, answer GET /healthz (to any Host: a
+	// probe may use any name) and GET /metrics, behind the same headers
+	// and Host rule as the page.
+	Health, Metrics http.Handler
 	// Addr is the configured HTTP_ADDR: actions without a token need it
-	// to be a loopback address.
+	// to be a loopback address, and the Host rule admits its host.
 	Addr string
+	// Hosts are more names the endpoint answers to (HTTP_HOSTS).
+	Hosts []string
+	// HostName is the machine's host name, which the Host rule admits
+	// (default os.Hostname()).
+	HostName string
 	// Token is HTTP_TOKEN ("" none): when set, actions need it.
 	Token string
+	// Log gets the refused requests (at most one line a second per
+	// client); default none.
+	Log zerolog.Logger
 	// Interval is how often an open event stream looks for changes
 	// (default and at most 1 s; tests set it short).
 	Interval time.Duration
-	// MaxStreams bounds the event streams open at once (default 16).
-	MaxStreams int
+	// MaxStreams bounds the event streams open at once (default 16), and
+	// MaxStreamsPerClient those of one source address (default 4).
+	MaxStreams, MaxStreamsPerClient int
+	// WriteTimeout bounds each write of an event stream: a client that
+	// stops reading loses its stream once the connection's buffers are
+	// full for that long (default 10 s).
+	WriteTimeout time.Duration
+	// Fallback is how often the page reads the API while it has no event
+	// stream (refused, or lost), trying the stream again each time
+	// (default 5 s).
+	Fallback time.Duration
 	// Now is the clock (default time.Now); its location is the day's.
 	Now func() time.Time
 }
@@ -48,16 +70,17 @@ type Options struct {
 type Handler struct {
 	opt   Options
 	guard *guard
+	hosts hostRule
 	mux   *http.ServeMux
-	next  http.Handler
 	files map[string]file
 
-	failedLogins *rate.Limiter
+	guesses guesses
+	rejects *rejectLog
+	slots   streamSlots
 
-	mu      sync.Mutex
-	streams int
-	done    chan struct{}
-	closed  bool
+	mu     sync.Mutex
+	done   chan struct{}
+	closed bool
 }
 
 type file struct {
@@ -65,8 +88,8 @@ type file struct {
 	typ  string
 }
 
-// New returns the handler. It serves "/" and "/api/...": mount it at the
-// root of a mux beside /healthz and /metrics.
+// New returns the handler. It serves "/", "/api/...", and /healthz and
+// /metrics when given: mount it at the root of the server.
 func New(o Options) (*Handler, error) {
 	if o.Source == nil {
 		return nil, errors.New("web: Options.Source is required")
@@ -77,20 +100,32 @@ func New(o Options) (*Handler, error) {
 	if o.MaxStreams <= 0 {
 		o.MaxStreams = 16
 	}
+	if o.MaxStreamsPerClient <= 0 {
+		o.MaxStreamsPerClient = 4
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	if o.Fallback <= 0 {
+		o.Fallback = 5 * time.Second
+	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.HostName == "" {
+		o.HostName, _ = os.Hostname()
 	}
 	g, err := newGuard(o.Addr, o.Token)
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
 	}
-	h := &Handler{opt: o, guard: g, mux: http.NewServeMux(), done: make(chan struct{}),
-		failedLogins: rate.NewLimiter(rate.Every(time.Second), 5)}
+	h := &Handler{opt: o, guard: g, hosts: newHostRule(o.Addr, o.Hosts, o.HostName), mux: http.NewServeMux(),
+		done: make(chan struct{}), rejects: &rejectLog{log: o.Log, every: time.Second},
+		slots: streamSlots{max: o.MaxStreams, perClient: o.MaxStreamsPerClient}}
 	if err := h.loadFiles(); err != nil {
 		return nil, err
 	}
 	h.routes()
-	h.next = securityHeaders(h.mux)
 	return h, nil
 }
 
@@ -113,6 +148,12 @@ func (h *Handler) loadFiles() error {
 
 func (h *Handler) routes() {
 	m := h.mux
+	if h.opt.Health != nil {
+		m.Handle("GET /healthz", h.opt.Health)
+	}
+	if h.opt.Metrics != nil {
+		m.Handle("GET /metrics", h.opt.Metrics)
+	}
 	m.HandleFunc("GET /{$}", h.serveFile("index.html"))
 	m.HandleFunc("GET /app.js", h.serveFile("app.js"))
 	m.HandleFunc("GET /app.css", h.serveFile("app.css"))
@@ -135,8 +176,19 @@ func (h *Handler) routes() {
 	})
 }
 
-// ServeHTTP serves the page and the API.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.next.ServeHTTP(w, r) }
+// ServeHTTP serves the page and the API (and /healthz and /metrics) on
+// HTTP_ADDR: a Host that is not one of the bridge's names is answered 421
+// (but on /healthz).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	setSecurityHeaders(w, false)
+	if r.URL.Path != "/healthz" && !h.hosts.allows(r.Host) {
+		h.refuse(w, r, &refusal{status: http.StatusMisdirectedRequest,
+			msg: "web: this bridge does not answer to the name " + quote(clip(hostOnly(r.Host), 64)) +
+				": open it by its address, this machine's name or localhost, or add the name to HTTP_HOSTS (e.g. a reverse proxy's)"})
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
 
 // Close ends the open event streams; later ones are refused.
 func (h *Handler) Close() {
@@ -145,6 +197,9 @@ func (h *Handler) Close() {
 	if !h.closed {
 		h.closed = true
 		close(h.done)
+		h.slots.mu.Lock()
+		h.slots.closed = true
+		h.slots.mu.Unlock()
 	}
 }
 
@@ -185,15 +240,24 @@ type sessionJSON struct {
 	ActionsOffer  bool   `json:"actions_offered"`
 	Authenticated bool   `json:"authenticated"`
 	Reason        string `json:"reason,omitempty"`
+	// Fallback is how often (seconds) the page reads the API while it
+	// has no event stream, trying the stream again each time.
+	Fallback Duration `json:"fallback_every"`
 }
 
 func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
-	s := sessionJSON{CSRFToken: h.guard.csrf, Actions: h.guard.access(r), ActionsOffer: h.opt.Actions != nil}
+	authed, ref := h.tokenOK(r) // a wrong bearer here is a guess too
+	if ref != nil && ref.status == http.StatusTooManyRequests {
+		h.refuse(w, r, ref)
+		return
+	}
+	s := sessionJSON{CSRFToken: h.guard.csrf, Actions: h.guard.access(r), ActionsOffer: h.opt.Actions != nil,
+		Fallback: Duration(h.opt.Fallback)}
 	switch s.Actions {
 	case accessOff:
 		s.Reason = h.guard.offReason(r)
 	case accessToken:
-		s.Authenticated = h.guard.loggedIn(r) || h.guard.bearer(r)
+		s.Authenticated = h.guard.loggedIn(r) || authed
 		s.Reason = "actions need HTTP_TOKEN: log in with it"
 	}
 	writeJSON(w, http.StatusOK, s)
@@ -295,8 +359,8 @@ type loginJSON struct {
 }
 
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
-	if status, msg := h.guard.checkPost(r, true); status != 0 {
-		writeError(w, status, msg)
+	if ref := h.checkPost(r, true); ref != nil {
+		h.refuse(w, r, ref)
 		return
 	}
 	if h.guard.token == "" {
@@ -304,16 +368,16 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body loginJSON
-	if err := decodeBody(w, r, &body); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	if !h.decodeBody(w, r, &body) {
+		return
+	}
+	if ref := h.guessWait(r); ref != nil {
+		h.refuse(w, r, ref)
 		return
 	}
 	if !equalSecret(body.Token, h.guard.token) {
-		if !h.failedLogins.Allow() {
-			writeError(w, http.StatusTooManyRequests, "web: too many wrong tokens; wait a few seconds")
-			return
-		}
-		writeError(w, http.StatusUnauthorized, "web: wrong token: it is the HTTP_TOKEN the bridge runs with")
+		h.guesses.wrong(clientOf(r), h.opt.Now())
+		h.refuse(w, r, &refusal{status: http.StatusUnauthorized, msg: "web: wrong token: it is the HTTP_TOKEN the bridge runs with"})
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: h.guard.cookie, Path: "/", HttpOnly: true,
@@ -322,8 +386,8 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
-	if status, msg := h.guard.checkPost(r, true); status != 0 {
-		writeError(w, status, msg)
+	if ref := h.checkPost(r, true); ref != nil {
+		h.refuse(w, r, ref)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
@@ -338,28 +402,45 @@ type actionJSON struct {
 	PollInterval *string `json:"poll_interval"`
 }
 
-// decodeBody reads a small JSON object, naming what is wrong.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
+// maxBody bounds a POST's body.
+const maxBody = 4096
+
+// decodeBody reads a small JSON object into v; false when it answered the
+// request (400 naming what is wrong, 413 for a body over maxBody).
+func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf(`web: the body must be a small JSON object such as {"device":"<id>"}: %v`, err)
+	err := dec.Decode(v)
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil || errors.Is(err, io.EOF):
+		return true
+	case errors.As(err, &tooBig):
+		h.refuse(w, r, &refusal{status: http.StatusRequestEntityTooLarge,
+			msg: fmt.Sprintf(`web: the body is over %d bytes: send a small JSON object such as {"device":"<id>"}`, maxBody)})
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf(`web: the body must be a small JSON object such as {"device":"<id>"}: %v`, err))
 	}
-	return nil
+	return false
 }
 
-// Action names (POST /api/actions/{action}).
+// Action names (POST /api/actions/{action}): the words of the MQTT
+// requests (bridge/request/refresh, republish).
 const (
 	actionRead         = "read"
 	actionEnabled      = "enabled"
 	actionPollInterval = "poll-interval"
-	actionRefresh      = "refresh-devices"
-	actionRepublish    = "republish-discovery"
+	actionRefresh      = "refresh"
+	actionRepublish    = "republish"
 )
 
+// actionAliases are the actions' former names, kept for a release
+// (CHANGELOG).
+var actionAliases = map[string]string{"refresh-devices": actionRefresh, "republish-discovery": actionRepublish}
+
 func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
-	if status, msg := h.guard.checkPost(r, false); status != 0 {
-		writeError(w, status, msg)
+	if ref := h.checkPost(r, false); ref != nil {
+		h.refuse(w, r, ref)
 		return
 	}
 	a := h.opt.Actions
@@ -368,11 +449,13 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body actionJSON
-	if err := decodeBody(w, r, &body); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	if !h.decodeBody(w, r, &body) {
 		return
 	}
 	name := r.PathValue("action")
+	if n, ok := actionAliases[name]; ok {
+		name = n
+	}
 	needDevice := name == actionRead || name == actionEnabled || name == actionPollInterval
 	if needDevice && body.Device == "" {
 		writeError(w, http.StatusBadRequest, `web: `+name+` needs {"device":"<id>"}`)

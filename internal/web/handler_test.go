@@ -31,7 +31,7 @@ func newEnv(t *testing.T, addr, token string) *env {
 		}
 	}
 	h, err := New(Options{Source: src, Actions: act, History: hist, Addr: addr, Token: token, Interval: time.Millisecond,
-		Now: func() time.Time { return t0 }})
+		HostName: "bridgehost", Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestBudgetWithoutHistoryOrLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest("GET", "/api/budget", nil))
+	h.ServeHTTP(w, localRequest("GET", "/api/budget"))
 	body := w.Body.String()
 	for _, want := range []string{`"daily_limit":0`, `"last_429":null`, `"pace_per_hour":null`, `"projected_today":null`, `"buckets":[]`, `"hourly":[]`} {
 		if !strings.Contains(body, want) {
@@ -279,7 +279,7 @@ func TestSessionAPI(t *testing.T) {
 		{"ipv6 loopback", "[::1]:8080", "", "[::1]:8080", accessOpen},
 		{"all interfaces", ":8080", "", "", accessOff},
 		{"lan address", "192.168.1.5:8080", "", "192.168.1.5:8080", accessOff},
-		{"rebound name", "127.0.0.1:8080", "", "evil.example:8080", accessOff},
+		{"another name of the machine", "127.0.0.1:8080", "", "bridgehost:8080", accessOff},
 		{"token on loopback", "127.0.0.1:8080", "tok-abcdef", "", accessToken},
 		{"token on lan", "0.0.0.0:8080", "tok-abcdef", "", accessToken},
 	} {
@@ -316,3 +316,10 @@ func TestLoopbackAddr(t *testing.T) {
 }
 
 func jsonOf(w *httptest.ResponseRecorder, v any) error { return json.Unmarshal(w.Body.Bytes(), v) }
+
+// localRequest is a request from 192.0.2.1 to 127.0.0.1:8080.
+func localRequest(method, path string) *http.Request {
+	r := httptest.NewRequest(method, path, nil)
+	r.Host = "127.0.0.1:8080"
+	return r
+}

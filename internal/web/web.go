@@ -1,7 +1,10 @@
 // Package web is the bridge's status page and the small JSON API behind it:
 // devices, the day's request budget, recent problems, live updates (server-
 // sent events) and a few actions, on the HTTP_ADDR endpoint beside /healthz
-// and /metrics.
+// and /metrics, and in app mode in Home Assistant's sidebar (Ingress). It
+// also guards the whole endpoint against a hostile home network (security.go:
+// the Host rule, wrong tokens slowed, streams bounded per address, the
+// headers of every answer, refusals logged sparingly).
 //
 // It knows nothing of MQTT, the scheduler or the registry: the app fills
 // the types below through Source and carries the actions out through

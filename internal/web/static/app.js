@@ -48,6 +48,13 @@ function fmtDuration(sec) {
   return m ? h + " h " + m + " min" : h + " h";
 }
 
+// fmtInterval is a device's Interval cell: a light the LAN reaches is
+// read there, at the LAN poll, not by the cloud.
+function fmtInterval(d) {
+  if (d.path === "local") return "local · " + fmtDuration(d.poll_interval);
+  return fmtDuration(d.poll_interval) + (d.own_interval ? " (own)" : "");
+}
+
 function fmtAge(iso) {
   if (!iso) return "never";
   const sec = Math.max(0, (Date.now() + state.clockOffset - Date.parse(iso)) / 1000);
@@ -201,7 +208,7 @@ function buildRow(d) {
     cell("status", "", statusBadge(d)),
     cell("path", "", d.path),
     cell("when", "Read", w),
-    cell("num", "", fmtDuration(d.poll_interval) + (d.own_interval ? " (own)" : "")),
+    cell("num", "", fmtInterval(d)),
     cell("err", "", d.last_error || ""),
   );
   return { tr, age, json: JSON.stringify(d), iso: d.last_read };
@@ -289,7 +296,8 @@ async function refreshDetail() {
   fact("Status", statusBadge(d));
   fact("Via", d.path);
   fact("Last read", d.last_read ? fmtTime(d.last_read) + " (" + fmtAge(d.last_read) + ")" : "never");
-  fact("Poll interval", fmtDuration(d.poll_interval) + (d.own_interval ? " (the device's own)" : " (the bridge's)"));
+  fact("Poll interval", d.path === "local" ? fmtDuration(d.poll_interval) + " over the LAN (local control)"
+    : fmtDuration(d.poll_interval) + (d.own_interval ? " (the device's own)" : " (the bridge's)"));
   if (d.last_error) fact("Last error", d.last_error);
   $("a-enable").textContent = d.disabled ? "Enable" : "Disable";
   $("a-enable").dataset.enable = d.disabled ? "1" : "";
@@ -452,28 +460,48 @@ function renderProblems() {
 
 // ---- live updates -------------------------------------------------------
 
+// The page follows the event stream; while it has none (refused: too many
+// streams, or lost and not coming back by itself), it reads the API every
+// session.fallback_every seconds and tries the stream again each time.
+const live = { es: null, timer: 0 };
+
+function setLive(text, cls) {
+  const p = $("live");
+  setText(p, text);
+  setClass(p, "pill " + cls);
+}
+
+function applySnapshot(s) {
+  state.devices = new Map(s.devices.map((d) => [d.id, d]));
+  state.budget = s.budget;
+  state.problems = s.problems;
+  renderBudget();
+  renderDevices();
+  renderProblems();
+  document.body.dataset.ready = "1";
+}
+
 function connect() {
+  clearTimeout(live.timer);
+  if (live.es) live.es.close();
   const es = new EventSource("api/events");
-  const live = $("live");
+  live.es = es;
   let opened = false;
   es.onopen = () => {
-    live.textContent = "live";
-    live.className = "pill pill-live";
+    setLive("live", "pill-live");
     // A bridge restarted has a new CSRF token: read the session again.
     if (opened) loadSession().catch(() => {});
     opened = true;
   };
-  es.onerror = () => { live.textContent = "reconnecting…"; live.className = "pill pill-wait"; };
-  es.addEventListener("snapshot", (e) => {
-    const s = JSON.parse(e.data);
-    state.devices = new Map(s.devices.map((d) => [d.id, d]));
-    state.budget = s.budget;
-    state.problems = s.problems;
-    renderBudget();
-    renderDevices();
-    renderProblems();
-    document.body.dataset.ready = "1";
-  });
+  es.onerror = () => {
+    if (es.readyState === EventSource.CLOSED) {
+      // Refused (503) or gone for good: the browser does not retry.
+      if (live.es === es) fallback();
+      return;
+    }
+    setLive("reconnecting…", "pill-wait");
+  };
+  es.addEventListener("snapshot", (e) => applySnapshot(JSON.parse(e.data)));
   es.addEventListener("devices", (e) => {
     const d = JSON.parse(e.data);
     for (const x of d.upsert) state.devices.set(x.id, x);
@@ -490,6 +518,27 @@ function connect() {
     state.problems = JSON.parse(e.data).problems;
     renderProblems();
   });
+}
+
+async function getJSON(path) {
+  const r = await fetch(path, { credentials: "same-origin" });
+  if (!r.ok) throw new Error(path + ": " + r.status);
+  return r.json();
+}
+
+// fallback reads what the stream would have sent, then tries the stream
+// again after a while.
+async function fallback() {
+  live.es = null;
+  setLive("polling", "pill-wait");
+  try {
+    const [d, b, p] = await Promise.all([getJSON("api/devices"), getJSON("api/budget"), getJSON("api/problems")]);
+    applySnapshot({ devices: d.devices, budget: b, problems: p.problems });
+  } catch (e) {
+    setLive("offline", "pill-wait");
+  }
+  const every = state.session && state.session.fallback_every > 0 ? state.session.fallback_every : 5;
+  live.timer = setTimeout(connect, every * 1000);
 }
 
 // ---- wiring -------------------------------------------------------------
@@ -514,8 +563,8 @@ function init() {
   });
   $("detail-close").addEventListener("click", () => $("detail").close());
   $("detail").addEventListener("close", () => { state.openId = null; });
-  $("refresh").addEventListener("click", () => act("refresh-devices", {}, "Reading the device list again."));
-  $("republish").addEventListener("click", () => act("republish-discovery", {}, "Discovery published again."));
+  $("refresh").addEventListener("click", () => act("refresh", {}, "Reading the device list again."));
+  $("republish").addEventListener("click", () => act("republish", {}, "Discovery published again."));
   $("a-read").addEventListener("click", () => act("read", { device: state.openId }, "Read queued."));
   $("a-enable").addEventListener("click", () => {
     const enable = !!$("a-enable").dataset.enable;
