@@ -15,3 +15,15 @@ func appExitCode(err error) int {
 	}
 	return exitConfig
 }
+
+// appScrub hides, in Home Assistant app mode, what an error about the
+// configuration must not show: a secret option's value and any value longer
+// than addon.MaxShown characters (the app's documentation promises it, and
+// its log is shown to everyone who opens the app's Log tab). Outside app
+// mode err is returned as it is.
+func appScrub(err error, environment map[string]string) error {
+	if err == nil || !addon.Active(environment) {
+		return err
+	}
+	return addon.Scrub(err, environment)
+}

@@ -148,7 +148,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	}
 	cfg, loadErr := config.Load(environment)
 	cfg.Demo = *demo
-	err := errors.Join(loadErr, cfg.Validate())
+	err := appScrub(errors.Join(loadErr, cfg.Validate()), environment)
 	isTerm := false
 	if f, ok := stderr.(*os.File); ok {
 		isTerm = logging.IsTerminal(f)

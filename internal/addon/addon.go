@@ -14,7 +14,9 @@
 // logs are plain text, which the Supervisor's log view shows as written.
 //
 // It never logs and never puts an option's value in an error, so a secret
-// typed into the wrong field does not leak.
+// typed into the wrong field does not leak; Scrub does the same for the
+// configuration's own errors about the options (a secret setting's value,
+// or any value longer than MaxShown characters, is shown as ***).
 package addon
 
 import (
@@ -143,7 +145,7 @@ func ReadOptions(path string) (map[string]string, error) {
 	for _, k := range keys {
 		name := strings.ToUpper(k)
 		if k != strings.ToLower(k) || !known[name] {
-			problems = append(problems, fmt.Errorf("option %q is not a setting: use a variable of config.example.env in lower case, like cloud_api_key or poll_interval", k))
+			problems = append(problems, fmt.Errorf("option %q is not a setting: use a variable of config.example.env in lower case, like cloud_api_key or poll_interval", clip(k)))
 			continue
 		}
 		v, err := optionValue(raw[k])
