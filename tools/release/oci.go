@@ -44,13 +44,19 @@ type imageKind struct {
 func (r *release) imageKinds(names imageNames) []imageKind {
 	created := r.epoch.Format(time.RFC3339)
 	common := func(title string) map[string]string {
-		return map[string]string{
+		l := map[string]string{
 			"org.opencontainers.image.title":       title,
 			"org.opencontainers.image.version":     r.version,
 			"org.opencontainers.image.created":     created,
 			"org.opencontainers.image.licenses":    "MIT",
 			"org.opencontainers.image.description": "Bridge a smart-home vendor's cloud API to MQTT and Home Assistant",
 		}
+		if names.source != "" {
+			// GitHub's registry links a package with this label to the
+			// repository, whose workflows may then push new versions.
+			l["org.opencontainers.image.source"] = names.source
+		}
+		return l
 	}
 	app := common("cloud2mqtt Home Assistant app")
 	app["io.hass.type"] = "addon"

@@ -124,7 +124,8 @@ func TestOCIImage(t *testing.T) {
 				if vol != c.state || hasState != c.state {
 					t.Errorf("%s: volume %v, STATE_DIR %v; want %v", d.Platform, vol, hasState, c.state)
 				}
-				if !cf.Created.Time.Equal(epoch) || cfg.Labels["org.opencontainers.image.version"] != testVersion {
+				if !cf.Created.Time.Equal(epoch) || cfg.Labels["org.opencontainers.image.version"] != testVersion ||
+					cfg.Labels["org.opencontainers.image.source"] != names.source || names.source == "" {
 					t.Errorf("%s: created %v, labels %v", d.Platform, cf.Created, cfg.Labels)
 				}
 				hs, files := imageFiles(t, img)

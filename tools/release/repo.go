@@ -28,6 +28,7 @@ type appConfig struct {
 	Version string   `yaml:"version"`
 	Image   string   `yaml:"image"`
 	Arch    []string `yaml:"arch"`
+	URL     string   `yaml:"url"` // the project's repository
 }
 
 // hassPlatforms are the platforms the Supervisor pulls for each of its
@@ -93,6 +94,7 @@ type imageNames struct {
 	app       string // may hold {arch}, which the Supervisor fills in
 	container string
 	arch      []string // the app's architectures
+	source    string   // the project's repository (config.yaml's url)
 }
 
 func readImageNames(repo string) (imageNames, error) {
@@ -104,7 +106,7 @@ func readImageNames(repo string) (imageNames, error) {
 	if err != nil {
 		return imageNames{}, err
 	}
-	return imageNames{app: app.Image, container: container, arch: app.Arch}, nil
+	return imageNames{app: app.Image, container: container, arch: app.Arch, source: app.URL}, nil
 }
 
 // layoutName is a name an image layout of the app can carry: the
