@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -136,5 +137,64 @@ func TestHomeAssistantAppModeErrors(t *testing.T) {
 	env["ADDON_OPTIONS_FILE"] = write("ok.json", `{"log_level":"info"}`)
 	if code, _, errOut := runBridge(t, env, "-demo"); code != 1 || !strings.Contains(errOut, "Mosquitto broker app") {
 		t.Errorf("no MQTT service: code %d, stderr %q", code, errOut)
+	}
+}
+
+// TestAppModeNeverEchoesASecretOrALongValue: options with secrets pasted
+// into the wrong fields and values too long to be typed by hand. The
+// daemon refuses them (78), naming each option's variable, and its output
+// shows no secret option's value and nothing longer than 64 characters of
+// any value (issue 28: the app's documentation promises it).
+func TestAppModeNeverEchoesASecretOrALongValue(t *testing.T) {
+	const apiKey, password, token = "SECRET-api-key-7f3a", "SECRET-mqtt-pw-91", "SECRET-http-token-5521"
+	long := func(prefix string, n int) string { return prefix + strings.Repeat("x", n-len(prefix)) }
+	options := map[string]any{
+		"cloud_api_key":     apiKey,
+		"mqtt_password":     password,
+		"http_token":        token,
+		"poll_interval":     apiKey,   // pasted into the wrong field
+		"log_level":         password, // the same
+		"mqtt_client_id":    "id/" + token,
+		"cloud_base_url":    "https://user:" + password + "@" + long("cloud.", 80) + ".example/?q=1",
+		"mqtt_url":          "tcp://" + long("broker", 90) + ":99999",
+		"mqtt_base_topic":   long("#top", 70),
+		"lan_scan_targets":  long("192.168.1.1,,", 100),
+		"cloud_daily_limit": -1,
+	}
+	body, err := json.Marshal(options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "options.json")
+	if err := os.WriteFile(p, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SUPERVISOR_TOKEN": "SECRET-supervisor", "SUPERVISOR_API": "http://127.0.0.1:1", "ADDON_OPTIONS_FILE": p}
+	code, out, errOut := runBridge(t, env)
+	if code != exitConfig {
+		t.Fatalf("exit code %d, want %d; stderr:\n%s", code, exitConfig, errOut)
+	}
+	shown := out + errOut
+	for _, name := range []string{"POLL_INTERVAL", "LOG_LEVEL", "MQTT_CLIENT_ID", "CLOUD_BASE_URL", "MQTT_URL", "MQTT_BASE_TOPIC", "LAN_SCAN_TARGETS"} {
+		if !strings.Contains(shown, name) {
+			t.Errorf("no problem names %s:\n%s", name, shown)
+		}
+	}
+	for _, secret := range []string{apiKey, password, token, "SECRET-supervisor"} {
+		if strings.Contains(shown, secret) {
+			t.Errorf("the output shows the secret %.10s...:\n%s", secret, shown)
+		}
+	}
+	for k, v := range options {
+		s, _ := v.(string)
+		for i := 0; i+65 <= len(s); i++ {
+			if strings.Contains(shown, s[i:i+65]) {
+				t.Errorf("the output shows 65 characters of %s:\n%s", k, shown)
+				break
+			}
+		}
+	}
+	if strings.Contains(shown, "SECRET") {
+		t.Errorf("the output shows part of a secret:\n%s", shown)
 	}
 }

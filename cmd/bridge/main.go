@@ -148,7 +148,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	}
 	cfg, loadErr := config.Load(environment)
 	cfg.Demo = *demo
-	err = errors.Join(loadErr, cfg.Validate())
+	err = appScrub(errors.Join(loadErr, cfg.Validate()), environment)
 	isTerm := false
 	if f, ok := stderr.(*os.File); ok {
 		isTerm = logging.IsTerminal(f)
@@ -189,7 +189,12 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return 0
 	}
 
-	m := &app.Main{Config: cfg, Version: version, Log: log, Stdout: stdout, LogForward: forward}
+	ingress, err := appIngress(environment)
+	if err != nil {
+		fmt.Fprintf(stderr, "cloud2mqtt: %v\n", err)
+		return exitConfig
+	}
+	m := &app.Main{Config: cfg, Version: version, Log: log, Stdout: stdout, LogForward: forward, Ingress: ingress}
 	if err := m.Run(ctx); err != nil {
 		log.Error().Err(err).Msg("stopped with an error")
 		return 1

@@ -14,7 +14,9 @@
 // logs are plain text, which the Supervisor's log view shows as written.
 //
 // It never logs and never puts an option's value in an error, so a secret
-// typed into the wrong field does not leak.
+// typed into the wrong field does not leak; Scrub does the same for the
+// configuration's own errors about the options (a secret setting's value,
+// or any value longer than MaxShown characters, is shown as ***).
 package addon
 
 import (
@@ -130,8 +132,10 @@ func ReadOptions(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("addon: the app's options in %s are not a JSON object: %w", path, err)
 	}
 	known := map[string]bool{}
+	var names []string // the options, for a hint
 	for _, v := range config.Vars() {
 		known[v.Name] = true
+		names = append(names, strings.ToLower(v.Name))
 	}
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
@@ -143,7 +147,7 @@ func ReadOptions(path string) (map[string]string, error) {
 	for _, k := range keys {
 		name := strings.ToUpper(k)
 		if k != strings.ToLower(k) || !known[name] {
-			problems = append(problems, fmt.Errorf("option %q is not a setting: use a variable of config.example.env in lower case, like cloud_api_key or poll_interval", k))
+			problems = append(problems, unknownOption(k, names))
 			continue
 		}
 		v, err := optionValue(raw[k])
@@ -159,6 +163,15 @@ func ReadOptions(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("addon: the app's options: %w", errors.Join(problems...))
 	}
 	return out, nil
+}
+
+// unknownOption is the error for an option that names no setting, with the
+// option meant when one is close (pol_interval: poll_interval).
+func unknownOption(k string, names []string) error {
+	if hint, ok := config.Closest(strings.ToLower(k), names); ok {
+		return fmt.Errorf("option %q is not a setting: did you mean %s?", clip(k), hint)
+	}
+	return fmt.Errorf("option %q is not a setting: use a variable of config.example.env in lower case, like cloud_api_key or poll_interval", clip(k))
 }
 
 // optionValue is one option's value as the text of an environment variable.

@@ -151,8 +151,8 @@ func TestSupervisorProblems(t *testing.T) {
 
 func TestBadOptions(t *testing.T) {
 	for name, c := range map[string]struct{ body, want string }{
-		"unknown option":   {`{"cloud_api_key":"k-secret","pol_interval":"30s"}`, `option "pol_interval" is not a setting`},
-		"upper case":       {`{"CLOUD_API_KEY":"k-secret"}`, `option "CLOUD_API_KEY" is not a setting`},
+		"unknown option":   {`{"cloud_api_key":"k-secret","pol_interval":"30s"}`, `option "pol_interval" is not a setting: did you mean poll_interval?`},
+		"upper case":       {`{"CLOUD_API_KEY":"k-secret"}`, `option "CLOUD_API_KEY" is not a setting: did you mean cloud_api_key?`},
 		"list value":       {`{"cloud_api_key":["k-secret"]}`, "option cloud_api_key: is a list or an object"},
 		"not an object":    {`["k-secret"]`, "not a JSON object"},
 		"null":             {`null`, "not a JSON object"},

@@ -2,6 +2,7 @@ package addon
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,6 +47,27 @@ func FuzzReadOptions(f *testing.F) {
 			if !known[k] || v == "" {
 				t.Fatalf("%s=%q from %q", k, v, data)
 			}
+		}
+	})
+}
+
+// FuzzScrub: whatever a secret option holds, and however a message quotes
+// it, the scrubbed error never shows it; a long value of any setting
+// neither.
+func FuzzScrub(f *testing.F) {
+	for _, s := range []string{"SECRET-1", "k3y\"with\\quotes\ttab", "Ünïcödé-key", "\x00\x01bin", strings.Repeat("L", 80), "****", "a\nb\nc\nd"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		err := fmt.Errorf("config: CLOUD_API_KEY is odd\nPOLL_INTERVAL=%q is not a duration\nLOG_LEVEL=%+q\nMQTT_CLIENT_ID=%s", v, v, v)
+		got := Scrub(err, map[string]string{"CLOUD_API_KEY": v, "POLL_INTERVAL": v}).Error()
+		if len(v) >= minHidden && strings.Contains(got, v) {
+			t.Fatalf("the secret %q shows in %q", v, got)
+		}
+		long := strings.Repeat("y", 70) + v
+		got = Scrub(fmt.Errorf("MQTT_BASE_TOPIC=%q and %s", long, long), map[string]string{"MQTT_BASE_TOPIC": long}).Error()
+		if strings.Contains(got, long[:65]) {
+			t.Fatalf("a value of %d characters shows in %q", len(long), got)
 		}
 	})
 }

@@ -228,7 +228,6 @@ func hostName(s string) bool {
 	return true
 }
 
-
 // logging checks the log level and format.
 func (v *validator) logging(c Config) {
 	if _, err := logging.ParseLevel(c.Log.Level); err != nil {

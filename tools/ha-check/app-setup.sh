@@ -18,7 +18,7 @@ git --git-dir="$SRC" archive "$REV" supervisor | tar -x -C "$R/opt/sup"
 # The Supervisor is written for Python 3.14 ("except A, B:"); the chroot has 3.13.
 grep -rlE "except [A-Za-z_.]+, [A-Za-z_., ]+:" "$R/opt/sup/supervisor" |
   xargs -r sed -i -E 's/except ([A-Za-z_.]+(, [A-Za-z_.]+)+):/except (\1):/'
-for p in python3-pyudev python3-dbus-fast python3-sentry-sdk python3-docker python3-deepmerge python3-colorlog; do
+for p in python3-pyudev python3-dbus-fast python3-sentry-sdk python3-docker python3-deepmerge python3-colorlog python3-git; do
   chroot "$R" sh -c "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $p >/dev/null 2>&1" ||
     echo "app-setup.sh: could not install $p" >&2
 done

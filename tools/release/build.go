@@ -15,16 +15,17 @@ type target struct {
 	goarm  string // GOARM for 32-bit ARM
 	deb    string // Debian architecture; "" = no package
 	oci    string // OCI platform variant; "-" = no image
-	hass   string // Home Assistant's architecture name
 }
 
-// targets: armv6 is for the first Raspberry Pis and the Zero (archive
-// only: Debian's armhf is ARMv7, and image users on ARMv6 are rare).
+// targets: the armhf package holds the ARMv6 build. Raspberry Pi OS's
+// armhf is ARMv6 (the first Pis and the Zero run it), and an ARMv6 binary
+// runs on every ARMv7 board too, so one package serves Raspberry Pi OS and
+// Debian's armhf alike. armv7 keeps its archive and the images' linux/arm/v7.
 var targets = []target{
-	{name: "amd64", goarch: "amd64", deb: "amd64", oci: "", hass: "amd64"},
-	{name: "arm64", goarch: "arm64", deb: "arm64", oci: "", hass: "aarch64"},
-	{name: "armv7", goarch: "arm", goarm: "7", deb: "armhf", oci: "v7", hass: "armv7"},
-	{name: "armv6", goarch: "arm", goarm: "6", oci: "-"},
+	{name: "amd64", goarch: "amd64", deb: "amd64", oci: ""},
+	{name: "arm64", goarch: "arm64", deb: "arm64", oci: ""},
+	{name: "armv7", goarch: "arm", goarm: "7", oci: "v7"},
+	{name: "armv6", goarch: "arm", goarm: "6", deb: "armhf", oci: "-"},
 }
 
 // compile builds the daemon for t: static (no cgo), -trimpath, no build id

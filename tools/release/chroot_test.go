@@ -76,6 +76,10 @@ func TestDebInstallUpgradeRemovePurge(t *testing.T) {
 	root := debianRoot(t)
 	// A run that failed half-way may have left the package behind.
 	exec.Command("chroot", root, "dpkg", "--purge", "cloud2mqtt").Run()
+	for _, p := range []string{"etc/cloud2mqtt", "etc/systemd/system/cloud2mqtt.service.d", "var/lib/private/cloud2mqtt",
+		"var/lib/cloud2mqtt", "etc/systemd/system/multi-user.target.wants/cloud2mqtt.service"} {
+		os.RemoveAll(filepath.Join(root, p))
+	}
 
 	// A second, later version to upgrade to, from the same binary.
 	r, err := newRelease(repoDir, t.TempDir(), "0.0.1", testEpoch)
@@ -106,6 +110,7 @@ func TestDebInstallUpgradeRemovePurge(t *testing.T) {
 	}
 	etc := filepath.Join(root, "etc/cloud2mqtt")
 	env := filepath.Join(etc, "cloud2mqtt.env")
+	before := snapshot(t, root)
 
 	// Install: the binary runs, the unit verifies, nothing is enabled.
 	inRoot(t, root, "dpkg", "-i", "/tmp/v1.deb")
@@ -130,8 +135,30 @@ func TestDebInstallUpgradeRemovePurge(t *testing.T) {
 	if err := os.WriteFile(env, []byte("CLOUD_BASE_URL=https://cloud.example\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(etc, "api_key"), []byte("k\n"), 0o600); err != nil {
-		t.Fatal(err)
+	// And everything README.Debian has the user make, and systemd makes
+	// once the bridge has run (DynamicUser's state, the enablement link).
+	for p, body := range map[string]string{
+		"etc/cloud2mqtt/api_key":                                "k\n",
+		"etc/cloud2mqtt/mqtt_password":                          "p\n",
+		"etc/cloud2mqtt/http_token":                             "a-token-of-16-characters\n",
+		"etc/systemd/system/cloud2mqtt.service.d/override.conf": "[Service]\nLoadCredential=http_token:/etc/cloud2mqtt/http_token\n",
+		"var/lib/private/cloud2mqtt/devices.json":               "[]\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		"var/lib/cloud2mqtt": "private/cloud2mqtt",
+		"etc/systemd/system/multi-user.target.wants/cloud2mqtt.service": "/usr/lib/systemd/system/cloud2mqtt.service",
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, link)), 0o755)
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	inRoot(t, root, "dpkg", "-i", "/tmp/v2.deb")
 	if v := inRoot(t, root, "dpkg-query", "-W", "-f", "${Version}", "cloud2mqtt"); v != "0.0.1" {
@@ -153,9 +180,45 @@ func TestDebInstallUpgradeRemovePurge(t *testing.T) {
 	if exists(t, etc) {
 		t.Error("purge left /etc/cloud2mqtt")
 	}
+	// Purge leaves the system as it was before the install.
+	after := snapshot(t, root)
+	for p := range after {
+		if !before[p] {
+			t.Errorf("purge left %s", p)
+		}
+	}
+	for p := range before {
+		if !after[p] {
+			t.Errorf("purge removed %s, which was there before the install", p)
+		}
+	}
 	if out, _ := exec.Command("chroot", root, "dpkg-query", "-W", "cloud2mqtt").CombinedOutput(); !strings.Contains(string(out), "no packages found") {
 		t.Errorf("after purge dpkg still knows the package: %s", out)
 	}
 	os.Remove(filepath.Join(stage, "v1.deb"))
 	os.Remove(filepath.Join(stage, "v2.deb"))
+}
+
+// snapshot lists the paths of a chroot, leaving out what dpkg, apt and the
+// kernel keep for themselves (dpkg's database, logs, caches, /proc...).
+func snapshot(t *testing.T, root string) map[string]bool {
+	t.Helper()
+	skip := map[string]bool{"proc": true, "sys": true, "dev": true, "tmp": true, "run": true,
+		"var/lib/dpkg": true, "var/lib/apt": true, "var/cache": true, "var/log": true}
+	out := map[string]bool{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if skip[filepath.ToSlash(rel)] {
+			return filepath.SkipDir
+		}
+		out[filepath.ToSlash(rel)] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

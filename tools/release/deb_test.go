@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"debug/buildinfo"
 	"fmt"
 	"os"
 	"os/exec"
@@ -84,4 +85,59 @@ func TestDebPackages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// goarm is the GOARM a binary's build info records.
+func goarm(t *testing.T, path string) string {
+	t.Helper()
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "GOARM" {
+			return s.Value
+		}
+	}
+	return ""
+}
+
+// Raspberry Pi OS's armhf is ARMv6 (the first Pis and the Zero): its
+// package holds the GOARM=6 build, the same binary as the armv6 archive;
+// armv7 keeps an archive of its own.
+func TestRaspberryPiOSPackageIsARMv6(t *testing.T) {
+	root := t.TempDir()
+	dpkgDeb(t, "-x", filepath.Join(dist, "cloud2mqtt_"+testVersion+"_armhf.deb"), root)
+	debBin := filepath.Join(root, "usr/bin/cloud2mqtt")
+	if got := goarm(t, debBin); got != "6" {
+		t.Errorf("the armhf package's binary says GOARM=%q, want 6", got)
+	}
+	archive := func(name string) string {
+		base := fmt.Sprintf("cloud2mqtt_%s_linux_%s", testVersion, name)
+		_, files := readTarGz(t, filepath.Join(dist, base+".tar.gz"))
+		p := filepath.Join(t.TempDir(), "cloud2mqtt")
+		if err := os.WriteFile(p, files[base+"/cloud2mqtt"], 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	v6, v7 := archive("armv6"), archive("armv7")
+	if a, b := readAll(t, debBin), readAll(t, v6); !bytes.Equal(a, b) {
+		t.Error("the armhf package's binary is not the armv6 archive's")
+	}
+	if got := goarm(t, v6); got != "6" {
+		t.Errorf("the armv6 archive says GOARM=%q", got)
+	}
+	if got := goarm(t, v7); got != "7" {
+		t.Errorf("the armv7 archive says GOARM=%q", got)
+	}
+}
+
+func readAll(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

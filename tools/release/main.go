@@ -10,6 +10,10 @@
 //     app's image (root in the container, state in the Supervisor's /data);
 //   - SHA256SUMS over all of them.
 //
+// "release publish" (tools/publish.sh) pushes the two images to a registry
+// (publish.go). Both refuse a VERSION that is not the version of the app's
+// config.yaml and CHANGELOG.md's latest release (repo.go).
+//
 // The build is reproducible: every time stamp is SOURCE_DATE_EPOCH (the
 // commit's time when the variable is not set), every owner root (or the
 // image's user), every list sorted, no gzip header carries a time or name,
@@ -39,15 +43,21 @@ func main() {
 }
 
 const usage = `usage: release [-repo DIR] [-out DIR] VERSION
+       release publish [-repo DIR] [-dist DIR] VERSION [REGISTRY]
 
 Builds the release artifacts of VERSION (like 0.1.0; a leading v is dropped)
-from the repository at -repo into -out. SOURCE_DATE_EPOCH (seconds) fixes
-every time stamp; unset, it is the time of the repository's last commit.
+from the repository at -repo into -out. VERSION must be the version of the
+Home Assistant app's config.yaml and CHANGELOG.md's latest release.
+SOURCE_DATE_EPOCH (seconds) fixes every time stamp; unset, it is the time of
+the repository's last commit. "release publish -h" explains publishing.
 
 flags:
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "publish" {
+		return runPublish(args[1:], os.Getenv, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
@@ -64,6 +74,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	r, err := newRelease(*repo, *out, fs.Arg(0), os.Getenv("SOURCE_DATE_EPOCH"))
+	if err == nil {
+		err = checkVersions(r.repo, fs.Arg(0))
+	}
 	if err == nil {
 		r.log = stdout
 		err = r.build()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -33,23 +34,29 @@ const (
 // is root's; state in /data, which the binary's app mode chooses).
 type imageKind struct {
 	file    string // artifact name with %s for the version
-	refName string // image name the layout's index gives, with %s for the version
+	ref     string // the name and tag the layout's index gives (docker load, podman load)
 	user    string
 	env     []string
 	volumes map[string]struct{}
 	labels  map[string]string
 }
 
-func (r *release) imageKinds() []imageKind {
+func (r *release) imageKinds(names imageNames) []imageKind {
 	created := r.epoch.Format(time.RFC3339)
 	common := func(title string) map[string]string {
-		return map[string]string{
+		l := map[string]string{
 			"org.opencontainers.image.title":       title,
 			"org.opencontainers.image.version":     r.version,
 			"org.opencontainers.image.created":     created,
 			"org.opencontainers.image.licenses":    "MIT",
 			"org.opencontainers.image.description": "Bridge a smart-home vendor's cloud API to MQTT and Home Assistant",
 		}
+		if names.source != "" {
+			// GitHub's registry links a package with this label to the
+			// repository, whose workflows may then push new versions.
+			l["org.opencontainers.image.source"] = names.source
+		}
+		return l
 	}
 	app := common("cloud2mqtt Home Assistant app")
 	app["io.hass.type"] = "addon"
@@ -57,14 +64,14 @@ func (r *release) imageKinds() []imageKind {
 	app["io.hass.name"] = "cloud2mqtt"
 	return []imageKind{
 		{
-			file: "cloud2mqtt_%s_oci.tar", refName: "cloud2mqtt:%s",
+			file: "cloud2mqtt_%s_oci.tar", ref: names.container + ":" + r.version,
 			user:    fmt.Sprintf("%d:%d", imageUID, imageUID),
 			env:     []string{"PATH=/usr/local/bin:/usr/bin:/bin", "STATE_DIR=" + imageState},
 			volumes: map[string]struct{}{imageState: {}},
 			labels:  common("cloud2mqtt"),
 		},
 		{
-			file: "cloud2mqtt_%s_ha-app.tar", refName: "cloud2mqtt-ha-app:%s",
+			file: "cloud2mqtt_%s_ha-app.tar", ref: names.layoutApp() + ":" + r.version,
 			user:   "0:0",
 			env:    []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
 			labels: app,
@@ -136,7 +143,11 @@ func (r *release) images(bins map[string]string) error {
 			return err
 		}
 	}
-	for _, k := range r.imageKinds() {
+	names, err := readImageNames(r.repo)
+	if err != nil {
+		return err
+	}
+	for _, k := range r.imageKinds(names) {
 		if err := r.image(k, layers); err != nil {
 			return err
 		}
@@ -193,12 +204,11 @@ func (r *release) image(k imageKind, layers map[string]v1.Layer) error {
 	if err != nil {
 		return err
 	}
-	ref := fmt.Sprintf(k.refName, r.version)
 	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{
 		// podman load and skopeo read the OCI name; docker load (25 and
-		// later) and containerd read theirs.
-		"org.opencontainers.image.ref.name": ref,
-		"io.containerd.image.name":          "docker.io/library/" + ref,
+		// later) and containerd read theirs, which must be qualified.
+		"org.opencontainers.image.ref.name": k.ref,
+		"io.containerd.image.name":          qualified(k.ref),
 	})); err != nil {
 		return err
 	}
@@ -238,4 +248,17 @@ func dirEntries(dir string) ([]entry, error) {
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, err
+}
+
+// qualified is ref as containerd names images: with its registry, Docker
+// Hub's (and its library/) when it has none.
+func qualified(ref string) string {
+	first, rest, found := strings.Cut(ref, "/")
+	if found && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		return ref
+	}
+	if !found {
+		return "docker.io/library/" + ref
+	}
+	return "docker.io/" + first + "/" + rest
 }

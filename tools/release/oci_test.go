@@ -76,16 +76,22 @@ func imageFiles(t *testing.T, img v1.Image) (map[string]*tar.Header, map[string]
 }
 
 func TestOCIImage(t *testing.T) {
+	// Named as the compose file and the app's config.yaml name them: what
+	// docker load gives is what compose runs and publish pushes.
+	names := repoNames(t)
 	for _, c := range []struct {
 		file, ref, user string
 		state           bool
 	}{
-		{"cloud2mqtt_" + testVersion + "_oci.tar", "cloud2mqtt:" + testVersion, "65532:65532", true},
-		{"cloud2mqtt_" + testVersion + "_ha-app.tar", "cloud2mqtt-ha-app:" + testVersion, "0:0", false},
+		{"cloud2mqtt_" + testVersion + "_oci.tar", "ghcr.io/cloud2mqtt/cloud2mqtt:" + testVersion, "65532:65532", true},
+		{"cloud2mqtt_" + testVersion + "_ha-app.tar", "ghcr.io/cloud2mqtt/cloud2mqtt-ha-app:" + testVersion, "0:0", false},
 	} {
 		t.Run(c.file, func(t *testing.T) {
+			if !strings.HasPrefix(c.ref, names.container+":") && !strings.HasPrefix(c.ref, names.app+":") {
+				t.Fatalf("the repository names the images %s and %s; update this test", names.container, names.app)
+			}
 			idx, desc := openLayout(t, c.file)
-			if desc.Annotations["org.opencontainers.image.ref.name"] != c.ref || desc.Annotations["io.containerd.image.name"] != "docker.io/library/"+c.ref {
+			if desc.Annotations["org.opencontainers.image.ref.name"] != c.ref || desc.Annotations["io.containerd.image.name"] != c.ref {
 				t.Errorf("names %v, want %s", desc.Annotations, c.ref)
 			}
 			m, err := idx.IndexManifest()
@@ -118,7 +124,8 @@ func TestOCIImage(t *testing.T) {
 				if vol != c.state || hasState != c.state {
 					t.Errorf("%s: volume %v, STATE_DIR %v; want %v", d.Platform, vol, hasState, c.state)
 				}
-				if !cf.Created.Time.Equal(epoch) || cfg.Labels["org.opencontainers.image.version"] != testVersion {
+				if !cf.Created.Time.Equal(epoch) || cfg.Labels["org.opencontainers.image.version"] != testVersion ||
+					cfg.Labels["org.opencontainers.image.source"] != names.source || names.source == "" {
 					t.Errorf("%s: created %v, labels %v", d.Platform, cf.Created, cfg.Labels)
 				}
 				hs, files := imageFiles(t, img)
