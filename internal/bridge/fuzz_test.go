@@ -63,7 +63,7 @@ func (fb *fuzzBridge) deliver(t *testing.T, tp fuzzTopic, payload []byte, mode f
 	t.Helper()
 	fb.pub.msgs, fb.cmd.reqs, fb.cmd.reports, fb.read.done = nil, nil, nil, nil
 	fb.cmd.refuse = mode&1 != 0
-	fb.b.Handle(tp.topic, payload)
+	fb.b.Handle(tp.topic, payload, false)
 	reqs := fb.cmd.reqs
 	for i, report := range fb.cmd.reports {
 		report(mode.result(reqs[i]))

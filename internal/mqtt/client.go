@@ -60,10 +60,11 @@ type Stats struct {
 }
 
 type inMsg struct {
-	topic   string
-	payload []byte
-	qos     byte
-	dup     bool
+	topic    string
+	payload  []byte
+	qos      byte
+	retained bool
+	dup      bool
 	mid     uint16
 	gen     uint64 // the connection it arrived on
 	ack     *ack
@@ -76,10 +77,17 @@ type outMsg struct {
 	qos      byte
 }
 
+// Handler takes one message of a subscription. retained is true only for
+// a message the broker sent because the subscription was made after it was
+// published with the retain flag (a retained message, stale by then: MQTT
+// 3.1.1 §3.3.1.3); a message published while the subscription stood
+// arrives with retained false, whatever flag its sender set.
+type Handler func(topic string, payload []byte, retained bool)
+
 type subscription struct {
 	filter  string
 	qos     byte
-	handler func(topic string, payload []byte) // guarded by Client.mu
+	handler Handler // guarded by Client.mu
 	queue   chan inMsg
 }
 
@@ -311,8 +319,10 @@ func (c *Client) Publish(topic string, payload []byte, retained bool, qos byte) 
 // its own goroutine, one message at a time, in arrival order; a message
 // matching several filters reaches each of their handlers. Messages that
 // arrived for the filter before this call (queued in the persistent session
-// while the bridge was away) are handed to the handler first.
-func (c *Client) Subscribe(filter string, qos byte, handler func(topic string, payload []byte)) error {
+// while the bridge was away) are handed to the handler first. Every
+// resubscription makes the broker send the retained messages matching the
+// filter again, flagged retained (see Handler).
+func (c *Client) Subscribe(filter string, qos byte, handler Handler) error {
 	if err := checkFilter(filter); err != nil {
 		return fmt.Errorf("mqtt: subscribe to %q: %w", filter, err)
 	}
