@@ -65,9 +65,9 @@ type inMsg struct {
 	qos      byte
 	retained bool
 	dup      bool
-	mid     uint16
-	gen     uint64 // the connection it arrived on
-	ack     *ack
+	mid      uint16
+	gen      uint64 // the connection it arrived on
+	ack      *ack
 }
 
 type outMsg struct {
