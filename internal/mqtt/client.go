@@ -55,6 +55,7 @@ type Stats struct {
 	Received      uint64 // messages received from the broker
 	Dropped       uint64 // messages dropped: a full inbound or outbound queue, or a full pending buffer
 	Reconnects    uint64 // connections after the first
+	Conflicts     uint64 // back-offs from another client with the same id (takeover.go)
 	Queued        int    // messages waiting to be published
 	Connected     bool
 }
@@ -105,6 +106,8 @@ type Client struct {
 	flush     chan struct{} // closed by Close: publish what is queued, then stop
 	flushed   chan struct{} // closed by the publisher when it stops
 	stop      chan struct{} // closed by Close: every worker stops
+	quit      chan struct{} // closed when Close starts: a reconnection's back-off ends
+	quitting  sync.Once
 	wg        sync.WaitGroup
 
 	mu       sync.Mutex
@@ -126,11 +129,13 @@ type Client struct {
 	// redelivered holds the packet ids of QoS 1 messages handled after
 	// their connection was lost: the broker sends them again.
 	redelivered map[uint16]bool
+	conflict    takeover
+	wire        *wire // the last connection attempt's record (conn.go)
 
 	dropLog *rate.Limiter // logDrop's lines
 
-	published, publishErrors, received, dropped, reconnects atomic.Uint64
-	queued                                                  atomic.Int64 // in c.out or being sent
+	published, publishErrors, received, dropped, reconnects, conflicts atomic.Uint64
+	queued                                                             atomic.Int64 // in c.out or being sent
 }
 
 // Connect validates cfg, starts connecting and returns once the first
@@ -167,6 +172,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		flush:     make(chan struct{}),
 		flushed:   make(chan struct{}),
 		stop:      make(chan struct{}),
+		quit:      make(chan struct{}),
 		ready:     make(chan struct{}),
 		resumed:   make(chan struct{}),
 
@@ -198,10 +204,10 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		SetConnectTimeout(cfg.ConnectTimeout).
 		SetWriteTimeout(cfg.PublishTimeout).
 		SetDialer(&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).
-		SetCustomOpenConnectionFn(openConn).
+		SetCustomOpenConnectionFn(c.open).
 		SetAutoReconnect(true).
 		SetMaxReconnectInterval(cfg.MaxReconnectInterval).
-		SetConnectRetry(true).
+		SetConnectRetry(!cfg.FailFast).
 		SetConnectRetryInterval(cfg.ConnectRetryInterval).
 		SetDefaultPublishHandler(c.dispatch).
 		SetOnConnectHandler(func(paho.Client) {
@@ -232,7 +238,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 	case <-tok.Done():
 		if err := tok.Error(); err != nil {
 			c.shutdown(0)
-			return nil, fmt.Errorf("mqtt: connect to %s: %w (%s)", u.Redacted(), err, hint(err))
+			return nil, fmt.Errorf("mqtt: connect to %s: %w (%s)", u.Redacted(), err, c.hint(err))
 		}
 		// paho completes the token after resuming its store.
 		c.mu.Lock()
@@ -253,7 +259,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		if last == nil {
 			return nil, fmt.Errorf("mqtt: no connection to %s after %s: %w", u.Redacted(), time.Since(start).Round(time.Millisecond), ctx.Err())
 		}
-		return nil, fmt.Errorf("mqtt: no connection to %s after %s (%s): %w: %w", u.Redacted(), time.Since(start).Round(time.Millisecond), hint(last), ctx.Err(), last)
+		return nil, fmt.Errorf("mqtt: no connection to %s after %s (%s): %w: %w", u.Redacted(), time.Since(start).Round(time.Millisecond), c.hint(last), ctx.Err(), last)
 	}
 }
 
@@ -271,6 +277,7 @@ func (c *Client) Stats() Stats {
 		Received:      c.received.Load(),
 		Dropped:       c.dropped.Load(),
 		Reconnects:    c.reconnects.Load(),
+		Conflicts:     c.conflicts.Load(),
 		Queued:        int(c.queued.Load()),
 		Connected:     c.Connected(),
 	}
@@ -410,6 +417,7 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 	c.closed = true
 	c.mu.Unlock()
+	c.quitting.Do(func() { close(c.quit) })
 
 	close(c.flush)
 	select {
@@ -439,6 +447,7 @@ func (c *Client) shutdown(quiesce uint, ctxs ...context.Context) error {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
+	c.quitting.Do(func() { close(c.quit) })
 	c.pc.Disconnect(quiesce)
 	select {
 	case <-c.stop:

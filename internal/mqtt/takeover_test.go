@@ -1,0 +1,63 @@
+package mqtt
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"cloud2mqtt/internal/mqtttest"
+)
+
+// TestAnotherClientWithTheSameIDIsNotFought is issue 28 §3's two bridges:
+// another client connects with the bridge's client id each time the
+// bridge is back. Before, the bridge took the id back at once, for ever,
+// each knocking the other off. Now, after conflictDrops such drops in a
+// row, it says so naming MQTT_CLIENT_ID and waits ConflictBackoff: the
+// other client keeps the id.
+func TestAnotherClientWithTheSameIDIsNotFought(t *testing.T) {
+	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
+		b := mqtttest.Start(t, mqtttest.WithKind(kind))
+		cfg, logs := testConfig(t, b.URL())
+		cfg.ConflictBackoff = time.Hour
+		c := connect(t, cfg, nil)
+		held := make(chan struct{}, 1)
+		c.mu.Lock()
+		c.conflict.held = held
+		c.mu.Unlock()
+
+		var rival *mqtttest.Client
+		for i := range conflictDrops {
+			before := c.Stats().Reconnects
+			rival = mqtttest.NewClient(t, b.URL(), mqtttest.ClientOptions{ClientID: cfg.ClientID})
+			if i < conflictDrops-1 {
+				eventually(t, "the bridge connected again", func() bool { return c.Stats().Reconnects > before })
+			}
+		}
+		select {
+		case <-held:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the bridge did not back off after %d drops:\n%s", conflictDrops, logs)
+		}
+
+		// The bridge waits (an hour here); the other client keeps the id
+		// through round trips of its own.
+		rival.Subscribe("probe/#", 1)
+		for i := range 20 {
+			rival.Publish("probe/x", strings.Repeat("x", i), false, 1)
+			rival.WaitFor("probe/x", strings.Repeat("x", i), 5*time.Second)
+		}
+		if !rival.Paho().IsConnectionOpen() || c.Connected() {
+			t.Errorf("the other client connected: %v, the bridge connected: %v; want the other client to keep the id",
+				rival.Paho().IsConnectionOpen(), c.Connected())
+		}
+		if n := c.Stats().Conflicts; n != 1 {
+			t.Errorf("Stats().Conflicts = %d, want 1", n)
+		}
+		out := logs.String()
+		if !strings.Contains(out, `"level":"error"`) || !strings.Contains(out, "MQTT_CLIENT_ID") || !strings.Contains(out, "same client id") ||
+			!strings.Contains(out, `"client_id":"`+cfg.ClientID+`"`) {
+			t.Errorf("the log does not say that another client has the id %s, naming MQTT_CLIENT_ID:\n%s", cfg.ClientID, out)
+		}
+		// Close ends the wait at once (the cleanup's Close has 5 s).
+	})
+}
