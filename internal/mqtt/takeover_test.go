@@ -1,6 +1,10 @@
 package mqtt
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,4 +64,37 @@ func TestAnotherClientWithTheSameIDIsNotFought(t *testing.T) {
 		}
 		// Close ends the wait at once (the cleanup's Close has 5 s).
 	})
+}
+
+// TestDefaultClientIDDiffersBetweenHostsOfOneName: two hosts with the same
+// host name (every Raspberry Pi is "raspberrypi") and the same settings
+// get different ids from their machine ids; one host keeps its id across
+// restarts; a host without a machine id keeps the id of before.
+func TestDefaultClientIDDiffersBetweenHostsOfOneName(t *testing.T) {
+	defer func(files []string) { machineIDFiles = files }(machineIDFiles)
+	dir := t.TempDir()
+	idOn := func(machineID string) string {
+		f := filepath.Join(dir, "machine-id")
+		if err := os.WriteFile(f, []byte(machineID+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		machineIDFiles = []string{f}
+		return DefaultClientID("cloud2mqtt/bridge/state")
+	}
+	a, b := idOn("0123456789abcdef0123456789abcdef"), idOn("fedcba9876543210fedcba9876543210")
+	if a == b {
+		t.Errorf("two machine ids, one client id %s", a)
+	}
+	if again := idOn("0123456789abcdef0123456789abcdef"); again != a {
+		t.Errorf("the id changed between two starts: %s, %s", a, again)
+	}
+	machineIDFiles = []string{filepath.Join(dir, "none")}
+	host, _ := os.Hostname()
+	sum := sha256.Sum256([]byte(host + "\ncloud2mqtt/bridge/state"))
+	if got := DefaultClientID("cloud2mqtt/bridge/state"); got != "cloud2mqtt-"+hex.EncodeToString(sum[:4]) {
+		t.Errorf("without a machine id: %s, want the id of before", got)
+	}
+	if strings.Contains(a, "0123456789") {
+		t.Errorf("the id %s shows the machine id", a)
+	}
 }
