@@ -31,7 +31,7 @@ const (
 	DefaultPublishTimeout       = 10 * time.Second
 	DefaultQueueSize            = 1024
 	DefaultMaxQueuedBytes       = 64 << 20
-	DefaultConflictWindow       = 10 * time.Second
+	DefaultConflictWindow       = 5 * time.Second
 	DefaultConflictBackoff      = time.Minute
 )
 
@@ -75,9 +75,9 @@ type Config struct {
 	// fit, so it is bounded in bytes, not messages.
 	MaxQueuedBytes int
 	// ConflictWindow and ConflictBackoff: when the broker closes the
-	// connection conflictDrops times in a row within ConflictWindow of its
-	// opening, another client most likely connects with the same client id
-	// (takeover.go); the Client then waits ConflictBackoff (doubling while
+	// connection conflictDrops times in a row within ConflictWindow (5 s)
+	// of accepting it, with no failed attempt between, another client most
+	// likely connects with the same client id (takeover.go); the Client then waits ConflictBackoff (doubling while
 	// it goes on, up to 16 times) before connecting again, instead of
 	// taking the id back at once.
 	ConflictWindow, ConflictBackoff time.Duration

@@ -6,11 +6,12 @@ package mqtt
 // no reason, and mosquitto only logs "already connected, closing old
 // connection"). Two bridges with the same id, each reconnecting at once,
 // knock each other off in a loop. What the Client sees is its connection
-// closed by the broker within seconds of its opening, again and again:
-// after conflictDrops such drops in a row it says so, naming
-// MQTT_CLIENT_ID, and waits ConflictBackoff (doubling while it goes on)
-// before it connects again, so that the other client keeps the id instead
-// of both fighting for it.
+// closed by the broker within seconds of its opening, again and again, and
+// each reconnection accepted at its first attempt (a broker that restarts
+// refuses one at least): after conflictDrops such drops in a row it says
+// so, naming MQTT_CLIENT_ID, and waits ConflictBackoff (doubling while it
+// goes on) before it connects again, so that the other client keeps the id
+// instead of both fighting for it.
 
 import (
 	"math/rand/v2"
@@ -50,7 +51,10 @@ func (c *Client) judge() {
 	w.mu.Lock()
 	accepted, closed, err := w.accepted, w.closed, w.err
 	w.mu.Unlock()
-	if accepted.IsZero() { // an attempt that failed: no drop
+	if accepted.IsZero() {
+		// An attempt that failed (refused, the broker restarting): the
+		// broker was not there to hand the id to someone else.
+		t.drops = 0
 		c.mu.Unlock()
 		return
 	}
@@ -63,6 +67,7 @@ func (c *Client) judge() {
 	drops := t.drops
 	if drops < conflictDrops {
 		c.mu.Unlock()
+		c.log.Debug().Dur("lasted", closed.Sub(accepted)).Int("drops", drops).Msg("the broker closed the connection right after accepting it")
 		return
 	}
 	t.wait = min(max(2*t.wait, c.cfg.ConflictBackoff), maxConflictFactor*c.cfg.ConflictBackoff)

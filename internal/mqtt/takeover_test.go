@@ -98,3 +98,24 @@ func TestDefaultClientIDDiffersBetweenHostsOfOneName(t *testing.T) {
 		t.Errorf("the id %s shows the machine id", a)
 	}
 }
+
+// TestBrokerRestartsAreNoConflict: a broker killed right after the bridge
+// connected, again and again, also closes the connection within seconds;
+// but between the drops the bridge's attempts are refused, which a broker
+// handing the id to another client never does: no back-off.
+func TestBrokerRestartsAreNoConflict(t *testing.T) {
+	b := mqtttest.Start(t)
+	cfg, logs := testConfig(t, b.URL())
+	cfg.ConflictBackoff = time.Hour // a wrong back-off would stall the test
+	c := connect(t, cfg, nil)
+	for round := 1; round <= conflictDrops+1; round++ {
+		failed := strings.Count(logs.String(), "cannot connect to MQTT broker")
+		b.Kill()
+		eventually(t, "a refused reconnection", func() bool { return strings.Count(logs.String(), "cannot connect to MQTT broker") > failed })
+		b.Restart()
+		eventually(t, "the bridge connected again", func() bool { return c.Stats().Reconnects == uint64(round) })
+	}
+	if n := c.Stats().Conflicts; n != 0 {
+		t.Errorf("%d back-offs for a restarting broker, want none:\n%s", n, logs)
+	}
+}
