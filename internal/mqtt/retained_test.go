@@ -35,13 +35,22 @@ func TestRetainedFlagReachesTheHandler(t *testing.T) {
 		}
 		next := func(want delivery) {
 			t.Helper()
-			select {
-			case d := <-got:
-				if d != want {
-					t.Fatalf("handler got %+v, want %+v", d, want)
+			for {
+				select {
+				case d := <-got:
+					if kind == mqtttest.Embedded && d == (delivery{"c2m/lamp/set", "stale", false}) {
+						// mochi may still be fanning the publish out
+						// (after its PUBACK) when the subscription comes:
+						// the message then arrives retained and live.
+						continue
+					}
+					if d != want {
+						t.Fatalf("handler got %+v, want %+v", d, want)
+					}
+					return
+				case <-time.After(10 * time.Second):
+					t.Fatalf("no message; want %+v", want)
 				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("no message; want %+v", want)
 			}
 		}
 		next(delivery{"c2m/lamp/set", "stale", true})
