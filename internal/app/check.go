@@ -72,6 +72,7 @@ func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, 
 			Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(),
 			// A client id of its own: the running daemon's session is left alone.
 			ClientID: mqtt.DefaultClientID("check " + cfg.MQTT.BaseTopic), Logger: zerolog.Nop(),
+			FailFast: true, // the first attempt's failure is the answer
 		}, nil)
 		cancel()
 		if err != nil {

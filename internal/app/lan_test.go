@@ -35,6 +35,14 @@ type lanHarness struct {
 
 func startLANHarness(t *testing.T, env map[string]string) *lanHarness {
 	t.Helper()
+	return startLANHarnessWith(t, env, nil)
+}
+
+// startLANHarnessWith is startLANHarness with more on the LAN: extra, when
+// set, is called with the simulator and the client's settings before the
+// daemon starts.
+func startLANHarnessWith(t *testing.T, env map[string]string, extra func(ls *lansim.Sim, cc *lan.Config)) *lanHarness {
+	t.Helper()
 	e := map[string]string{"LAN_ENABLED": "true", "LAN_POLL_INTERVAL": "1s", "LAN_SCAN_INTERVAL": "10m", "POLL_INTERVAL": "2s", "HTTP_ADDR": "127.0.0.1:0"}
 	for k, v := range env {
 		e[k] = v
@@ -54,6 +62,9 @@ func startLANHarness(t *testing.T, env map[string]string) *lanHarness {
 			t.Fatal(err)
 		}
 		cc.Targets = append(cc.Targets, lan.Target{Host: a.String()})
+	}
+	if extra != nil {
+		extra(ls, &cc)
 	}
 	h.main.SetLANClient(cc)
 	h.start()

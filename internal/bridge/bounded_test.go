@@ -25,10 +25,10 @@ func TestPayloadOverTheLimitIsRefusedUnread(t *testing.T) {
 	pub.take()
 	huge := []byte(`{"brightness":` + strings.Repeat("1", 10<<20) + `}`)
 	for _, tp := range []string{"/set", "/set/brightness", "/light/set", "/segment/0/set"} {
-		b.Handle("c2m/"+lampID+tp, huge)
+		b.Handle("c2m/"+lampID+tp, huge, false)
 	}
-	b.Handle("c2m/nosuch/set", huge)
-	b.Handle("c2m/bridge/request/health", huge)
+	b.Handle("c2m/nosuch/set", huge, false)
+	b.Handle("c2m/bridge/request/health", huge, false)
 	msgs := pub.take()
 	if len(cmd.reqs) != 0 {
 		t.Errorf("%d commands sent", len(cmd.reqs))
@@ -66,10 +66,10 @@ func TestRejectedValuesAreClipped(t *testing.T) {
 	pub.take()
 	long := strings.Repeat("x", 60<<10)
 	deep := strings.Repeat("[", 30000) + strings.Repeat("]", 30000)
-	b.Handle("c2m/"+lampID+"/set/lightScene", []byte(long))
-	b.Handle("c2m/"+lampID+"/set", []byte(`{"colorRgb":"`+long+`"}`))
-	b.Handle("c2m/"+lampID+"/set/colorRgb", []byte(deep))
-	b.Handle("c2m/"+lampID+"/set/"+strings.Repeat("i", 5000), []byte("1"))
+	b.Handle("c2m/"+lampID+"/set/lightScene", []byte(long), false)
+	b.Handle("c2m/"+lampID+"/set", []byte(`{"colorRgb":"`+long+`"}`), false)
+	b.Handle("c2m/"+lampID+"/set/colorRgb", []byte(deep), false)
+	b.Handle("c2m/"+lampID+"/set/"+strings.Repeat("i", 5000), []byte("1"), false)
 	msgs := pub.take()
 	answers := errorsOn(t, msgs, lampID)
 	if len(answers) != 4 {
@@ -96,10 +96,10 @@ func TestRejectedValuesAreClipped(t *testing.T) {
 func TestUnknownIDAndExtraLevelsAreAnswered(t *testing.T) {
 	b, pub, cmd, _ := newTestBridge(t, false)
 	pub.take()
-	b.Handle("c2m/nosuch/set/brightness", []byte("secret-looking-payload"))
-	b.Handle("c2m/"+lampID+"/set/brightness/x", []byte("40"))
-	b.Handle("c2m/"+lampID+"/segment/x/set", []byte(`{"state":"ON"}`))
-	b.Handle("c2m/"+strings.Repeat("z", 300)+"/set", []byte("1")) // too long an id to answer on
+	b.Handle("c2m/nosuch/set/brightness", []byte("secret-looking-payload"), false)
+	b.Handle("c2m/"+lampID+"/set/brightness/x", []byte("40"), false)
+	b.Handle("c2m/"+lampID+"/segment/x/set", []byte(`{"state":"ON"}`), false)
+	b.Handle("c2m/"+strings.Repeat("z", 300)+"/set", []byte("1"), false) // too long an id to answer on
 	msgs := pub.take()
 	unknown := errorsOn(t, msgs, "nosuch")
 	if len(unknown) != 1 || unknown[0].Code != 404 || unknown[0].Value != nil || strings.Contains(msgs[0].payload, "secret") {
@@ -127,12 +127,12 @@ func TestRejectionsAreAnsweredAtABoundedRate(t *testing.T) {
 		b, pub, cmd, _ := newTestBridge(t, false)
 		pub.take()
 		for i := range 1000 {
-			b.Handle("c2m/"+lampID+"/set/brightness", []byte("1000"))
+			b.Handle("c2m/"+lampID+"/set/brightness", []byte("1000"), false)
 			if i == 500 {
-				b.Handle("c2m/"+lampID+"/set/brightness", []byte("40"))
+				b.Handle("c2m/"+lampID+"/set/brightness", []byte("40"), false)
 			}
 		}
-		b.Handle("c2m/other/set", []byte("1"))
+		b.Handle("c2m/other/set", []byte("1"), false)
 		first := pub.take()
 		if len(errorsOn(t, first, "other")) != 1 {
 			t.Errorf("the unknown id was not answered at once: its budget is its own")
@@ -166,7 +166,7 @@ func TestHeldCommandsAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, pub, cmd := unlisted(t)
 		for i := range heldMax + 5 {
-			b.Handle("c2m/"+lampID+"/set/brightness", []byte(strconv.Itoa(1+i%100)))
+			b.Handle("c2m/"+lampID+"/set/brightness", []byte(strconv.Itoa(1+i%100)), false)
 		}
 		synctest.Wait()
 		refused := errorsOn(t, pub.take(), lampID)

@@ -119,7 +119,8 @@ type Bridge struct {
 	released  bool          // the first list is in and nothing is held any more
 	heldKick  chan struct{}
 	rejects   *rejects
-	local     Local // nil: LAN control off (local.go)
+	local     Local        // nil: LAN control off (local.go)
+	retained  retainedSeen // topics of retained commands logged (commands.go)
 }
 
 // New returns a bridge that answers through mirror, looks devices up in

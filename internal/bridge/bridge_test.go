@@ -171,7 +171,7 @@ func TestSetObjectIsAppliedInOrderWithFriendlyValues(t *testing.T) {
 	b, pub, cmd, rd := newTestBridge(t, false)
 	b.State(lamp, true, map[string]any{"powerSwitch": int64(0)})
 	pub.take()
-	b.Handle("c2m/"+lampID+"/set", []byte(`{"colorRgb":"#010203","powerSwitch":"ON","brightness":"55"}`))
+	b.Handle("c2m/"+lampID+"/set", []byte(`{"colorRgb":"#010203","powerSwitch":"ON","brightness":"55"}`), false)
 	want := []struct {
 		inst string
 		val  any
@@ -219,7 +219,7 @@ func TestRejectedCommandsNeverReachTheScheduler(t *testing.T) {
 		{"segment/x/set", "{}", 400, "number"},
 	}
 	for _, c := range cases {
-		b.Handle("c2m/"+lampID+"/"+c.topic, []byte(c.payload))
+		b.Handle("c2m/"+lampID+"/"+c.topic, []byte(c.payload), false)
 		errs := on(pub.take(), "c2m/"+lampID+"/error")
 		if len(errs) != 1 {
 			t.Errorf("%s %q: %d error messages", c.topic, c.payload, len(errs))
@@ -237,7 +237,7 @@ func TestRejectedCommandsNeverReachTheScheduler(t *testing.T) {
 		t.Errorf("rejected commands reached the scheduler: %+v", cmd.reqs)
 	}
 	// An unknown device is answered with 404 and sends nothing.
-	b.Handle("c2m/nobody/set/brightness", []byte("5"))
+	b.Handle("c2m/nobody/set/brightness", []byte("5"), false)
 	if msgs := pub.take(); len(msgs) != 1 || msgs[0].topic != "c2m/nobody/error" || len(cmd.reqs) != 0 {
 		t.Errorf("unknown device: %+v", msgs)
 	}
@@ -248,7 +248,7 @@ func TestFailedCommandIsReportedAndRolledBack(t *testing.T) {
 	b.State(lamp, true, map[string]any{"brightness": int64(10)})
 	pub.take()
 	cmd.err = &cloud.APIError{Kind: cloud.ErrRequest, Endpoint: "control", HTTPStatus: 200, Code: 400, Msg: "device offline"}
-	b.Handle("c2m/"+lampID+"/set/brightness", []byte("90"))
+	b.Handle("c2m/"+lampID+"/set/brightness", []byte("90"), false)
 	msgs := pub.take()
 	errs := on(msgs, "c2m/"+lampID+"/error")
 	if len(errs) != 1 || !strings.Contains(errs[0].payload, `"code":400`) {
@@ -263,7 +263,7 @@ func TestFailedCommandIsReportedAndRolledBack(t *testing.T) {
 	}
 	// Superseded commands report nothing: the newer one does.
 	cmd.err = scheduler.ErrSuperseded
-	b.Handle("c2m/"+lampID+"/set/brightness", []byte("91"))
+	b.Handle("c2m/"+lampID+"/set/brightness", []byte("91"), false)
 	if msgs := pub.take(); len(msgs) != 0 {
 		t.Errorf("a superseded command published %+v", msgs)
 	}
@@ -272,7 +272,7 @@ func TestFailedCommandIsReportedAndRolledBack(t *testing.T) {
 func TestPartialStructCommands(t *testing.T) {
 	b, _, cmd, _ := newTestBridge(t, false)
 	// Nothing known: the first partial command starts from a valid example.
-	b.Handle("c2m/"+lampID+"/set/musicMode", []byte(`{"sensitivity":80}`))
+	b.Handle("c2m/"+lampID+"/set/musicMode", []byte(`{"sensitivity":80}`), false)
 	if len(cmd.reqs) != 1 {
 		t.Fatalf("requests: %+v", cmd.reqs)
 	}
@@ -281,7 +281,7 @@ func TestPartialStructCommands(t *testing.T) {
 		t.Errorf("first partial command: %v", v)
 	}
 	// Then the last value sent is the base.
-	b.Handle("c2m/"+lampID+"/set/musicMode", []byte(`{"musicMode":"rhythm"}`))
+	b.Handle("c2m/"+lampID+"/set/musicMode", []byte(`{"musicMode":"rhythm"}`), false)
 	v = cmd.reqs[1].Value.(map[string]any)
 	if !capability.Equal(v["sensitivity"], int64(80)) || !capability.Equal(v["musicMode"], int64(3)) {
 		t.Errorf("second partial command: %v", v)
@@ -310,7 +310,7 @@ func testScenesMergeIntoDefinitionsAndNames(t *testing.T) {
 	}
 	// A client asking for the list gets it with the scenes, and that does
 	// not stand for the retained list.
-	b.Handle("c2m/bridge/request/devices", nil)
+	b.Handle("c2m/bridge/request/devices", nil, false)
 	if l := on(pub.take(), "c2m/bridge/response/devices"); len(l) != 1 || !strings.Contains(l[0].payload, "Sunrise") {
 		t.Errorf("devices request answered %+v; want the list with the scenes", l)
 	}
@@ -334,7 +334,7 @@ func testScenesMergeIntoDefinitionsAndNames(t *testing.T) {
 	if !changed {
 		t.Errorf("the light's effect list was not republished with the scene")
 	}
-	b.Handle("c2m/"+lampID+"/set/lightScene", []byte("sunrise"))
+	b.Handle("c2m/"+lampID+"/set/lightScene", []byte("sunrise"), false)
 	if len(cmd.reqs) != 1 || !capability.Equal(cmd.reqs[0].Value, scenes[0].Value) {
 		t.Errorf("scene by name: %+v", cmd.reqs)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
@@ -18,7 +19,14 @@ import (
 // validates, hands work over without waiting for the cloud, and never panics
 // on bad input: every rejection is answered on <id>/error and logged, both
 // bounded (see reject.go). A payload over MaxPayload is refused unread.
-func (b *Bridge) Handle(t string, payload []byte) {
+//
+// retained says the broker sent the message because the bridge subscribed
+// after it was published with the retain flag (mqtt.Handler): a command or
+// request left on the broker, perhaps long ago. It is not acted on (a
+// retained <id>/set would overwrite every change made since, at every
+// start); the first one on each topic is logged as a warning that says how
+// to clear it.
+func (b *Bridge) Handle(t string, payload []byte, retained bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			b.log.Error().Interface("panic", r).Str("topic", clip(t, maxErrorText)).Msg("bug: message handler panicked; message dropped")
@@ -34,6 +42,9 @@ func (b *Bridge) Handle(t string, payload []byte) {
 	r, err := b.opt.Layout.Route(t)
 	switch {
 	case errors.Is(err, topic.ErrNotInbound):
+		return
+	case retained:
+		b.ignoreRetained(t)
 		return
 	case r.Kind == topic.KindRequest:
 		if len(payload) > MaxPayload {
@@ -240,4 +251,54 @@ func (b *Bridge) commandDone(id string, dev capability.Device, r scheduler.Comma
 		b.reject(id, dev, r.Request.Instance, r.Request.Value, r.Err)
 		b.mirror.republishState(dev.Key()) // roll back what an optimistic UI may show
 	}
+}
+
+// maxRetainedTopics bounds the topics remembered as warned about: past
+// it, each retained message is counted and one more line says how many.
+const maxRetainedTopics = 1024
+
+// retainedSeen remembers the topics whose retained message was logged.
+type retainedSeen struct {
+	mu     sync.Mutex
+	topics map[string]bool
+	more   int // retained messages on topics beyond maxRetainedTopics
+}
+
+// ignoreRetained logs a retained command or request once per topic: a
+// warning naming the topic and the command that clears it.
+func (b *Bridge) ignoreRetained(t string) {
+	s := &b.retained
+	s.mu.Lock()
+	first, more := false, 0
+	switch {
+	case s.topics[t]:
+	case len(s.topics) < maxRetainedTopics:
+		if s.topics == nil {
+			s.topics = map[string]bool{}
+		}
+		s.topics[t], first = true, true
+	default:
+		s.more++
+		more = s.more
+	}
+	s.mu.Unlock()
+	switch {
+	case first:
+		b.log.Warn().Str("topic", clip(t, maxErrorText)).Str("clear_with", clearCommand(t)).
+			Msg("retained message ignored: a command or request left retained on the broker would be carried out " +
+				"again at every start, undoing what was changed since; publish commands without the retain flag, " +
+				"and clear this one with clear_with (add -h, -p, -u and -P as for your broker)")
+	case more > 0 && more&(more-1) == 0: // 1, 2, 4, 8, …: the count, without a line for each
+		b.log.Warn().Int("topics_beyond_limit", more).Str("topic", clip(t, maxErrorText)).
+			Msg("more retained commands or requests ignored than are logged one by one: list them with mosquitto_sub -v --retained-only -t '#'")
+	}
+}
+
+// clearCommand is the mosquitto_pub command that deletes a topic's
+// retained message, the topic quoted for a POSIX shell.
+func clearCommand(t string) string {
+	if len(t) > maxErrorText {
+		return "mosquitto_pub -r -n -t TOPIC (the topic is too long to show here: find it with mosquitto_sub -v --retained-only -t '#')"
+	}
+	return "mosquitto_pub -r -n -t '" + strings.ReplaceAll(t, "'", `'\''`) + "'"
 }

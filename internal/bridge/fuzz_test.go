@@ -33,8 +33,12 @@ import (
 // refuse it (overloaded); once queued, bit 1 makes the cloud refuse it
 // (400), else bit 2 has it held back after the cloud refused the key, else
 // bit 3 has it not sent at shutdown, else bit 4 has a newer command
-// supersede it; otherwise it succeeds.
+// supersede it; otherwise it succeeds. Bit 5 delivers the message as
+// retained (stale from before the subscription): nothing may come of it.
 type fuzzMode uint8
+
+// retained reports whether the mode delivers the message as retained.
+func (m fuzzMode) retained() bool { return m&32 != 0 }
 
 // failed reports whether the mode makes a queued command fail (and so be
 // answered on <id>/error).
@@ -63,7 +67,7 @@ func (fb *fuzzBridge) deliver(t *testing.T, tp fuzzTopic, payload []byte, mode f
 	t.Helper()
 	fb.pub.msgs, fb.cmd.reqs, fb.cmd.reports, fb.read.done = nil, nil, nil, nil
 	fb.cmd.refuse = mode&1 != 0
-	fb.b.Handle(tp.topic, payload)
+	fb.b.Handle(tp.topic, payload, mode.retained())
 	reqs := fb.cmd.reqs
 	for i, report := range fb.cmd.reports {
 		report(mode.result(reqs[i]))
@@ -178,10 +182,20 @@ func FuzzDeviceCommand(f *testing.F) {
 			}
 		}
 	}
+	for i := range min(len(topics), 8) {
+		f.Add(uint16(i), []byte(`{"powerSwitch":1}`), uint8(32))
+	}
 	f.Fuzz(func(t *testing.T, sel uint16, payload []byte, mode uint8) {
 		fb := newFuzzBridge(t, false)
 		tp := pick(topics, sel)
 		msgs, reqs := fb.deliver(t, tp, payload, fuzzMode(mode))
+		if fuzzMode(mode).retained() {
+			checkIgnored(t, tp, payload, msgs, reqs)
+			if len(fb.read.done) != 0 {
+				t.Fatalf("%s %q retained: read the device", tp.topic, payload)
+			}
+			return
+		}
 		if strings.HasSuffix(tp.topic, "/get") {
 			return
 		}
@@ -222,6 +236,10 @@ func FuzzLightCommand(f *testing.F) {
 		fb := newFuzzBridge(t, false)
 		tp := pick(topics, sel)
 		msgs, reqs := fb.deliver(t, tp, payload, fuzzMode(mode))
+		if fuzzMode(mode).retained() {
+			checkIgnored(t, tp, payload, msgs, reqs)
+			return
+		}
 		if len(reqs) == 0 && errorsOf(msgs) == 0 {
 			t.Fatalf("%s %q: neither queued nor refused; published %v", tp.topic, payload, msgs)
 		}
@@ -329,5 +347,13 @@ func TestFuzzTopicsCoverEveryKind(t *testing.T) {
 	}
 	if got := topicsOf("bridge", devs); !slices.ContainsFunc(got, func(tp fuzzTopic) bool { return tp.topic == "homeassistant/status" }) {
 		t.Fatalf("no homeassistant/status among %v", got)
+	}
+}
+
+// checkIgnored: a retained command changes nothing and is answered nowhere.
+func checkIgnored(t *testing.T, tp fuzzTopic, payload []byte, msgs []published, reqs []cloud.ControlRequest) {
+	t.Helper()
+	if len(reqs) != 0 || len(msgs) != 0 {
+		t.Fatalf("%s %q retained: queued %v, published %v; want nothing", tp.topic, payload, reqs, msgs)
 	}
 }

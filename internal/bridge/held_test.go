@@ -48,9 +48,9 @@ func errorsOn(t *testing.T, msgs []published, id string) []errorJSON {
 func TestCommandsHeldUntilTheDeviceList(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, pub, cmd := unlisted(t)
-		b.Handle("c2m/"+lampID+"/set/powerSwitch", []byte("on"))
-		b.Handle("c2m/"+lampID+"/set", []byte(`{"brightness":30}`))
-		b.Handle("c2m/h6072_nosuchdevice/set/powerSwitch", []byte("on"))
+		b.Handle("c2m/"+lampID+"/set/powerSwitch", []byte("on"), false)
+		b.Handle("c2m/"+lampID+"/set", []byte(`{"brightness":30}`), false)
+		b.Handle("c2m/h6072_nosuchdevice/set/powerSwitch", []byte("on"), false)
 		synctest.Wait()
 		if len(cmd.reqs) != 0 || len(pub.take()) != 0 {
 			t.Fatalf("before the list: %d requests sent, want the commands held", len(cmd.reqs))
@@ -69,7 +69,7 @@ func TestCommandsHeldUntilTheDeviceList(t *testing.T) {
 			t.Errorf("errors for the listed lamp: %+v", e)
 		}
 		// Once released, commands go straight through.
-		b.Handle("c2m/"+lampID+"/set/powerSwitch", []byte("off"))
+		b.Handle("c2m/"+lampID+"/set/powerSwitch", []byte("off"), false)
 		if len(cmd.reqs) != 3 {
 			t.Errorf("a command after the release was not sent at once: %+v", cmd.reqs)
 		}
@@ -81,9 +81,9 @@ func TestCommandsHeldUntilTheDeviceList(t *testing.T) {
 func TestHeldCommandsExpire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, pub, cmd := unlisted(t)
-		b.Handle("c2m/"+lampID+"/set/powerSwitch", []byte("on"))
+		b.Handle("c2m/"+lampID+"/set/powerSwitch", []byte("on"), false)
 		time.Sleep(time.Minute)
-		b.Handle("c2m/"+lampID+"/set/brightness", []byte("20"))
+		b.Handle("c2m/"+lampID+"/set/brightness", []byte("20"), false)
 		time.Sleep(HoldFor - time.Minute + time.Second)
 		synctest.Wait()
 		e := errorsOn(t, pub.take(), lampID)
@@ -101,7 +101,7 @@ func TestHeldCommandsExpire(t *testing.T) {
 func TestUnknownDeviceAfterTheListIs404(t *testing.T) {
 	b, pub, cmd, _ := newTestBridge(t, false)
 	pub.take()
-	b.Handle("c2m/h6072_nosuchdevice/set/powerSwitch", []byte("on"))
+	b.Handle("c2m/h6072_nosuchdevice/set/powerSwitch", []byte("on"), false)
 	e := errorsOn(t, pub.take(), "h6072_nosuchdevice")
 	if len(e) != 1 || e[0].Code != 404 || !strings.Contains(e[0].Error, "bridge/devices") {
 		t.Errorf("errors %+v, want a 404 naming where the ids are", e)

@@ -112,7 +112,7 @@ func BenchmarkIntake(b *testing.B) {
 			b.ReportAllocs()
 			start := cpuTime(b)
 			for i := 0; b.Loop(); i++ {
-				tb.Handle(topics[i%len(topics)], payloads[i%len(payloads)])
+				tb.Handle(topics[i%len(topics)], payloads[i%len(payloads)], false)
 			}
 			reportCPU(b, start)
 		})

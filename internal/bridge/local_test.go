@@ -40,7 +40,7 @@ func TestLocalCommands(t *testing.T) {
 	b.reg.SetLocation(lamp.Key(), registry.Location{Eligible: true, Addr: "192.168.1.23", Local: true})
 	pub.take()
 
-	b.Handle("c2m/"+lampID+"/set", []byte(`{"brightness":40,"lightScene":7}`))
+	b.Handle("c2m/"+lampID+"/set", []byte(`{"brightness":40,"lightScene":7}`), false)
 	if len(cmd.reqs) != 1 || cmd.reqs[0].Instance != "lightScene" {
 		t.Errorf("cloud requests %+v, want only the scene", cmd.reqs)
 	}
@@ -55,20 +55,20 @@ func TestLocalCommands(t *testing.T) {
 	// Not confirmed over the LAN: the cloud takes it, no error.
 	l.err = lan.ErrNoAnswer
 	cmd.reqs = nil
-	b.Handle("c2m/"+lampID+"/set/powerSwitch", []byte(`1`))
+	b.Handle("c2m/"+lampID+"/set/powerSwitch", []byte(`1`), false)
 	msgs := pub.take()
 	if len(cmd.reqs) != 1 || cmd.reqs[0].Instance != "powerSwitch" || len(on(msgs, "c2m/"+lampID+"/error")) != 0 {
 		t.Errorf("cloud requests %+v, messages %+v", cmd.reqs, msgs)
 	}
 	// The cloud fails too: now the error is published.
 	cmd.err = errors.New("cloud: control: unreachable")
-	b.Handle("c2m/"+lampID+"/set/powerSwitch", []byte(`0`))
+	b.Handle("c2m/"+lampID+"/set/powerSwitch", []byte(`0`), false)
 	if errs := on(pub.take(), "c2m/"+lampID+"/error"); len(errs) != 1 {
 		t.Errorf("errors %+v, want one", errs)
 	}
 	// Superseded over the LAN: nothing, the newer one reports.
 	l.err, cmd.err, cmd.reqs = lan.ErrSuperseded, nil, nil
-	b.Handle("c2m/"+lampID+"/set/brightness", []byte(`41`))
+	b.Handle("c2m/"+lampID+"/set/brightness", []byte(`41`), false)
 	if msgs := pub.take(); len(msgs) != 0 || len(cmd.reqs) != 0 {
 		t.Errorf("a superseded LAN command published %+v, sent %+v", msgs, cmd.reqs)
 	}

@@ -157,12 +157,12 @@ func TestBirthAndReconnectRepublish(t *testing.T) {
 	b, pub, _, _ := newTestBridge(t, true)
 	b.State(lamp, true, map[string]any{"powerSwitch": int64(1)})
 	pub.take()
-	b.Handle("homeassistant/status", []byte("offline"))
+	b.Handle("homeassistant/status", []byte("offline"), false)
 	if msgs := pub.take(); len(msgs) != 0 {
 		t.Errorf("offline birth published %d messages", len(msgs))
 	}
 	for _, trigger := range []func(){
-		func() { b.Handle("homeassistant/status", []byte("online")) },
+		func() { b.Handle("homeassistant/status", []byte("online"), false) },
 		b.Connected,
 	} {
 		trigger()
@@ -182,10 +182,10 @@ func TestBirthAndReconnectRepublish(t *testing.T) {
 func TestBridgeRequestsAnswer(t *testing.T) {
 	b, pub, _, _ := newTestBridge(t, false)
 	pub.take()
-	b.Handle("c2m/bridge/request/refresh", []byte(`{"transaction":"a"}`))
-	b.Handle("c2m/bridge/request/scenes", []byte(`{"transaction":"b","device":"`+lampID+`"}`))
-	b.Handle("c2m/bridge/request/nope", nil)
-	b.Handle("c2m/bridge/request/health", []byte(`not json`))
+	b.Handle("c2m/bridge/request/refresh", []byte(`{"transaction":"a"}`), false)
+	b.Handle("c2m/bridge/request/scenes", []byte(`{"transaction":"b","device":"`+lampID+`"}`), false)
+	b.Handle("c2m/bridge/request/nope", nil, false)
+	b.Handle("c2m/bridge/request/health", []byte(`not json`), false)
 	msgs := pub.take()
 	check := func(action, status, says string) {
 		t.Helper()

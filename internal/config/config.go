@@ -103,7 +103,7 @@ type Limits struct {
 
 // MQTT is the broker connection.
 type MQTT struct {
-	URL          string `env:"MQTT_URL" envDefault:"tcp://127.0.0.1:1883" redact:"url" doc:"Broker URL: tcp://, ssl://, mqtts://, ws:// or wss://host:port, or the word embedded for the built-in broker"`
+	URL          string `env:"MQTT_URL" envDefault:"tcp://127.0.0.1:1883" redact:"url" doc:"Broker URL: tcp:// (or mqtt://), ssl:// (or mqtts://), ws:// or wss://host:port, or the word embedded for the built-in broker"`
 	Listen       string `env:"MQTT_LISTEN" envDefault:"127.0.0.1:1883" doc:"Address (host:port) the embedded broker listens on when MQTT_URL=embedded"`
 	Username     string `env:"MQTT_USERNAME" doc:"Broker user name; empty = anonymous"`
 	Password     Secret `env:"MQTT_PASSWORD" doc:"Broker password (secret); or MQTT_PASSWORD_FILE, or the systemd credential mqtt_password"`

@@ -115,7 +115,7 @@ func Subscribe(ctx context.Context, cfg Config, handle func(Event)) error {
 		return redact(fmt.Errorf("events: connect to CLOUD_EVENTS_URL: %w", err), cfg.APIKey)
 	}
 	defer c.Close(context.Background())
-	err = c.Subscribe(Topic(cfg.APIKey), 1, func(_ string, payload []byte) {
+	err = c.Subscribe(Topic(cfg.APIKey), 1, func(_ string, payload []byte, _ bool) {
 		evs := Parse(payload)
 		if len(evs) == 0 {
 			log.Warn().Int("bytes", len(payload)).Msg("event payload not understood; ignored")

@@ -5,11 +5,15 @@
 // and value forms (capability) but nothing of the registry, the scheduler
 // or MQTT: the bridge decides what goes over the LAN and what to the cloud.
 //
-// Safety: the client sends only to its scan targets and to the addresses
-// that answered a scan; it accepts scan answers only in the window after
-// its own scan (from the targets' addresses unless a group or broadcast
-// address was scanned) and status answers only from a located device's
-// address; everything else is counted and dropped.
+// Safety (guard.go): the client sends only to its scan targets and to the
+// addresses that answered a scan; it accepts scan answers only in the
+// window after its own scan (from the targets' addresses unless a group or
+// broadcast address was scanned) and status answers only from a located
+// device's address; everything else is counted and dropped, and logged at
+// most once a second per source address. A located device moves to an
+// address that answers a scan in its name only when its known address no
+// longer answers a status request: something else on the network claiming
+// its id is refused and logged, with both addresses, once a minute.
 package lan
 
 import (
@@ -23,6 +27,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 )
 
 // Config configures a Client. The zero value of every member but Logger
@@ -51,7 +56,12 @@ type Config struct {
 	// goes out at once). A negative Pace switches pacing off.
 	Pace      time.Duration
 	PaceBurst int
-	Logger    zerolog.Logger
+	// ConflictLogEvery spaces the warnings about a device whose id is
+	// claimed by a second address (1 min, per device); RejectLogEvery the
+	// log lines about dropped datagrams (1 s, per source address, at any
+	// level: each line counts the ones left out).
+	ConflictLogEvery, RejectLogEvery time.Duration
+	Logger                           zerolog.Logger
 	// OnStatus hears every accepted status answer (polls, confirmations,
 	// and answers to requests of an earlier try), in arrival order, from
 	// the client's reader goroutine: it must not block or call the client.
@@ -90,6 +100,12 @@ func (c Config) withDefaults() Config {
 	if c.PaceBurst <= 0 {
 		c.PaceBurst = 4
 	}
+	if c.ConflictLogEvery <= 0 {
+		c.ConflictLogEvery = time.Minute
+	}
+	if c.RejectLogEvery <= 0 {
+		c.RejectLogEvery = time.Second
+	}
 	return c
 }
 
@@ -104,11 +120,15 @@ var (
 	ErrClosed       = errors.New("lan client closed")
 )
 
-// Stats count what the client sent and what it dropped.
+// Stats count what the client sent and what it dropped. Contested counts
+// scan answers that claimed a located device's id from another address
+// while its known address still answered (refused); Moved the devices
+// that moved because their known address had gone silent.
 type Stats struct {
 	Sent, Received                                      uint64
 	Malformed, Oversized, Unsolicited, Spoofed, Unknown uint64
 	Confirmed, NotConfirmed, NoAnswer                   uint64
+	Contested, Moved                                    uint64
 }
 
 // Client is the bridge's end of the LAN interface. Its methods are safe for
@@ -126,11 +146,15 @@ type Client struct {
 	devices  map[string]*device
 	byAddr   map[netip.Addr]*device
 	window   scanWindow
+	scanned  time.Time       // when the last scan went out
 	unknown  map[string]bool // ids logged once
+	rejects  rejectLog       // log lines of dropped datagrams, per source
 	stats    Stats
 	trace    func(event string) // tests: every datagram's fate
+	now      func() time.Time   // the log limits' clock (tests move it)
 	scanMsg  []byte
 	stateMsg []byte
+	failLog  *rate.Limiter // "receive failed" lines
 }
 
 type scanWindow struct {
@@ -160,8 +184,10 @@ func New(cfg Config) (*Client, error) {
 		cfg: cfg, log: cfg.Logger.With().Str("component", "lan").Logger(),
 		conn: pc.(*net.UDPConn), closed: make(chan struct{}),
 		known: map[string]string{}, devices: map[string]*device{}, byAddr: map[netip.Addr]*device{},
-		unknown: map[string]bool{}, trace: func(string) {},
+		unknown: map[string]bool{}, trace: func(string) {}, now: time.Now,
+		rejects: rejectLog{every: cfg.RejectLogEvery},
 		scanMsg: AppendScan(nil), stateMsg: AppendStatusRequest(nil),
+		failLog: rate.NewLimiter(rate.Every(cfg.RejectLogEvery), 1),
 	}
 	c.wg.Add(1)
 	go c.read()
@@ -217,15 +243,17 @@ func (c *Client) read() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			c.log.Debug().Err(err).Msg("receive failed")
+			if c.failLog.Allow() {
+				c.log.Debug().Err(err).Msg("receive failed")
+			}
 			continue
 		}
 		c.handle(buf[:n], netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
 	}
 }
 
-// handle decodes one datagram and hands it on; callbacks run after the
-// lock is released, in arrival order (one reader).
+// handle decodes one datagram and hands it on; callbacks and log lines run
+// after the lock is released, in arrival order (one reader).
 func (c *Client) handle(b []byte, from netip.AddrPort) {
 	a, err := DecodeAnswer(b)
 	var notify func()
@@ -234,11 +262,9 @@ func (c *Client) handle(b []byte, from netip.AddrPort) {
 	c.stats.Received++
 	switch {
 	case errors.Is(err, ErrOversized):
-		c.stats.Oversized++
-		event = "oversized"
+		event, notify = c.dropLocked(&c.stats.Oversized, "oversized", from.Addr(), err.Error())
 	case err != nil:
-		c.stats.Malformed++
-		event = "malformed"
+		event, notify = c.dropLocked(&c.stats.Malformed, "malformed", from.Addr(), err.Error())
 	case a.Cmd == CmdScan:
 		event, notify = c.onScanLocked(a.Scan, from.Addr())
 	default:
@@ -246,18 +272,32 @@ func (c *Client) handle(b []byte, from netip.AddrPort) {
 	}
 	trace := c.trace
 	c.mu.Unlock()
-	if err != nil {
-		c.log.Debug().Err(err).Stringer("from", from).Msg("datagram dropped")
-	}
 	if notify != nil {
 		notify()
 	}
 	trace(event)
 }
 
-// count and log a dropped answer.
+// dropLocked counts a dropped datagram and returns its log line, when the
+// source's limit lets it through (RejectLogEvery).
 func (c *Client) dropLocked(counter *uint64, event string, from netip.Addr, why string) (string, func()) {
 	*counter++
-	c.log.Debug().Stringer("from", from).Msg(why)
-	return event, nil
+	return event, c.rejectLineLocked(from, event, why)
+}
+
+// rejectLineLocked is the debug line about something a source sent that was
+// refused, or nil when that source had its line in the last RejectLogEvery.
+// The line counts the refusals left out since the source's last line.
+func (c *Client) rejectLineLocked(from netip.Addr, event, why string) func() {
+	ok, left, shared := c.rejects.allow(from, c.now())
+	if !ok {
+		return nil
+	}
+	return func() {
+		ev := c.log.Debug().Str("from", sourceName(from, shared)).Str("dropped", event).Str("reason", why)
+		if left > 0 {
+			ev = ev.Uint64("not_logged", left)
+		}
+		ev.Msg("LAN datagram dropped")
+	}
 }

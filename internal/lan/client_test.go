@@ -58,7 +58,7 @@ func newNet(t *testing.T, cfg lan.Config) *testNet {
 	t.Cleanup(func() { sim.Close() })
 	n := &testNet{sim: sim, events: make(chan string, 1024), devices: make(chan lan.Device, 64), status: make(chan string, 1024)}
 	cfg.Listen = "127.0.0.1:0"
-	for _, a := range []netip.Addr{lampAddr, stripAddr, othersAddr, spareAddr, moveAddr} {
+	for _, a := range []netip.Addr{lampAddr, stripAddr, othersAddr, spareAddr, moveAddr, forgerAddr} {
 		cfg.Targets = append(cfg.Targets, lan.Target{Host: a.String(), Port: sim.ScanPort()})
 	}
 	cfg.CommandPort = sim.CommandPort()
@@ -344,10 +344,21 @@ func TestSendsOnlyToScanTargetsAndAnsweringAddresses(t *testing.T) {
 	spareScan := udp(t, spareAddr, n.sim.ScanPort())
 	n.found(t)
 
-	// A "device" at the spare (scanned) address answers the scan in the
-	// strip's name, naming the trap's address as its own.
+	// The strip goes silent; a "device" at the spare (scanned) address
+	// answers the scan in the strip's name, naming the trap's address as
+	// its own. (While the strip answered, the claim would be refused:
+	// guard_test.go.)
+	if err := n.sim.SetOff(strip, true); err != nil {
+		t.Fatal(err)
+	}
 	buf := make([]byte, 4096)
 	spareScan.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, _, err := spareScan.ReadFromUDPAddrPort(buf); err != nil { // the first scan's, which the strip answered
+		t.Fatal(err)
+	}
+	if err := n.client.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if _, from, err := spareScan.ReadFromUDPAddrPort(buf); err != nil {
 		t.Fatal(err)
 	} else {

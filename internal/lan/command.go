@@ -21,6 +21,7 @@ func (c *Client) Scan(ctx context.Context) error {
 		c.window = scanWindow{from: map[netip.Addr]bool{}}
 	}
 	c.window.until = now.Add(c.cfg.ScanWindow)
+	c.scanned = now
 	c.window.anySource = c.window.anySource || r.anySource
 	for _, d := range r.dests {
 		c.window.from[d.Addr()] = true
@@ -145,21 +146,9 @@ func (c *Client) Status(ctx context.Context, id string) (Status, error) {
 	if !reachable {
 		tries = 1
 	}
-	answers, done := c.listen(d)
-	defer done()
-	for range tries {
-		dest, err := c.paced(ctx, d, c.stateMsg)
-		if err != nil {
-			return Status{}, err
-		}
-		s, ok, err := c.await(ctx, answers)
-		if err != nil {
-			return Status{}, err
-		}
-		if ok {
-			return s, nil
-		}
-		c.log.Debug().Str("device", id).Stringer("addr", dest).Msg("no status answer yet")
+	s, ok, err := c.ask(ctx, d, tries)
+	if err != nil || ok {
+		return s, err
 	}
 	c.markUnreachable(d)
 	return Status{}, fmt.Errorf("lan: read %s: %w in %d tries", id, ErrNoAnswer, tries)

@@ -31,6 +31,13 @@ type device struct {
 	pace    *rate.Limiter
 	busy    chan struct{} // one command at a time per device
 	waiters map[chan Status]struct{}
+
+	// The guard's (guard.go): a probe of the known address under way, when
+	// the last one started, and the conflict warnings' limit.
+	probing       bool
+	probed        time.Time
+	conflictAt    time.Time
+	conflictsLeft uint64
 }
 
 // maxUnknownLogged bounds the ids remembered for logging once: spoofed
@@ -92,28 +99,28 @@ func (c *Client) Reachable(id string) bool {
 
 // onScanLocked takes a scan answer from an address: accepted only in the
 // window of the client's own scan and from an address it allows, and only
-// for a known id. A device at a new address moves; a device that had that
-// address before loses it.
+// for a known id. A device found for the first time (or that lost its
+// address) is located at once; one located elsewhere is contested
+// (guard.go): it moves only when its known address no longer answers.
 func (c *Client) onScanLocked(a ScanAnswer, from netip.Addr) (string, func()) {
 	now := time.Now()
 	w := c.window
 	if now.After(w.until) || (!w.anySource && !w.from[from]) {
-		return c.dropLocked(&c.stats.Unsolicited, "unsolicited", from, "scan answer outside a scan's window or from an address not scanned: dropped")
+		return c.dropLocked(&c.stats.Unsolicited, "unsolicited", from, "scan answer outside a scan's window or from an address not scanned")
 	}
 	id, ok := c.known[strings.ToUpper(a.Device)]
 	if !ok {
 		c.stats.Unknown++
-		key := strings.ToUpper(a.Device)
-		if !c.unknown[key] && len(c.unknown) < maxUnknownLogged {
-			c.unknown[key] = true
-			c.log.Debug().Str("device", a.Device).Str("sku", a.SKU).Stringer("addr", from).
-				Msg("scan answer from a device not in the cloud's list: ignored")
-		}
-		return "unknown", nil
+		return "unknown", c.unknownLineLocked(a, from)
 	}
+	var said func()
 	if a.IP.IsValid() && a.IP != from {
-		c.log.Debug().Str("device", id).Stringer("says", a.IP).Stringer("from", from).
-			Msg("scan answer names another address than it came from; using the sender's")
+		if ok, _, _ := c.rejects.allow(from, c.now()); ok {
+			said = func() {
+				c.log.Debug().Str("device", id).Stringer("says", a.IP).Stringer("from", from).
+					Msg("scan answer names another address than it came from; using the sender's")
+			}
+		}
 	}
 	d := c.devices[id]
 	if d == nil {
@@ -121,6 +128,35 @@ func (c *Client) onScanLocked(a ScanAnswer, from netip.Addr) (string, func()) {
 		d.pace = c.newPace()
 		c.devices[id] = d
 	}
+	locate := c.locateLocked
+	if d.Addr.IsValid() && d.Addr != from {
+		locate = c.contestLocked
+	}
+	event, notice := locate(d, a, from, now)
+	return event, join(said, notice)
+}
+
+// unknownLineLocked logs a scan answer for an id not in the cloud's list,
+// once per id (at most maxUnknownLogged ids) and within the source's limit.
+func (c *Client) unknownLineLocked(a ScanAnswer, from netip.Addr) func() {
+	key := strings.ToUpper(a.Device)
+	if c.unknown[key] || len(c.unknown) >= maxUnknownLogged {
+		return nil
+	}
+	if ok, _, _ := c.rejects.allow(from, c.now()); !ok {
+		return nil
+	}
+	c.unknown[key] = true
+	return func() {
+		c.log.Debug().Str("device", a.Device).Str("sku", a.SKU).Stringer("addr", from).
+			Msg("scan answer from a device not in the cloud's list: ignored")
+	}
+}
+
+// locateLocked puts the device at the address its scan answer came from
+// (the same address, a first find, or a move the guard allowed); a device
+// that had that address before loses it.
+func (c *Client) locateLocked(d *device, a ScanAnswer, from netip.Addr, now time.Time) (string, func()) {
 	before := d.Device
 	var moved *device
 	if d.Addr != from {
@@ -137,9 +173,38 @@ func (c *Client) onScanLocked(a ScanAnswer, from netip.Addr) (string, func()) {
 	d.SKU, d.Reachable, d.Seen = a.SKU, true, now
 	d.BLEVersionHard, d.BLEVersionSoft, d.WiFiVersionHard, d.WiFiVersionSoft =
 		a.BLEVersionHard, a.BLEVersionSoft, a.WiFiVersionHard, a.WiFiVersionSoft
-	c.logFound(before, d.Device, moved)
-	changed := before.Addr != d.Addr || before.Reachable != d.Reachable || before.SKU != d.SKU
-	return "scan", c.deviceNotice(changed, d.Device, moved)
+	event := "scan"
+	if before.Addr.IsValid() && before.Addr != d.Addr {
+		c.stats.Moved++
+		event = "moved"
+	}
+	after := d.Device
+	changed := before.Addr != after.Addr || before.Reachable != after.Reachable || before.SKU != after.SKU
+	notice := c.deviceNotice(changed, after, moved)
+	return event, func() {
+		c.logFound(before, after, moved)
+		if notice != nil {
+			notice()
+		}
+	}
+}
+
+// join runs the non-nil functions in order; nil when all are nil.
+func join(fs ...func()) func() {
+	var out []func()
+	for _, f := range fs {
+		if f != nil {
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return func() {
+		for _, f := range out {
+			f()
+		}
+	}
 }
 
 func (c *Client) logFound(before, now Device, lost *device) {

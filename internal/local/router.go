@@ -313,6 +313,7 @@ func (r *Router) Info() Info {
 		"sent": st.Sent, "received": st.Received, "malformed": st.Malformed, "oversized": st.Oversized,
 		"unsolicited": st.Unsolicited, "spoofed": st.Spoofed, "unknown_ids": st.Unknown,
 		"confirmed": st.Confirmed, "not_confirmed": st.NotConfirmed, "no_answer": st.NoAnswer,
+		"contested": st.Contested, "moved": st.Moved,
 	}}
 	for _, t := range r.cfg.Client.Targets {
 		i.Targets = append(i.Targets, t.String())

@@ -24,7 +24,7 @@ func newRecorder() *recorder {
 	return &recorder{started: make(chan struct{}, 100), release: make(chan struct{})}
 }
 
-func (r *recorder) handle(_ string, p []byte) {
+func (r *recorder) handle(_ string, p []byte, _ bool) {
 	r.mu.Lock()
 	first := len(r.got) == 0
 	r.got = append(r.got, string(p))

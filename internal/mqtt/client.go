@@ -55,18 +55,20 @@ type Stats struct {
 	Received      uint64 // messages received from the broker
 	Dropped       uint64 // messages dropped: a full inbound or outbound queue, or a full pending buffer
 	Reconnects    uint64 // connections after the first
+	Conflicts     uint64 // back-offs from another client with the same id (takeover.go)
 	Queued        int    // messages waiting to be published
 	Connected     bool
 }
 
 type inMsg struct {
-	topic   string
-	payload []byte
-	qos     byte
-	dup     bool
-	mid     uint16
-	gen     uint64 // the connection it arrived on
-	ack     *ack
+	topic    string
+	payload  []byte
+	qos      byte
+	retained bool
+	dup      bool
+	mid      uint16
+	gen      uint64 // the connection it arrived on
+	ack      *ack
 }
 
 type outMsg struct {
@@ -76,10 +78,17 @@ type outMsg struct {
 	qos      byte
 }
 
+// Handler takes one message of a subscription. retained is true only for
+// a message the broker sent because the subscription was made after it was
+// published with the retain flag (a retained message, stale by then: MQTT
+// 3.1.1 §3.3.1.3); a message published while the subscription stood
+// arrives with retained false, whatever flag its sender set.
+type Handler func(topic string, payload []byte, retained bool)
+
 type subscription struct {
 	filter  string
 	qos     byte
-	handler func(topic string, payload []byte) // guarded by Client.mu
+	handler Handler // guarded by Client.mu
 	queue   chan inMsg
 }
 
@@ -97,6 +106,8 @@ type Client struct {
 	flush     chan struct{} // closed by Close: publish what is queued, then stop
 	flushed   chan struct{} // closed by the publisher when it stops
 	stop      chan struct{} // closed by Close: every worker stops
+	quit      chan struct{} // closed when Close starts: a reconnection's back-off ends
+	quitting  sync.Once
 	wg        sync.WaitGroup
 
 	mu       sync.Mutex
@@ -118,11 +129,13 @@ type Client struct {
 	// redelivered holds the packet ids of QoS 1 messages handled after
 	// their connection was lost: the broker sends them again.
 	redelivered map[uint16]bool
+	conflict    takeover
+	wire        *wire // the last connection attempt's record (conn.go)
 
 	dropLog *rate.Limiter // logDrop's lines
 
-	published, publishErrors, received, dropped, reconnects atomic.Uint64
-	queued                                                  atomic.Int64 // in c.out or being sent
+	published, publishErrors, received, dropped, reconnects, conflicts atomic.Uint64
+	queued                                                             atomic.Int64 // in c.out or being sent
 }
 
 // Connect validates cfg, starts connecting and returns once the first
@@ -159,6 +172,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		flush:     make(chan struct{}),
 		flushed:   make(chan struct{}),
 		stop:      make(chan struct{}),
+		quit:      make(chan struct{}),
 		ready:     make(chan struct{}),
 		resumed:   make(chan struct{}),
 
@@ -190,10 +204,10 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		SetConnectTimeout(cfg.ConnectTimeout).
 		SetWriteTimeout(cfg.PublishTimeout).
 		SetDialer(&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).
-		SetCustomOpenConnectionFn(openConn).
+		SetCustomOpenConnectionFn(c.open).
 		SetAutoReconnect(true).
 		SetMaxReconnectInterval(cfg.MaxReconnectInterval).
-		SetConnectRetry(true).
+		SetConnectRetry(!cfg.FailFast).
 		SetConnectRetryInterval(cfg.ConnectRetryInterval).
 		SetDefaultPublishHandler(c.dispatch).
 		SetOnConnectHandler(func(paho.Client) {
@@ -224,7 +238,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 	case <-tok.Done():
 		if err := tok.Error(); err != nil {
 			c.shutdown(0)
-			return nil, fmt.Errorf("mqtt: connect to %s: %w (%s)", u.Redacted(), err, hint(err))
+			return nil, fmt.Errorf("mqtt: connect to %s: %w (%s)", u.Redacted(), err, c.hint(err))
 		}
 		// paho completes the token after resuming its store.
 		c.mu.Lock()
@@ -245,7 +259,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		if last == nil {
 			return nil, fmt.Errorf("mqtt: no connection to %s after %s: %w", u.Redacted(), time.Since(start).Round(time.Millisecond), ctx.Err())
 		}
-		return nil, fmt.Errorf("mqtt: no connection to %s after %s (%s): %w: %w", u.Redacted(), time.Since(start).Round(time.Millisecond), hint(last), ctx.Err(), last)
+		return nil, fmt.Errorf("mqtt: no connection to %s after %s (%s): %w: %w", u.Redacted(), time.Since(start).Round(time.Millisecond), c.hint(last), ctx.Err(), last)
 	}
 }
 
@@ -263,6 +277,7 @@ func (c *Client) Stats() Stats {
 		Received:      c.received.Load(),
 		Dropped:       c.dropped.Load(),
 		Reconnects:    c.reconnects.Load(),
+		Conflicts:     c.conflicts.Load(),
 		Queued:        int(c.queued.Load()),
 		Connected:     c.Connected(),
 	}
@@ -311,8 +326,10 @@ func (c *Client) Publish(topic string, payload []byte, retained bool, qos byte) 
 // its own goroutine, one message at a time, in arrival order; a message
 // matching several filters reaches each of their handlers. Messages that
 // arrived for the filter before this call (queued in the persistent session
-// while the bridge was away) are handed to the handler first.
-func (c *Client) Subscribe(filter string, qos byte, handler func(topic string, payload []byte)) error {
+// while the bridge was away) are handed to the handler first. Every
+// resubscription makes the broker send the retained messages matching the
+// filter again, flagged retained (see Handler).
+func (c *Client) Subscribe(filter string, qos byte, handler Handler) error {
 	if err := checkFilter(filter); err != nil {
 		return fmt.Errorf("mqtt: subscribe to %q: %w", filter, err)
 	}
@@ -400,6 +417,7 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 	c.closed = true
 	c.mu.Unlock()
+	c.quitting.Do(func() { close(c.quit) })
 
 	close(c.flush)
 	select {
@@ -429,6 +447,7 @@ func (c *Client) shutdown(quiesce uint, ctxs ...context.Context) error {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
+	c.quitting.Do(func() { close(c.quit) })
 	c.pc.Disconnect(quiesce)
 	select {
 	case <-c.stop:

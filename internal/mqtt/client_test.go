@@ -63,7 +63,7 @@ func closeClient(t *testing.T, c *Client) {
 // sink collects handler calls.
 type sink chan [2]string
 
-func (s sink) handler(topic string, payload []byte) { s <- [2]string{topic, string(payload)} }
+func (s sink) handler(topic string, payload []byte, _ bool) { s <- [2]string{topic, string(payload)} }
 
 func (s sink) next(t *testing.T) [2]string {
 	t.Helper()
@@ -116,7 +116,7 @@ func TestBirthAndClose(t *testing.T) {
 		if err := c.Publish("c2m/x", nil, false, 0); !errors.Is(err, ErrClosed) {
 			t.Errorf("Publish after Close = %v, want ErrClosed", err)
 		}
-		if err := c.Subscribe("c2m/x", 1, func(string, []byte) {}); !errors.Is(err, ErrClosed) {
+		if err := c.Subscribe("c2m/x", 1, func(string, []byte, bool) {}); !errors.Is(err, ErrClosed) {
 			t.Errorf("Subscribe after Close = %v, want ErrClosed", err)
 		}
 	})
@@ -239,7 +239,7 @@ func TestMessagesQueuedForNextProcess(t *testing.T) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind))
 		cfg, _ := testConfig(t, b.URL())
 		first := connect(t, cfg, nil)
-		if err := first.Subscribe("c2m/+/set", 1, func(string, []byte) {}); err != nil {
+		if err := first.Subscribe("c2m/+/set", 1, func(string, []byte, bool) {}); err != nil {
 			t.Fatal(err)
 		}
 		closeClient(t, first)
@@ -276,7 +276,7 @@ func TestSlowHandler(t *testing.T) {
 		defer unblock() // before Close, which waits for handlers
 		var slow []string
 		var mu sync.Mutex
-		if err := c.Subscribe("slow/#", 1, func(_ string, p []byte) {
+		if err := c.Subscribe("slow/#", 1, func(_ string, p []byte, _ bool) {
 			started <- struct{}{}
 			<-release
 			mu.Lock()
@@ -533,7 +533,7 @@ func TestArguments(t *testing.T) {
 		c.Publish("a/+/b", nil, false, 0),
 		c.Publish("", nil, false, 0),
 		c.Publish("a", nil, false, 3),
-		c.Subscribe("a/#/b", 1, func(string, []byte) {}),
+		c.Subscribe("a/#/b", 1, func(string, []byte, bool) {}),
 		c.Subscribe("a", 1, nil),
 	} {
 		if err == nil || !strings.HasPrefix(err.Error(), "mqtt: ") {
@@ -551,11 +551,11 @@ func TestPanicsContained(t *testing.T) {
 	cfg, logs := testConfig(t, b.URL())
 	c := connect(t, cfg, func(*Client) { panic("on connect") })
 	got := make(sink, 1)
-	if err := c.Subscribe("c2m/p", 1, func(topic string, p []byte) {
+	if err := c.Subscribe("c2m/p", 1, func(topic string, p []byte, _ bool) {
 		if string(p) == "bad" {
 			panic("bad payload")
 		}
-		got.handler(topic, p)
+		got.handler(topic, p, false)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,8 @@ const (
 	DefaultPublishTimeout       = 10 * time.Second
 	DefaultQueueSize            = 1024
 	DefaultMaxQueuedBytes       = 64 << 20
+	DefaultConflictWindow       = 5 * time.Second
+	DefaultConflictBackoff      = time.Minute
 )
 
 // Config is the bridge's MQTT connection. Validate names the environment
@@ -72,6 +74,18 @@ type Config struct {
 	// for the broker): a republish of thousands of discovery configs must
 	// fit, so it is bounded in bytes, not messages.
 	MaxQueuedBytes int
+	// ConflictWindow and ConflictBackoff: when the broker closes the
+	// connection conflictDrops times in a row within ConflictWindow (5 s)
+	// of accepting it, with no failed attempt between, another client most
+	// likely connects with the same client id (takeover.go); the Client then waits ConflictBackoff (doubling while
+	// it goes on, up to 16 times) before connecting again, instead of
+	// taking the id back at once.
+	ConflictWindow, ConflictBackoff time.Duration
+	// FailFast makes Connect return the first attempt's failure at once
+	// (-check: a refused connection or a wrong scheme is the answer); else
+	// it tries again every ConnectRetryInterval until ctx ends (the
+	// daemon: a broker that starts after the bridge is waited for).
+	FailFast bool
 }
 
 // Validate checks the configuration without touching the network; its
@@ -127,6 +141,8 @@ func (c Config) normalized() (Config, error) {
 		{"connect retry interval", &c.ConnectRetryInterval, DefaultConnectRetryInterval},
 		{"max reconnect interval", &c.MaxReconnectInterval, DefaultMaxReconnectInterval},
 		{"publish timeout", &c.PublishTimeout, DefaultPublishTimeout},
+		{"conflict window", &c.ConflictWindow, DefaultConflictWindow},
+		{"conflict back-off", &c.ConflictBackoff, DefaultConflictBackoff},
 	} {
 		if *d.v < 0 {
 			return c, fmt.Errorf("mqtt: %s %s is negative: use a positive duration or 0 for the default %s", d.name, *d.v, d.def)
@@ -168,7 +184,7 @@ func parseURL(raw string) (*url.URL, error) {
 		return nil, errors.New("mqtt: MQTT_URL is empty: set it to the broker, e.g. tcp://127.0.0.1:1883")
 	}
 	if !strings.Contains(raw, "://") {
-		return nil, fmt.Errorf("mqtt: MQTT_URL %q has no scheme: write e.g. tcp://%s (or ssl://, ws://, wss://)", redactedURL("tcp://" + raw)[len("tcp://"):], redactedURL("tcp://" + raw)[len("tcp://"):])
+		return nil, fmt.Errorf("mqtt: MQTT_URL %q has no scheme: write e.g. tcp://%s (or mqtt://, ssl://, mqtts://, ws://, wss://)", redactedURL("tcp://" + raw)[len("tcp://"):], redactedURL("tcp://" + raw)[len("tcp://"):])
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -178,7 +194,7 @@ func parseURL(raw string) (*url.URL, error) {
 	u.Scheme = strings.ToLower(u.Scheme)
 	port, ok := schemes[u.Scheme]
 	if !ok {
-		return nil, fmt.Errorf("mqtt: MQTT_URL scheme %q is not supported: use tcp://, ssl:// (or mqtts://), ws:// or wss://", u.Scheme)
+		return nil, fmt.Errorf("mqtt: MQTT_URL scheme %q is not supported: use tcp:// (or mqtt://), ssl:// (or mqtts://), ws:// or wss://", u.Scheme)
 	}
 	if u.Hostname() == "" {
 		return nil, fmt.Errorf("mqtt: MQTT_URL %q has no host: write e.g. %s://127.0.0.1", u.Redacted(), u.Scheme)
@@ -225,16 +241,41 @@ func (c Config) tlsConfig(u *url.URL) (*tls.Config, error) {
 }
 
 // DefaultClientID is "cloud2mqtt-" and 8 hex digits of a hash of the host
-// name and seed (the bridge passes its state topic, which holds the base
-// topic): stable across restarts, so the broker keeps the persistent session,
-// and different for two bridges on one host with different base topics.
+// name, the machine id (systemd's /etc/machine-id, when there is one) and
+// seed (the bridge passes its state topic, which holds the base topic):
+// stable across restarts, so the broker keeps the persistent session, and
+// different for two bridges on one host with different base topics, and
+// for two hosts that share a host name ("raspberrypi") but not a machine
+// id. Containers of one image with the same host name may still derive
+// the same id: the Client then notices the broker handing the id to the
+// other (takeover.go) and says to set MQTT_CLIENT_ID.
 func DefaultClientID(seed string) string {
 	host, err := os.Hostname()
 	if err != nil {
 		host = "unknown-host"
 	}
-	sum := sha256.Sum256([]byte(host + "\n" + seed))
+	in := host + "\n" + seed
+	if m := machineID(); m != "" {
+		// The machine id is confidential (machine-id(5)): only a hash of
+		// it with data of ours leaves the host.
+		in = "cloud2mqtt\n" + in + "\n" + m
+	}
+	sum := sha256.Sum256([]byte(in))
 	return "cloud2mqtt-" + hex.EncodeToString(sum[:4])
+}
+
+// machineIDFiles are where the machine id is read from, in order.
+var machineIDFiles = []string{"/etc/machine-id", "/var/lib/dbus/machine-id"}
+
+// machineID is this host's machine id, or "" when it has none.
+func machineID() string {
+	for _, f := range machineIDFiles {
+		b, err := os.ReadFile(f)
+		if id := strings.TrimSpace(string(b)); err == nil && len(id) >= 16 && len(id) <= 64 && !strings.ContainsAny(id, " \n") {
+			return id
+		}
+	}
+	return ""
 }
 
 // redactedURL is the URL without a password in its user info.

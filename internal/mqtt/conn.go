@@ -6,14 +6,23 @@ package mqtt
 // system calls a message, and during a flood of commands the broker's
 // window of unacknowledged messages (mosquitto: 20) empties no faster than
 // the bridge reads. Buffered, one read takes in every packet that arrived.
+//
+// Each connection keeps a record (wire) of what the server sent first and
+// how the connection ended: a failed attempt is explained from it (a TLS
+// handshake that a plain port closed, a TLS alert answering plain MQTT, an
+// HTTP answer; diagnose.go), and a connection the broker closes right after
+// accepting it counts towards another client with the same id (takeover.go).
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"errors"
 	"net"
 	"net/url"
 	"os"
+	"sync"
+	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"golang.org/x/net/proxy"
@@ -26,10 +35,81 @@ const readBuffer = 32 << 10
 // brings.
 var bufferReads = true
 
+// headSize is how many of the server's first bytes a wire keeps.
+const headSize = 8
+
+// wire is the record of one connection attempt.
+type wire struct {
+	scheme string
+
+	mu       sync.Mutex
+	head     []byte    // the server's first bytes on the socket, up to headSize
+	reply    []byte    // the first bytes of MQTT it sent (after TLS or WebSocket), up to 4
+	accepted time.Time // when a CONNACK accepting the connection arrived
+	closed   time.Time // when a read failed
+	err      error     // that read's error
+}
+
+// saw records bytes the server sent on the socket.
+func (w *wire) saw(p []byte) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.head = append(w.head, p[:min(len(p), headSize-len(w.head))]...)
+	return len(w.head) == headSize
+}
+
+// answered records the server's first bytes of MQTT: those of a CONNACK
+// that accepts the connection (0x20 0x02 flags 0x00) mark it accepted.
+func (w *wire) answered(p []byte) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.reply = append(w.reply, p[:min(len(p), 4-len(w.reply))]...)
+	if len(w.reply) < 4 {
+		return false
+	}
+	if w.reply[0] == 0x20 && w.reply[1] == 0x02 && w.reply[3] == 0x00 {
+		w.accepted = time.Now()
+	}
+	return true
+}
+
+// failed records the read error that ended the connection.
+func (w *wire) failed(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed.IsZero() {
+		w.closed, w.err = time.Now(), err
+	}
+}
+
+// seen is a copy of the server's first bytes on the socket.
+func (w *wire) seen() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]byte(nil), w.head...)
+}
+
+// open is paho's connection opener: it refuses once the Client is closing
+// (paho's reconnect loop would otherwise dial once more during Close, and
+// take the id back from another client) and records each attempt.
+func (c *Client) open(uri *url.URL, o paho.ClientOptions) (net.Conn, error) {
+	w := &wire{scheme: uri.Scheme}
+	c.mu.Lock()
+	closed := c.closed
+	if !closed {
+		c.wire = w
+	}
+	c.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	return openConn(uri, o, w)
+}
+
 // openConn dials the broker as paho's own openConnection does (tcp, ssl
 // and its aliases, ws, wss; a proxy from the environment as paho honours
-// it) and buffers the reads.
-func openConn(uri *url.URL, o paho.ClientOptions) (net.Conn, error) {
+// it), buffers the reads and records them in w.
+func openConn(uri *url.URL, o paho.ClientOptions, w *wire) (net.Conn, error) {
 	var conn net.Conn
 	var err error
 	dialer := o.Dialer
@@ -47,35 +127,82 @@ func openConn(uri *url.URL, o paho.ClientOptions) (net.Conn, error) {
 		conn, err = paho.NewWebsocket(u.String(), tlsc, o.ConnectTimeout, o.HTTPHeaders, o.WebsocketOptions)
 	case "mqtt", "tcp":
 		conn, err = proxy.FromEnvironmentUsing(dialer).Dial("tcp", uri.Host)
+		if err == nil {
+			conn = &sniffer{Conn: conn, w: w}
+		}
 	case "ssl", "tls", "mqtts", "mqtt+ssl", "tcps":
+		var raw net.Conn
 		if os.Getenv("all_proxy") == "" {
-			conn, err = tls.DialWithDialer(dialer, "tcp", uri.Host, o.TLSConfig)
+			raw, err = dialer.Dial("tcp", uri.Host)
+		} else {
+			raw, err = proxy.FromEnvironment().Dial("tcp", uri.Host)
+		}
+		if err != nil {
 			break
 		}
-		conn, err = proxy.FromEnvironment().Dial("tcp", uri.Host)
-		if err == nil {
-			t := tls.Client(conn, o.TLSConfig)
-			if err = t.Handshake(); err != nil {
-				_ = conn.Close()
-			}
-			conn = t
+		// The handshake reads through the sniffer: what a server that
+		// does not speak TLS sends back is kept for the diagnosis.
+		t := tls.Client(&sniffer{Conn: raw, w: w}, o.TLSConfig)
+		ctx, cancel := context.WithTimeout(context.Background(), o.ConnectTimeout)
+		err = t.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			_ = raw.Close()
+			break
 		}
+		conn = t
 	default:
 		return nil, errors.New("unknown protocol " + uri.Scheme)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if !bufferReads {
-		return conn, nil
+	bc := &bufConn{Conn: conn, w: w}
+	if bufferReads {
+		bc.r = bufio.NewReaderSize(conn, readBuffer)
 	}
-	return &bufConn{Conn: conn, r: bufio.NewReaderSize(conn, readBuffer)}, nil
+	return bc, nil
 }
 
-// bufConn is a connection whose reads go through a buffer.
+// sniffer keeps what the server sends first on the socket (under TLS,
+// its handshake).
+type sniffer struct {
+	net.Conn
+	w    *wire
+	done bool // headSize bytes kept: later reads are not looked at
+}
+
+func (r *sniffer) Read(p []byte) (int, error) {
+	n, err := r.Conn.Read(p)
+	if n > 0 && !r.done {
+		r.done = r.w.saw(p[:n])
+	}
+	return n, err
+}
+
+// bufConn is the connection paho reads MQTT from: through a buffer (unless
+// a benchmark measures without), noting the CONNACK and the read error
+// that ends it.
 type bufConn struct {
 	net.Conn
-	r *bufio.Reader
+	r      *bufio.Reader // nil: unbuffered
+	w      *wire
+	looked bool // the CONNACK is behind
 }
 
-func (c *bufConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+func (c *bufConn) Read(p []byte) (int, error) {
+	var n int
+	var err error
+	if c.r != nil {
+		n, err = c.r.Read(p)
+	} else {
+		n, err = c.Conn.Read(p)
+	}
+	if n > 0 && !c.looked {
+		c.looked = c.w.answered(p[:n])
+	}
+	if err != nil {
+		c.w.failed(err)
+	}
+	return n, err
+}

@@ -18,6 +18,18 @@ var ErrClosed = errors.New("mqtt: client closed")
 // broker has been unreachable or slow for a while); the message is dropped.
 var ErrQueueFull = errors.New("mqtt: outbound queue full")
 
+// hint says what a failed connection attempt means and what to do, from
+// what the server sent (diagnose) when that says more than the error.
+func (c *Client) hint(err error) string {
+	c.mu.Lock()
+	w := c.wire
+	c.mu.Unlock()
+	if d := diagnose(w, err); d != "" {
+		return d
+	}
+	return hint(err)
+}
+
 // hint says in words what a connection error means and what to do, naming
 // the setting to check.
 func hint(err error) string {
@@ -48,12 +60,14 @@ func hint(err error) string {
 		return "nothing answers at the host and port of MQTT_URL: start the broker, or correct MQTT_URL (MQTT_URL=embedded runs the built-in broker)"
 	case errors.As(err, &unknown), errors.As(err, &verify), errors.As(err, &invalid), errors.As(err, &host):
 		return "TLS: the broker's certificate is not trusted: set MQTT_CA_FILE to its CA, and check that the host name in MQTT_URL is the one in the certificate"
-	case errors.As(err, &alert), errors.As(err, &record):
-		return "TLS: the handshake failed: check that the port in MQTT_URL speaks TLS (ssl:// and mqtts:// need a TLS listener, tcp:// a plain one)"
+	case errors.As(err, &alert):
+		return "TLS: the broker refused the handshake: if it asks for a client certificate, set MQTT_CERT_FILE and MQTT_KEY_FILE; else see the broker's log"
+	case errors.As(err, &record):
+		return "TLS: the port in MQTT_URL does not answer in TLS: use tcp:// (or mqtt://) for a plain port, ssl:// (or mqtts://) only for a TLS one"
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return "the broker closed the connection: if the port in MQTT_URL speaks TLS, use ssl://; else see the broker's log"
+		return "the broker closed the connection: see the broker's log"
 	case errors.As(err, &nerr) && nerr.Timeout():
-		return "no answer in time: check the host and port in MQTT_URL and the network (a TLS port spoken to with tcp:// also times out)"
+		return "no answer in time: check the host and port in MQTT_URL and the network (a port that is no MQTT broker's, a web server's for one, may say nothing)"
 	case errors.Is(err, paho.ErrNotConnected):
 		return "not connected"
 	}

@@ -20,7 +20,7 @@ func TestHintsNameMQTTURL(t *testing.T) {
 		{dial(os.NewSyscallError("connect", syscall.ECONNREFUSED)), "nothing answers at the host and port of MQTT_URL: start the broker, or correct MQTT_URL"},
 		{dial(&net.DNSError{Err: "no such host", Name: "broker.lan", IsNotFound: true}), "the host name in MQTT_URL cannot be looked up"},
 		{x509.UnknownAuthorityError{}, "TLS: the broker's certificate is not trusted: set MQTT_CA_FILE"},
-		{dial(os.NewSyscallError("read", syscall.ECONNRESET)), "if the port in MQTT_URL speaks TLS, use ssl://"},
+		{dial(os.NewSyscallError("read", syscall.ECONNRESET)), "the broker closed the connection: see the broker's log"},
 	} {
 		got := hint(tc.err)
 		if !strings.Contains(got, tc.want) {

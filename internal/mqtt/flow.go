@@ -23,7 +23,7 @@ import (
 func (c *Client) dispatch(_ paho.Client, m paho.Message) {
 	c.received.Add(1)
 	c.mu.Lock()
-	msg := inMsg{topic: m.Topic(), payload: m.Payload(), qos: m.Qos(), dup: m.Duplicate(), mid: m.MessageID(), gen: c.gen}
+	msg := inMsg{topic: m.Topic(), payload: m.Payload(), qos: m.Qos(), retained: m.Retained(), dup: m.Duplicate(), mid: m.MessageID(), gen: c.gen}
 	targets := c.targets[:0]
 	for _, s := range c.subs {
 		if match(s.filter, msg.topic) {
@@ -164,13 +164,13 @@ func (c *Client) releaseMemory() {
 	})
 }
 
-func (c *Client) handle(h func(string, []byte), filter string, m inMsg) {
+func (c *Client) handle(h Handler, filter string, m inMsg) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error().Interface("panic", r).Str("filter", filter).Str("topic", m.topic).Msg("message handler panicked; message skipped")
 		}
 	}()
-	h(m.topic, m.payload)
+	h(m.topic, m.payload, m.retained)
 }
 
 // publisher sends queued messages in order while the session is up. After

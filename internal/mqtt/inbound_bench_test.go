@@ -35,7 +35,7 @@ func BenchmarkInbound(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer c.Close(context.Background())
-			if err := c.Subscribe("c2m/+/set/#", 1, func(string, []byte) {}); err != nil {
+			if err := c.Subscribe("c2m/+/set/#", 1, func(string, []byte, bool) {}); err != nil {
 				b.Fatal(err)
 			}
 			topics := make([]string, 13)

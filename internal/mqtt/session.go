@@ -117,9 +117,10 @@ func (c *Client) callOnConnect() {
 // calls it synchronously, before the new connection's on-connect handler,
 // so it (not the connection-lost handler, which paho runs on a goroutine of
 // its own that may come late) closes the gate for publishes.
+// It then waits out a back-off from another client with the same id
+// (takeover.go).
 func (c *Client) reconnecting(paho.Client, *paho.ClientOptions) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.gen++ // waits on the old connection's tokens give up
 	if !c.armed {
 		c.armed = true
@@ -130,6 +131,9 @@ func (c *Client) reconnecting(paho.Client, *paho.ClientOptions) {
 		c.ready = make(chan struct{}) // hold publishes until the next connect
 	default:
 	}
+	c.mu.Unlock()
+	c.judge()
+	c.holdOff()
 }
 
 // awaitResends waits until paho's resent publishes are acknowledged, the
@@ -211,11 +215,6 @@ func (s *store) resending() int {
 	return len(s.resends)
 }
 
-// lost is paho's connection-lost handler (on a paho goroutine).
-func (c *Client) lost(_ paho.Client, err error) {
-	c.log.Warn().Err(err).Str("hint", hint(err)).Msg("connection to MQTT broker lost; reconnecting")
-}
-
 // notify logs failed connection attempts and keeps the last error for
 // Connect's message. paho calls it synchronously: it must not block.
 func (c *Client) notify(_ paho.Client, n paho.ConnectionNotification) {
@@ -226,7 +225,7 @@ func (c *Client) notify(_ paho.Client, n paho.ConnectionNotification) {
 		closed := c.closed
 		c.mu.Unlock()
 		if !closed {
-			c.log.Warn().Err(n.Reason).Str("hint", hint(n.Reason)).Msg("cannot connect to MQTT broker; retrying")
+			c.log.Warn().Err(n.Reason).Str("hint", c.hint(n.Reason)).Msg("cannot connect to MQTT broker; retrying")
 		}
 	case paho.ConnectionNotificationConnecting:
 		c.log.Debug().Bool("reconnect", n.IsReconnect).Int("attempt", n.Attempt).Msg("connecting")
