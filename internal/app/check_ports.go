@@ -138,13 +138,13 @@ func checkEvents(ctx context.Context, cfg config.Config, say func(bool, string, 
 	}
 	_ = conn.Close()
 	c, err := mqtt.Connect(cctx, mqtt.Config{URL: raw, Username: key, Password: key,
-		ClientID: mqtt.DefaultClientID("check events " + raw), Logger: zerolog.Nop()}, nil)
+		ClientID: mqtt.DefaultClientID("check events " + raw), Logger: zerolog.Nop(), FailFast: true}, nil)
 	if err != nil {
 		fail(err.Error())
 		return
 	}
 	defer c.Close(context.Background())
-	if err := c.Subscribe(events.Topic(key), 1, func(string, []byte) {}); err != nil {
+	if err := c.Subscribe(events.Topic(key), 1, func(string, []byte, bool) {}); err != nil {
 		fail("the account's event topic: " + err.Error())
 		return
 	}
