@@ -30,9 +30,9 @@ func (t cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		ContentLength: int64(len(t.body)), Request: r}, nil
 }
 
-// quotaHeaders are the headers a state answer of the live service is
+// benchQuotaHeaders are the headers a state answer of the live service is
 // reported to carry: the account's quota and a shorter window.
-func quotaHeaders() http.Header {
+func benchQuotaHeaders() http.Header {
 	return http.Header{
 		"Content-Type":            {"application/json"},
 		"Api-Ratelimit-Limit":     {"10000"},
@@ -55,7 +55,7 @@ func BenchmarkStateAnswer(b *testing.B) {
 		name   string
 		header http.Header
 	}{
-		{"headers", quotaHeaders()},
+		{"headers", benchQuotaHeaders()},
 		{"no-headers", http.Header{"Content-Type": {"application/json"}}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
