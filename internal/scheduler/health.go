@@ -61,7 +61,6 @@ func (s *Scheduler) countLocked(ep endpoint, now, sent time.Time, err error) {
 	if !cloud.Reached(err) {
 		return
 	}
-	s.counts.reached++
 	s.quota.count(now, sent)
 	s.counts.requests[ep]++
 	if day := dayOf(now); day != s.counts.day {

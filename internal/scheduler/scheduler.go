@@ -174,8 +174,7 @@ type counters struct {
 	coalesced, coalescedReads, superseded, rateLimited, retries, failures uint64
 	lastRateLimited                                                       time.Time
 	requests                                                              [numEndpoints]uint64
-	reached                                                               uint64 // requests that reached the cloud since the start
-	day                                                                   int    // yyyymmdd of requestsToday
+	day                                                                   int // yyyymmdd of requestsToday
 	requestsToday                                                         int
 	retryAfterCapped                                                      bool // logged once
 	cloud                                                                 cloudHealth
