@@ -26,6 +26,8 @@ func (s *instantScheduler) Held(sku, device string) (scheduler.Hold, bool) {
 	return scheduler.Hold{}, false
 }
 
+func (s *instantScheduler) Quota() scheduler.Quota { return scheduler.Quota{} }
+
 func (s *instantScheduler) ListDevices(report func([]capability.Device, error)) error {
 	report(nil, fmt.Errorf("bench: no list"))
 	return nil
