@@ -170,11 +170,15 @@ func (p *Poller) replan() {
 	if n > 0 {
 		p.demand += float64(n) / interval.Seconds()
 	}
-	p.pace.decide(p.demand, n)
 	if q := p.pace.quotaInterval(n, ownRate); q > interval {
 		interval = q
 		plan.withQuota(q)
 	}
+	p.readRate = ownRate
+	if n > 0 {
+		p.readRate += float64(n) / interval.Seconds()
+	}
+	p.pace.decide(p.demand, p.readRate, n)
 	p.interval, p.plan = interval, plan
 	// The grid counts every periodic read: the devices with an interval of
 	// their own as the share of a device at the common interval they are.

@@ -284,6 +284,7 @@ type Poller struct {
 	plan          Plan
 	pace          pacer   // quota.go
 	demand        float64 // paced requests a second the plan makes without the quota
+	readRate      float64 // periodic reads a second the plan makes
 	paced         int     // devices read at the common interval
 	devices       map[capability.Key]*device
 	options       map[capability.Key]DeviceOptions // by SetDeviceOptions, also for devices not listed yet
@@ -449,8 +450,12 @@ func (p *Poller) step(now time.Time) time.Time {
 		p.sendList(now)
 	}
 	batch := p.due(now)
+	// Reads before scene rounds: within a quota, what is left goes to the
+	// reads first.
 	for _, d := range batch {
 		p.stepRead(now, d)
+	}
+	for _, d := range batch {
 		p.stepScenes(now, d)
 		p.schedule(d)
 	}

@@ -65,6 +65,10 @@ type pacer struct {
 	// when the window that sets it renews.
 	budget int
 	until  time.Time
+	// reads are the periodic reads a second the plan makes: a scene round
+	// goes only when what is left besides them until the window renews
+	// has room for it.
+	reads float64
 	// tight: the quota binds, reads and scene rounds take tokens.
 	tight  bool
 	rate   float64 // tokens a second: what is left over the time left
@@ -106,9 +110,10 @@ func (pc *pacer) look(now time.Time, q scheduler.Quota, listInterval time.Durati
 
 // decide says whether the quota binds: demand is the paced requests a
 // second the plan makes without it (periodic reads and scene fetches),
-// readers the devices read periodically, whose first reads may go at once
-// when what is left allows.
-func (pc *pacer) decide(demand float64, readers int) {
+// reads the periodic reads a second it makes, readers the devices read
+// periodically, whose first reads may go at once when what is left allows.
+func (pc *pacer) decide(demand, reads float64, readers int) {
+	pc.reads = reads
 	if pc.budget == math.MaxInt {
 		pc.tight, pc.rate = false, 0
 		return
@@ -140,6 +145,9 @@ func (pc *pacer) take(now time.Time, n int, scenes bool) time.Time {
 	}
 	if pc.budget < n {
 		return pc.wait(now, pc.until)
+	}
+	if scenes && float64(pc.budget-n) < pc.reads*pc.until.Sub(now).Seconds() {
+		return pc.wait(now, pc.until) // the reads come first
 	}
 	if pc.tight {
 		pc.refill(now)
@@ -187,7 +195,7 @@ func (pc *pacer) held() time.Time {
 func (p *Poller) lookQuota(now time.Time) {
 	before := p.pace.capacity
 	p.pace.look(now, p.s.Quota(), p.cfg.ListInterval)
-	p.pace.decide(p.demand, p.paced)
+	p.pace.decide(p.demand, p.readRate, p.paced)
 	after := p.pace.capacity
 	if before == after || len(p.devices) == 0 {
 		return
