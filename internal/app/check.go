@@ -87,6 +87,7 @@ func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, 
 		say(false, "cloud", err.Error())
 	} else {
 		say(true, "cloud", fmt.Sprintf("the API key works; %d devices on the account", len(devs)))
+		checkQuota(ctx, cfg, devs, out, log) // check_quota.go
 	}
 	if cfg.Local.Enabled && !cfg.Demo {
 		checkLocal(ctx, cfg, devs, say, out, log) // lan.go

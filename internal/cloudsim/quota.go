@@ -153,3 +153,21 @@ func (s *Sim) QuotaLeft() (left int, renews time.Time, ok bool) {
 	}
 	return 0, time.Time{}, false
 }
+
+// SpendQuota spends up to n requests of every quota window now, as another
+// app sharing the account would, and returns how many it spent of the
+// quota (Options.Quota).
+func (s *Sim) SpendQuota(n int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	spent := 0
+	for _, w := range s.quotas.w {
+		w.roll(s.now())
+		k := max(min(n, w.Limit-w.used), 0)
+		w.used += k
+		if w.bucket == BucketQuota {
+			spent = k
+		}
+	}
+	return spent
+}

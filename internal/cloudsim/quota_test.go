@@ -57,6 +57,11 @@ func TestQuotaHeadersAndRefusal(t *testing.T) {
 	if left, renews, ok := h.sim.QuotaLeft(); !ok || left != 2 || !renews.Equal(h.clock.Now().Add(time.Minute)) {
 		t.Errorf("QuotaLeft = %d, %v, %v", left, renews, ok)
 	}
+	// Another app spends the rest.
+	if n := h.sim.SpendQuota(5); n != 2 {
+		t.Errorf("SpendQuota spent %d, want the 2 left", n)
+	}
+	wantStatus(t, "after another app spent the quota", h.list(), 429)
 }
 
 // Without a quota the answers carry no rate-limit header.

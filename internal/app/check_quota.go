@@ -1,0 +1,141 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/config"
+	"cloud2mqtt/internal/poller"
+)
+
+// -check's word on the quota: the requests a day the configuration plans
+// against the quota the account has, the cloud's (read from its answer's
+// rate-limit headers) or CLOUD_DAILY_LIMIT.
+
+// quotaPlan is what the configuration plans to send in a day.
+type quotaPlan struct {
+	devices, scenes        int           // devices, scene lists to fetch (each light's one or two)
+	interval               time.Duration // the poll interval planned (POLL_INTERVAL, lengthened for CLOUD_DAILY_LIMIT)
+	reads, lists, sceneReq int           // a day
+	plan                   poller.Plan
+}
+
+func (q quotaPlan) total() int { return q.reads + q.lists + q.sceneReq }
+
+// planOf is the day's requests of cfg for devs.
+func planOf(cfg config.Config, devs []capability.Device) quotaPlan {
+	pcfg := poller.Config{Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
+		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval}
+	interval, plan := poller.PlanInterval(len(devs), pcfg)
+	q := quotaPlan{devices: len(devs), interval: interval, plan: plan}
+	for _, d := range devs {
+		for _, inst := range []string{capability.InstanceLightScene, capability.InstanceDIYScene} {
+			if _, ok := d.Capability(inst); ok {
+				q.scenes++
+			}
+		}
+	}
+	q.reads = q.devices * perDay(interval)
+	q.lists = perDay(max(cfg.Poll.DeviceListInterval, time.Minute))
+	q.sceneReq = q.scenes * perDay(max(cfg.Poll.SceneInterval, time.Minute))
+	return q
+}
+
+func perDay(d time.Duration) int { return int((24*time.Hour + d - 1) / d) }
+
+// checkQuota prints the day's plan against the quota and warns, naming
+// POLL_INTERVAL and CLOUD_DAILY_LIMIT, when the plan exceeds it. A warning
+// does not fail the check: the bridge paces its reads within the quota.
+func checkQuota(ctx context.Context, cfg config.Config, devs []capability.Device, out io.Writer, log zerolog.Logger) {
+	p := planOf(cfg, devs)
+	fmt.Fprintf(out, "ok   quota: the configuration plans %d requests a day: %d devices read every %s (%d), the device list every %s (%d), %d scene lists every %s (%d)\n",
+		p.total(), p.devices, config.FormatDuration(p.interval), p.reads, config.FormatDuration(cfg.Poll.DeviceListInterval), p.lists,
+		p.scenes, config.FormatDuration(cfg.Poll.SceneInterval), p.sceneReq)
+	known := false
+	if !cfg.Demo {
+		if w, ok := learnQuota(ctx, cfg, log); ok {
+			known = true
+			checkLearned(out, cfg, p, w, time.Now())
+		}
+	}
+	if limit := cfg.Cloud.DailyLimit; limit > 0 {
+		known = true
+		if p.plan.OverBudget || p.total() > limit {
+			fmt.Fprintf(out, "warn quota: CLOUD_DAILY_LIMIT=%d is too low for %d devices even at one read a day: raise CLOUD_DAILY_LIMIT, or lengthen DEVICE_LIST_INTERVAL and SCENE_INTERVAL\n", limit, p.devices)
+		} else {
+			fmt.Fprintf(out, "ok   quota: within CLOUD_DAILY_LIMIT=%d (POLL_INTERVAL planned at %s for it)\n", limit, config.FormatDuration(p.interval))
+		}
+	}
+	if !known {
+		fmt.Fprintln(out, "ok   quota: no quota known: the cloud's answer told none (no API-RateLimit-* headers) and CLOUD_DAILY_LIMIT is 0; if the account has a daily quota, set CLOUD_DAILY_LIMIT to it")
+	}
+}
+
+// checkLearned compares the plan until the cloud's quota renews with what
+// is left of it, keeping the bridge's reserve (poller/quota.go).
+func checkLearned(out io.Writer, cfg config.Config, p quotaPlan, w cloud.RateLimit, now time.Time) {
+	what := fmt.Sprintf("the cloud's quota (%s)", w)
+	if !w.HasRemaining || w.Reset.IsZero() {
+		fmt.Fprintf(out, "ok   quota: %s; it did not say what is left and when it renews, so the plan cannot be compared\n", what)
+		return
+	}
+	left := w.Reset.Sub(now)
+	if left <= 0 {
+		left = time.Second
+	}
+	share := left.Seconds() / (24 * time.Hour).Seconds()
+	planned := int(float64(p.total())*share + 0.5)
+	keep := max(2, (w.Limit+9)/10) + int((left+cfg.Poll.DeviceListInterval-1)/max(cfg.Poll.DeviceListInterval, time.Minute))
+	avail := w.Remaining - keep
+	if planned <= avail {
+		fmt.Fprintf(out, "ok   quota: %d requests planned until %s renews in %s\n", planned, what, config.FormatDuration(left.Round(time.Second)))
+		return
+	}
+	// The interval at which the reads fit what is left besides the lists
+	// and scenes, as the bridge will pace them (a tenth kept aside).
+	others := float64(p.lists+p.sceneReq) * share
+	readsLeft := (float64(avail) - others) * 0.9
+	fit := "more than a day"
+	if readsLeft > 0 && p.devices > 0 {
+		if d := time.Duration(float64(p.devices) * left.Seconds() / readsLeft * float64(time.Second)); d < 24*time.Hour {
+			fit = config.FormatDuration(d.Truncate(time.Second) + time.Second)
+		}
+	}
+	fmt.Fprintf(out, "warn quota: %d requests planned until %s renews in %s, more than the %d it leaves beside the bridge's reserve for commands: "+
+		"the bridge will read each device about every %s instead of every %s; set POLL_INTERVAL=%s or longer to plan for it, "+
+		"or CLOUD_DAILY_LIMIT to this bridge's share of the quota (other apps on the account spend it too)\n",
+		planned, what, config.FormatDuration(left.Round(time.Second)), max(avail, 0), fit, config.FormatDuration(p.interval), fit)
+}
+
+// learnQuota reads the device list once more to learn the account's quota
+// from the answer's headers (-check's own read of the list is in check.go).
+func learnQuota(ctx context.Context, cfg config.Config, log zerolog.Logger) (cloud.RateLimit, bool) {
+	var mu sync.Mutex
+	var got cloud.RateLimits
+	c, err := cloud.New(cloud.Config{BaseURL: cfg.Cloud.BaseURL, APIKey: cfg.Cloud.APIKey.Reveal(), KeyHeader: cfg.Cloud.KeyHeader,
+		HTTPClient: &http.Client{Timeout: cfg.Cloud.Timeout}, Logger: log,
+		OnLimits: func(l cloud.RateLimits) { mu.Lock(); got = l; mu.Unlock() }})
+	if err != nil {
+		return cloud.RateLimit{}, false
+	}
+	cctx, cancel := context.WithTimeout(ctx, cfg.Cloud.Timeout+5*time.Second)
+	defer cancel()
+	_, _ = c.ListDevices(cctx)
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case got.Quota.Known():
+		return got.Quota, true
+	case got.Short.Known():
+		return got.Short, true
+	}
+	return cloud.RateLimit{}, false
+}
