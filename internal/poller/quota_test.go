@@ -195,3 +195,28 @@ func TestQuotaPacesOnlyPeriodicReads(t *testing.T) {
 		}
 	})
 }
+
+// Lights reached over the LAN cost the quota (almost) nothing: the quota's
+// interval is planned for the devices the cloud reads.
+func TestQuotaLeavesLocalLightsOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake(devs(10)...)
+		now := time.Now()
+		f.quota.Windows[scheduler.WindowQuota] = scheduler.QuotaWindow{Name: "API-RateLimit", Limit: 2000, Remaining: 2000,
+			HasRemaining: true, Reset: now.Add(24 * time.Hour), Span: 24 * time.Hour, Observed: now}
+		h := start(t, f, Config{Interval: time.Minute, ListInterval: 10 * time.Minute})
+		synctest.Wait()
+		all := h.p.Stats().Interval
+		for i := range 8 {
+			h.p.SetLocal(key(devs(10)[i].Device), true, 0)
+		}
+		st := h.p.Stats()
+		h.stop()
+		// (2000-200-144)·0.9 = 1490 reads a day: 10 devices every 9 min
+		// 40 s; the 2 the cloud reads (beside a read a day of each local
+		// one) every 1 min 57 s.
+		if all != 580*time.Second || st.Interval != 117*time.Second || st.Plan.Quota != st.Interval {
+			t.Errorf("interval %v for 10 cloud devices, %v (plan %+v) for 2 beside 8 local ones", all, st.Interval, st.Plan)
+		}
+	})
+}
