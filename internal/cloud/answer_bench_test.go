@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -37,7 +38,7 @@ func benchQuotaHeaders() http.Header {
 		"Content-Type":            {"application/json"},
 		"Api-Ratelimit-Limit":     {"10000"},
 		"Api-Ratelimit-Remaining": {"9876"},
-		"Api-Ratelimit-Reset":     {strconv.Itoa(1_795_000_000)},
+		"Api-Ratelimit-Reset":     {strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)},
 		"X-Ratelimit-Limit":       {"100"},
 		"X-Ratelimit-Remaining":   {"99"},
 		"X-Ratelimit-Reset":       {"42"},
@@ -68,6 +69,28 @@ func BenchmarkStateAnswer(b *testing.B) {
 			for b.Loop() {
 				if _, err := c.State(b.Context(), sku, device); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkParseRateLimits is the headers' share of an answer's cost: both
+// triples read, and an answer without them.
+func BenchmarkParseRateLimits(b *testing.B) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name   string
+		header http.Header
+	}{
+		{"headers", benchQuotaHeaders()},
+		{"no-headers", http.Header{"Content-Type": {"application/json"}}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if l, _ := parseRateLimits(tc.header, now); l.Known() != (tc.name == "headers") {
+					b.Fatal(l)
 				}
 			}
 		})

@@ -136,32 +136,29 @@ func parseRateLimits(h http.Header, now time.Time) (l RateLimits, problems []hea
 
 func parseWindow(h http.Header, names windowHeaders, now time.Time, problems []headerProblem) (RateLimit, []headerProblem) {
 	var w RateLimit
-	bad := func(name, v, why string) {
-		problems = append(problems, headerProblem{name, v, why})
-	}
 	if v, ok := first(h, names.limit); ok {
-		switch n, err := parseCount(v); {
-		case err != "":
-			bad(names.limit, v, err)
+		switch n, why := parseCount(v); {
+		case why != "":
+			problems = append(problems, headerProblem{names.limit, v, why})
 		case n == 0:
-			bad(names.limit, v, "a window of no requests")
+			problems = append(problems, headerProblem{names.limit, v, "a window of no requests"})
 		default:
 			w.Limit = n
 		}
 	}
 	if v, ok := first(h, names.remaining); ok {
-		switch n, err := parseCount(v); {
-		case err != "":
-			bad(names.remaining, v, err)
+		switch n, why := parseCount(v); {
+		case why != "":
+			problems = append(problems, headerProblem{names.remaining, v, why})
 		case w.Limit > 0 && n > w.Limit:
-			bad(names.remaining, v, "more left than the limit allows")
+			problems = append(problems, headerProblem{names.remaining, v, "more left than the limit allows"})
 		default:
 			w.Remaining, w.HasRemaining = n, true
 		}
 	}
 	if v, ok := first(h, names.reset); ok {
-		if t, err := parseReset(v, now); err != "" {
-			bad(names.reset, v, err)
+		if t, why := parseReset(v, now); why != "" {
+			problems = append(problems, headerProblem{names.reset, v, why})
 		} else {
 			w.Reset = t
 		}

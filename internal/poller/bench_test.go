@@ -78,17 +78,34 @@ func BenchmarkIdleWake(b *testing.B) {
 	const late = 50 * time.Microsecond
 	now = now.Add(late)
 	clock := func() time.Time { return now }
-	wake := func() {
+	// cycle is one wake of the loop at now; it returns the next.
+	cycle := func() time.Time {
 		next := p.cycle(clock)
+		// The answers of this wake's reads came at once (on the caller's
+		// goroutine) and kicked the loop: as Run does, it looks again at
+		// the same instant to apply them.
+		for kicked := true; kicked; {
+			select {
+			case <-p.kick:
+				next = p.cycle(clock)
+			default:
+				kicked = false
+			}
+		}
+		return next
+	}
+	wake := func() {
+		next := cycle()
 		if next.Sub(now) != readGrid-late {
 			b.Fatalf("next wake %v after this one, want the next grid instant", next.Sub(now))
 		}
 		now = next.Add(late)
 	}
-	// Two full intervals first: every device has had its first read (which
-	// reports all values) and the first scene round.
-	for range 2 * DefaultInterval / readGrid {
-		wake()
+	// Three intervals first: every device has had its first read (which
+	// reports all values), its second at its place in the spread (the
+	// interval after the first's) and the first scene round.
+	for end := now.Add(3 * DefaultInterval); now.Before(end); {
+		now = cycle().Add(late)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
