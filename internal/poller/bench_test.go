@@ -113,3 +113,20 @@ func BenchmarkIdleWake(b *testing.B) {
 		wake()
 	}
 }
+
+// BenchmarkPacerLook is the pacer's share of a wake of the loop with a
+// quota known: the quota taken, whether it binds decided, a read paced.
+func BenchmarkPacerLook(b *testing.B) {
+	q := quotaOf(10000, 6000, 12*time.Hour, 24*time.Hour)
+	q.Windows[scheduler.WindowShort] = scheduler.QuotaWindow{Name: "X-RateLimit", Limit: 100, Remaining: 80,
+		HasRemaining: true, Reset: paceNow.Add(30 * time.Second), Span: time.Minute, Observed: paceNow}
+	pc := newPacer()
+	now := paceNow
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(time.Millisecond)
+		pc.look(now, q, DefaultListInterval)
+		pc.decide(0.3, 0.25, 18)
+		pc.take(now, 1, false)
+	}
+}

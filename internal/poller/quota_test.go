@@ -139,6 +139,18 @@ func TestQuotaInterval(t *testing.T) {
 	if got := pc.quotaInterval(18, 0); got != 93*time.Second {
 		t.Errorf("18 devices: %v, want 93s", got)
 	}
+	// README's table: 10 000 a day, (10000-1000-144)·0.9 = 7970 reads:
+	// 18 devices every 3 min 16 s; 100 000 a day does not bind at 60 s.
+	for _, tc := range []struct {
+		limit int
+		want  time.Duration
+	}{{10_000, 196 * time.Second}, {100_000, 20 * time.Second}} {
+		pd := newPacer()
+		pd.look(paceNow, quotaOf(tc.limit, tc.limit, 24*time.Hour, 24*time.Hour), DefaultListInterval)
+		if got := pd.quotaInterval(18, 0); got != tc.want {
+			t.Errorf("18 devices, %d a day: %v, want %v", tc.limit, got, tc.want)
+		}
+	}
 	if got := pc.quotaInterval(18, 1); got != day {
 		t.Errorf("own reads beyond the quota: %v, want a day", got)
 	}

@@ -416,3 +416,17 @@ func BenchmarkObserveLimits(b *testing.B) {
 		s.ObserveLimits(l)
 	}
 }
+
+// BenchmarkQuotaSnapshot is what the poller's look at the quota costs the
+// scheduler once a wake: Quota() with both windows known.
+func BenchmarkQuotaSnapshot(b *testing.B) {
+	s := scheduler.New(instantCloud{}, scheduler.Config{}, zerolog.Nop())
+	s.ObserveLimits(cloud.RateLimits{At: time.Now(), Quota: cloud.RateLimit{Limit: 10000, Remaining: 9876, HasRemaining: true, Reset: time.Now().Add(time.Hour)},
+		Short: cloud.RateLimit{Limit: 100, Remaining: 99, HasRemaining: true, Reset: time.Now().Add(42 * time.Second)}})
+	b.ReportAllocs()
+	for b.Loop() {
+		if q := s.Quota(); !q.Known() {
+			b.Fatal(q)
+		}
+	}
+}
