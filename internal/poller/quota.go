@@ -69,6 +69,10 @@ type pacer struct {
 	// goes only when what is left besides them until the window renews
 	// has room for it.
 	reads float64
+	// renewed: a window ended and is taken to be full again until an
+	// answer says how long the new one is: until then the quota binds
+	// (a window first seen near its end looks shorter than it is).
+	renewed bool
 	// tight: the quota binds, reads and scene rounds take tokens.
 	tight  bool
 	rate   float64 // tokens a second: what is left over the time left
@@ -85,11 +89,12 @@ func newPacer() pacer { return pacer{budget: math.MaxInt} }
 // look takes the quota now; decide follows with the plan's demand.
 func (pc *pacer) look(now time.Time, q scheduler.Quota, listInterval time.Duration) {
 	pc.refill(now)
-	pc.capacity, pc.budget, pc.until, pc.rate = 0, math.MaxInt, time.Time{}, math.Inf(1)
+	pc.capacity, pc.budget, pc.until, pc.rate, pc.renewed = 0, math.MaxInt, time.Time{}, math.Inf(1), false
 	for _, w := range q.Windows {
 		if !w.Paced() {
 			continue
 		}
+		pc.renewed = pc.renewed || w.Renewed
 		left := w.Reset.Sub(now)
 		if left <= 0 {
 			continue
@@ -119,7 +124,7 @@ func (pc *pacer) decide(demand, reads float64, readers int) {
 		return
 	}
 	was := pc.tight
-	pc.tight = pc.rate < demand || (pc.capacity > 0 && pc.capacity < demand)
+	pc.tight = pc.renewed || pc.rate < demand || (pc.capacity > 0 && pc.capacity < demand)
 	pc.burst = max(sceneBurst, math.Min(float64(max(pc.budget, 0)), float64(readers)))
 	if !was && pc.tight {
 		pc.tokens, pc.share = pc.burst, sceneBurst // a bucket starts full

@@ -100,7 +100,7 @@ func (b *quotaBridge) command(t *testing.T, dev capability.Device) error {
 // intervals keep their real sizes (a shorter window would need every other
 // interval scaled with it, and the 2 s per-device floor cannot be).
 func TestQuotaAtScale(t *testing.T) {
-	for _, late := range []time.Duration{0, 100 * time.Second} {
+	for _, late := range lateStarts {
 		t.Run(fmt.Sprintf("start %s into a window", late), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				const window = 180 * time.Second
@@ -122,8 +122,12 @@ func TestQuotaAtScale(t *testing.T) {
 				if q.Limit != 45 || q.Span != window {
 					t.Errorf("the scheduler learned %+v, want 45 per %v", q, window)
 				}
-				if st := b.poll.Stats(); st.Interval <= DefaultInterval || st.Plan.Quota != st.Interval {
-					t.Errorf("the poll interval %v (plan %+v) was not lengthened for the quota", st.Interval, st.Plan)
+				// (45-5-1)·0.9 reads per 180 s for 18 devices: every 93 s (a
+				// little less when the window was first seen after its
+				// start: a span that grows by less than a tenth is not
+				// planned again).
+				if st := b.poll.Stats(); st.Interval < 84*time.Second || st.Interval > 93*time.Second || st.Plan.Quota != st.Interval {
+					t.Errorf("the poll interval %v (plan %+v), want about 93 s for the quota", st.Interval, st.Plan)
 				}
 			})
 		})
@@ -200,4 +204,59 @@ func TestQuotaAmpleSlowsNothing(t *testing.T) {
 			t.Errorf("learned %+v", q)
 		}
 	})
+}
+
+var lateStarts = func() []time.Duration {
+	var out []time.Duration
+	for s := 0; s < 180; s += 10 {
+		out = append(out, time.Duration(s)*time.Second)
+	}
+	return out
+}()
+
+// Other accounts, started at some point of a window: no request refused,
+// and every device read in every whole window the quota has room for
+// (36 devices and their scene lists at 45 per 180 s leave one unread in
+// some window).
+func TestQuotaOtherAccounts(t *testing.T) {
+	for _, tc := range []struct {
+		devices, limit int
+		window, late   time.Duration
+		run            time.Duration
+		interval       time.Duration // the plan's, once the window's span is known
+		unread         int           // devices a whole window may leave unread
+	}{
+		{5, 45, 180 * time.Second, 0, 9 * time.Minute, DefaultInterval, 0},
+		{30, 45, 180 * time.Second, time.Minute, 9 * time.Minute, 154 * time.Second, 0},
+		{36, 45, 180 * time.Second, 0, 9 * time.Minute, 185 * time.Second, 1},
+		{16, 100, time.Hour, 20 * time.Minute, 5 * time.Hour, 762 * time.Second, 0},
+		{18, 10_000, 24 * time.Hour, 13 * time.Hour, 26 * time.Hour, 196 * time.Second, 0},
+	} {
+		t.Run(fmt.Sprintf("%d devices, %d per %s", tc.devices, tc.limit, tc.window), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				time.Sleep(tc.late)
+				b := startQuotaBridge(t, tc.devices, cloudsim.Quota{Limit: tc.limit, Window: tc.window})
+				defer b.stop()
+				time.Sleep(tc.run)
+				for bucket, n := range b.sim.Counts().RateLimited {
+					t.Errorf("%d requests refused by %s", n, bucket)
+				}
+				if st := b.poll.Stats(); st.Interval != tc.interval {
+					t.Errorf("interval %v, want %v", st.Interval, tc.interval)
+				}
+				log := b.sim.Requests()
+				for w := time.Now().Add(-tc.run).Truncate(tc.window).Add(tc.window); !w.Add(tc.window).After(time.Now()); w = w.Add(tc.window) {
+					read := map[string]bool{}
+					for _, r := range log {
+						if r.Endpoint == cloud.EndpointState && r.Code == http.StatusOK && !r.Time.Before(w) && r.Time.Before(w.Add(tc.window)) {
+							read[r.Device] = true
+						}
+					}
+					if len(read) < tc.devices-tc.unread {
+						t.Errorf("the window from %v: %d of %d devices read", w, len(read), tc.devices)
+					}
+				}
+			})
+		})
+	}
 }

@@ -149,6 +149,9 @@ type quotaModel struct {
 
 type quotaWindow struct {
 	QuotaWindow
+	// ended is when the window last ended (renewed by advance): the first
+	// answer of the next one says its length exactly.
+	ended time.Time
 	// since counts the requests that reached the cloud, sent after the
 	// answer that said Remaining arrived: they cannot be in it. (Those
 	// sent before it may be; they are taken to be, which at worst
@@ -172,7 +175,14 @@ func (w *quotaWindow) observe(name string, r cloud.RateLimit, at time.Time) {
 		w.Limit = r.Limit
 	}
 	if !r.Reset.IsZero() {
-		w.Span = max(w.Span, r.Reset.Sub(at).Truncate(time.Second))
+		left := r.Reset.Sub(at)
+		w.Span = max(w.Span, left.Truncate(time.Second))
+		// The first answer after a window ended: from that end to this
+		// reset is one window, if no window went by unseen (the answer
+		// came in the first third of it).
+		if exact := r.Reset.Sub(w.ended).Round(time.Second); w.Renewed && !w.ended.IsZero() && exact > 0 && exact*2 <= left*3 {
+			w.Span = exact
+		}
 		if !same {
 			w.Reset = r.Reset
 		}
@@ -213,6 +223,7 @@ func (m *quotaModel) advance(now time.Time) {
 		if w.Reset.IsZero() || now.Before(w.Reset) {
 			continue
 		}
+		w.ended = w.Reset
 		if w.Span > 0 {
 			for !now.Before(w.Reset) {
 				w.Reset = w.Reset.Add(w.Span)

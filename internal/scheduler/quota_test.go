@@ -265,7 +265,7 @@ func TestQuotaModel(t *testing.T) {
 		if !w.Renewed || w.Remaining != 45 || !w.Reset.Equal(t0.Add(200*time.Second)) {
 			t.Errorf("after the reset: %+v, want renewed with 45 left until one span later", w)
 		}
-		say(44, time.Now().Add(180*time.Second))
+		say(44, t0.Add(280*time.Second)) // the new window: 180 s from the end of the last
 		w = s.Quota().Windows[scheduler.WindowQuota]
 		if w.Renewed || w.Remaining != 44 || w.Span != 180*time.Second {
 			t.Errorf("after an answer of the new window: %+v", w)
