@@ -79,40 +79,56 @@ func checkQuota(ctx context.Context, cfg config.Config, devs []capability.Device
 	}
 }
 
-// checkLearned compares the plan until the cloud's quota renews with what
-// is left of it, keeping the bridge's reserve (poller/quota.go).
+// checkLearned compares the plan with the cloud's quota at now, keeping
+// the bridge's reserve (poller.QuotaReserve). A quota that renews at a
+// midnight (UTC or local) is taken to be a day's, and the plan of a day is
+// compared with it; any other is compared as what would be sent until it
+// renews against what is left (its length is not known from one answer).
 func checkLearned(out io.Writer, cfg config.Config, p quotaPlan, w cloud.RateLimit, now time.Time) {
 	what := fmt.Sprintf("the cloud's quota (%s)", w)
 	if !w.HasRemaining || w.Reset.IsZero() {
 		fmt.Fprintf(out, "ok   quota: %s; it did not say what is left and when it renews, so the plan cannot be compared\n", what)
 		return
 	}
-	left := w.Reset.Sub(now)
-	if left <= 0 {
-		left = time.Second
+	list := max(cfg.Poll.DeviceListInterval, time.Minute)
+	left := max(w.Reset.Sub(now), time.Second)
+	// A day's quota seen in its last hour is compared until it renews: a
+	// short window ending near midnight is not taken for a day's.
+	daily := w.Limit > 0 && left >= time.Hour && left <= 24*time.Hour+time.Minute && atMidnight(w.Reset)
+	planned, avail, span := 0, 0, ""
+	if daily {
+		planned, avail, span = p.total(), w.Limit-poller.QuotaReserve(w.Limit, 24*time.Hour, list), "a day"
+	} else {
+		planned = int(float64(p.total())*left.Seconds()/(24*time.Hour).Seconds() + 0.5)
+		avail, span = w.Remaining-poller.QuotaReserve(w.Limit, left, list), "until it renews in "+config.FormatDuration(left.Round(time.Second))
 	}
-	share := left.Seconds() / (24 * time.Hour).Seconds()
-	planned := int(float64(p.total())*share + 0.5)
-	keep := max(2, (w.Limit+9)/10) + int((left+cfg.Poll.DeviceListInterval-1)/max(cfg.Poll.DeviceListInterval, time.Minute))
-	avail := w.Remaining - keep
 	if planned <= avail {
-		fmt.Fprintf(out, "ok   quota: %d requests planned until %s renews in %s\n", planned, what, config.FormatDuration(left.Round(time.Second)))
+		fmt.Fprintf(out, "ok   quota: %d requests planned %s, within %s\n", planned, span, what)
 		return
 	}
-	// The interval at which the reads fit what is left besides the lists
-	// and scenes, as the bridge will pace them (a tenth kept aside).
-	others := float64(p.lists+p.sceneReq) * share
-	readsLeft := (float64(avail) - others) * 0.9
-	fit := "more than a day"
-	if readsLeft > 0 && p.devices > 0 {
-		if d := time.Duration(float64(p.devices) * left.Seconds() / readsLeft * float64(time.Second)); d < 24*time.Hour {
+	fit := "a day"
+	if daily {
+		fit = config.FormatDuration(poller.QuotaInterval(p.devices, w.Limit, 24*time.Hour, list))
+	} else if reads := (float64(avail) - float64(p.lists+p.sceneReq)*left.Seconds()/(24*time.Hour).Seconds()) * 0.9; reads > 0 && p.devices > 0 {
+		if d := time.Duration(float64(p.devices) * left.Seconds() / reads * float64(time.Second)); d < 24*time.Hour {
 			fit = config.FormatDuration(d.Truncate(time.Second) + time.Second)
 		}
 	}
-	fmt.Fprintf(out, "warn quota: %d requests planned until %s renews in %s, more than the %d it leaves beside the bridge's reserve for commands: "+
+	fmt.Fprintf(out, "warn quota: %d requests planned %s, more than the %d %s leaves beside the bridge's reserve for commands: "+
 		"the bridge will read each device about every %s instead of every %s; set POLL_INTERVAL=%s or longer to plan for it, "+
 		"or CLOUD_DAILY_LIMIT to this bridge's share of the quota (other apps on the account spend it too)\n",
-		planned, what, config.FormatDuration(left.Round(time.Second)), max(avail, 0), fit, config.FormatDuration(p.interval), fit)
+		planned, span, max(avail, 0), what, fit, config.FormatDuration(p.interval), fit)
+}
+
+// atMidnight reports whether t is within a minute of a midnight, UTC or
+// local: when a day's quota renews.
+func atMidnight(t time.Time) bool {
+	for _, loc := range []*time.Location{time.UTC, time.Local} {
+		if m := t.In(loc).Hour()*60 + t.In(loc).Minute(); m == 0 || m == 24*60-1 {
+			return true
+		}
+	}
+	return false
 }
 
 // learnQuota reads the device list once more to learn the account's quota

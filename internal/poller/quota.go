@@ -43,6 +43,31 @@ const (
 	paceRecheck = time.Minute
 )
 
+// QuotaReserve is what the bridge keeps back of a window of limit
+// requests over d of its time: the share for commands and the device-list
+// refreshes due in d (every listInterval).
+func QuotaReserve(limit int, d, listInterval time.Duration) int {
+	return reserve(limit, d, listInterval)
+}
+
+// QuotaInterval is the poll interval at which n devices' periodic reads fit
+// a quota of limit requests a span, as the bridge plans when the cloud
+// tells it one (0: it does not bind at all, a day: not even that fits).
+func QuotaInterval(n, limit int, span, listInterval time.Duration) time.Duration {
+	pc := pacer{capacity: capacityOf(limit, span, listInterval)}
+	return pc.quotaInterval(n, 0)
+}
+
+// capacityOf is the periodic reads a second a window allows in the long
+// run: readsShare of its limit less the reserve, over its span.
+func capacityOf(limit int, span, listInterval time.Duration) float64 {
+	if limit <= 0 || span <= 0 {
+		return 0
+	}
+	full := float64(limit-reserve(limit, span, listInterval)) * readsShare / span.Seconds()
+	return max(full, math.SmallestNonzeroFloat64)
+}
+
 // reserve is what a window keeps back over d of its time: the share for
 // commands and the device-list refreshes due in d.
 func reserve(limit int, d, listInterval time.Duration) int {
@@ -104,11 +129,8 @@ func (pc *pacer) look(now time.Time, q scheduler.Quota, listInterval time.Durati
 			pc.budget, pc.until = allow, w.Reset
 		}
 		pc.rate = min(pc.rate, float64(max(allow, 0))/left.Seconds())
-		if w.Limit > 0 && w.Span > 0 {
-			full := float64(w.Limit-reserve(w.Limit, w.Span, listInterval)) * readsShare / w.Span.Seconds()
-			if pc.capacity == 0 || full < pc.capacity {
-				pc.capacity = max(full, math.SmallestNonzeroFloat64)
-			}
+		if c := capacityOf(w.Limit, w.Span, listInterval); c > 0 && (pc.capacity == 0 || c < pc.capacity) {
+			pc.capacity = c
 		}
 	}
 }
