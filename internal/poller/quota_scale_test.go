@@ -230,7 +230,7 @@ func TestQuotaOtherAccounts(t *testing.T) {
 		{30, 45, 180 * time.Second, time.Minute, 9 * time.Minute, 154 * time.Second, 0},
 		{36, 45, 180 * time.Second, 0, 9 * time.Minute, 185 * time.Second, 1},
 		{16, 100, time.Hour, 20 * time.Minute, 5 * time.Hour, 762 * time.Second, 0},
-		{18, 10_000, 24 * time.Hour, 13 * time.Hour, 26 * time.Hour, 196 * time.Second, 0},
+		{18, 10_000, 24 * time.Hour, 22 * time.Hour, 3 * time.Hour, 196 * time.Second, 0}, // across midnight
 	} {
 		t.Run(fmt.Sprintf("%d devices, %d per %s", tc.devices, tc.limit, tc.window), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
