@@ -3,6 +3,12 @@
 //
 //	cloudsim -addr 127.0.0.1:8081 -key mykey [-catalogue devices.json] [-errors-as-200]
 //	         [-events-addr 127.0.0.1:8883 -event-every 30s]
+//	         [-quota 10000 -quota-window 24h -quota-reset seconds] [-short-quota 100 -short-window 1m]
+//
+// With -quota the account has a request quota, as the live service is
+// reported to: every answer says what is left in the API-RateLimit-*
+// headers, and a request beyond it is answered 429 with Retry-After until
+// the window renews (-short-quota: a second window, in X-RateLimit-*).
 //
 // With -events-addr it also plays the service's event broker: an embedded
 // MQTT broker (user name and password both the API key) on which a random
@@ -67,8 +73,34 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		eventEvery, err = config.ParseDurationFor("-event-every", v)
 		return err
 	})
+	var quota, short cloudsim.Quota
+	quota.Window, short.Window = 24*time.Hour, time.Minute
+	fs.IntVar(&quota.Limit, "quota", 0, "the account's request quota: requests per -quota-window, told in the API-RateLimit-* headers; 0: none")
+	fs.Func("quota-window", "with -quota: the quota's window (24h, 180s; windows start at multiples of it since 1970, so a day at midnight UTC); default 24h", func(v string) (err error) {
+		quota.Window, err = config.ParseDurationFor("-quota-window", v)
+		return err
+	})
+	resetFormat := fs.String("quota-reset", "seconds", "how the Reset headers say when a window renews: seconds (from now), unix (seconds) or unix-ms")
+	fs.IntVar(&short.Limit, "short-quota", 0, "a second, shorter window: requests per -short-window, told in the X-RateLimit-* headers; 0: none")
+	fs.Func("short-window", "with -short-quota: its window; default 1m", func(v string) (err error) {
+		short.Window, err = config.ParseDurationFor("-short-window", v)
+		return err
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	format, ok := cloudsim.ParseResetFormat(*resetFormat)
+	if !ok {
+		return fmt.Errorf("cloudsim: -quota-reset %q: use seconds, unix or unix-ms", *resetFormat)
+	}
+	quota.Reset, short.Reset = format, format
+	for _, q := range []struct {
+		name string
+		q    cloudsim.Quota
+	}{{"-quota", quota}, {"-short-quota", short}} {
+		if q.q.Limit < 0 || q.q.Window <= 0 {
+			return fmt.Errorf("cloudsim: %s %d per %s: give a number of requests of 0 (none) or more and a positive window", q.name, q.q.Limit, q.q.Window)
+		}
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("cloudsim: unexpected arguments %q: every setting is a flag (see -h)", fs.Args())
@@ -99,6 +131,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	sim := cloudsim.New(cloudsim.Options{
 		APIKey: *key, KeyHeader: *header, Catalogue: cat,
 		ErrorsAs200: *errorsAs200, EmptyRateLimitBody: *empty429, Seed: *seed,
+		Quota: quota, ShortQuota: short,
 	})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -107,6 +140,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "cloudsim: serving %d devices at http://%s\n", len(sim.Devices()), ln.Addr())
 	fmt.Fprintf(stdout, "cloudsim: for the bridge: %s\n", bridgeEnv(ln.Addr().String(), *header, *key))
+	if quota.Limit > 0 {
+		fmt.Fprintf(stdout, "cloudsim: a quota of %d requests per %s (API-RateLimit-* headers)\n", quota.Limit, config.FormatDuration(quota.Window))
+	}
+	if short.Limit > 0 {
+		fmt.Fprintf(stdout, "cloudsim: a short window of %d requests per %s (X-RateLimit-* headers)\n", short.Limit, config.FormatDuration(short.Window))
+	}
 
 	if *eventsAddr != "" {
 		stopEvents, err := serveEvents(ctx, sim, *eventsAddr, *key, eventEvery, stdout)

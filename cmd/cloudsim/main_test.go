@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,35 @@ func TestRunCatalogueAndScenes(t *testing.T) {
 	}
 }
 
+// -quota: every answer says what is left, and the request beyond it is
+// answered 429 with Retry-After.
+func TestRunQuota(t *testing.T) {
+	url, stop := serve(t, "-key", "k3", "-quota", "2", "-quota-window", "1h", "-quota-reset", "unix")
+	for i, want := range []int{200, 200, 429} {
+		req, _ := http.NewRequest(http.MethodGet, url+"/router/api/v1/user/devices", nil)
+		req.Header.Set("Service-API-Key", "k3")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		left := resp.Header.Get("API-RateLimit-Remaining")
+		reset, _ := strconv.ParseInt(resp.Header.Get("API-RateLimit-Reset"), 10, 64)
+		if resp.StatusCode != want || resp.Header.Get("API-RateLimit-Limit") != "2" || left != strconv.Itoa(max(1-i, 0)) ||
+			time.Until(time.Unix(reset, 0)) > time.Hour || time.Until(time.Unix(reset, 0)) < 0 {
+			t.Errorf("request %d: HTTP %d, headers %v", i+1, resp.StatusCode, resp.Header)
+		}
+		if want == 429 && resp.Header.Get("Retry-After") == "" {
+			t.Error("the 429 has no Retry-After")
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRunErrors(t *testing.T) {
 	cases := map[string][]string{
 		"unknown flag":      {"-nope"},
@@ -124,6 +154,10 @@ func TestRunErrors(t *testing.T) {
 		"missing catalogue": {"-catalogue", filepath.Join(t.TempDir(), "none.json")},
 		"bad scenes":        {"-scenes", filepath.Join(fixtures, "list_devices.json")},
 		"bad address":       {"-addr", "256.0.0.1:1"},
+		"negative quota":    {"-quota", "-1"},
+		"bad quota window":  {"-quota", "10", "-quota-window", "soon"},
+		"zero short window": {"-short-quota", "10", "-short-window", "0s"},
+		"bad reset format":  {"-quota", "10", "-quota-reset", "fortnights"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -135,6 +135,11 @@ func (b *backgroundLoop) reportStatus(sc scheduler.Stats, ps poller.Stats, rs re
 		b.sd.Status("waiting for the cloud's device list: %d failed tries", ps.ListFailures)
 		return
 	}
+	if h := sc.Quota.HeldUntil; !h.IsZero() {
+		b.sd.Status("%d devices, %d online, %d × 429 since start; the account's quota is spent, requests wait until %s",
+			rs.Devices, rs.Online, sc.RateLimited, h.Format(time.TimeOnly))
+		return
+	}
 	b.sd.Status("%d devices, %d online, %d × 429 since start", rs.Devices, rs.Online, sc.RateLimited)
 }
 

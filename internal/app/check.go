@@ -91,11 +91,13 @@ func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, 
 		say(true, "state directory", cfg.State.Dir+" is writable")
 	}
 
-	devs, err := listDevices(ctx, cfg, log)
+	var limits cloud.RateLimits // what the list's answer says of the quota
+	devs, err := listDevices(ctx, cfg, log, &limits)
 	if err != nil {
 		say(false, "cloud", err.Error())
 	} else {
 		say(true, "cloud", fmt.Sprintf("the API key works; %d devices on the account", len(devs)))
+		checkQuota(cfg, devs, limits, out) // check_quota.go
 	}
 	checkEvents(ctx, cfg, say) // check_ports.go
 	if cfg.Local.Enabled && !cfg.Demo {
@@ -105,8 +107,9 @@ func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, 
 }
 
 // listDevices reads the account's devices once (the simulated account's in
-// demo mode).
-func listDevices(ctx context.Context, cfg config.Config, log zerolog.Logger) ([]capability.Device, error) {
+// demo mode); limits, when not nil, gets what the answer's rate-limit
+// headers say.
+func listDevices(ctx context.Context, cfg config.Config, log zerolog.Logger, limits *cloud.RateLimits) ([]capability.Device, error) {
 	base, key := cfg.Cloud.BaseURL, cfg.Cloud.APIKey.Reveal()
 	if cfg.Demo {
 		sim := cloudsim.New(cloudsim.Options{})
@@ -117,8 +120,13 @@ func listDevices(ctx context.Context, cfg config.Config, log zerolog.Logger) ([]
 		defer srv.Close()
 		base, key = srv.URL, sim.APIKey()
 	}
+	var onLimits func(cloud.RateLimits)
+	if limits != nil {
+		// Called before ListDevices returns, on this goroutine's request.
+		onLimits = func(l cloud.RateLimits) { *limits = l }
+	}
 	c, err := cloud.New(cloud.Config{BaseURL: base, APIKey: key, KeyHeader: cfg.Cloud.KeyHeader,
-		HTTPClient: &http.Client{Timeout: cfg.Cloud.Timeout}, Logger: log})
+		HTTPClient: &http.Client{Timeout: cfg.Cloud.Timeout}, Logger: log, OnLimits: onLimits})
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +139,7 @@ func listDevices(ctx context.Context, cfg config.Config, log zerolog.Logger) ([]
 // The environment's unknown variables are warnings in log.
 func Devices(ctx context.Context, cfg config.Config, out io.Writer, log zerolog.Logger) error {
 	warnUnknown(cfg, log)
-	devs, err := listDevices(ctx, cfg, log)
+	devs, err := listDevices(ctx, cfg, log, nil)
 	if err != nil {
 		return err
 	}

@@ -59,6 +59,7 @@ func TestHealthAndMetrics(t *testing.T) {
 		`cloud2mqtt_state_age_seconds`,
 		`cloud2mqtt_devices_online`,
 		`cloud2mqtt_mqtt_connected 1`,
+		`cloud2mqtt_mqtt_client_id_conflicts_total 0`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(body, series) {

@@ -17,6 +17,7 @@ import (
 	"cloud2mqtt/internal/poller"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
+	"cloud2mqtt/internal/web"
 )
 
 // metrics are the daemon's Prometheus metrics, in a set of its own (no
@@ -33,6 +34,10 @@ type metrics struct {
 
 	mu       sync.Mutex
 	requests map[requestKey]*vm.Counter // made on first use: the endpoints and statuses seen
+
+	// dailyLimit is CLOUD_DAILY_LIMIT in force (the settings'), for the
+	// quota's figures; nil: none.
+	dailyLimit func() int
 }
 
 type requestKey struct {
@@ -115,6 +120,7 @@ func (m *metrics) register(sched *scheduler.Scheduler, poll *poller.Poller, reg 
 	gauge(`cloud2mqtt_coalesced_total{kind="command"}`, func() float64 { return float64(sched.Stats().Superseded) })
 	gauge(`cloud2mqtt_coalesced_total{kind="read"}`, func() float64 { return float64(sched.Stats().CoalescedReads) })
 	gauge("cloud2mqtt_requests_today", func() float64 { return float64(sched.Stats().RequestsToday) })
+	m.registerQuota(sched)
 	// Tokens left in the account's buckets, and the fewest left in any
 	// device's.
 	gauge("cloud2mqtt_tokens_device_list", tokens(func(t scheduler.Tokens) float64 { return t.DeviceList }))
@@ -134,11 +140,14 @@ func (m *metrics) register(sched *scheduler.Scheduler, poll *poller.Poller, reg 
 		}
 		return 0
 	})
+	// Back-offs because another client took the bridge's client id.
+	gauge("cloud2mqtt_mqtt_client_id_conflicts_total", func() float64 { return float64(conn.Stats().Conflicts) })
 }
 
 // bridgeStats fills the bridge device's diagnostic entities.
 // bridgeStats is <base>/bridge/stats. Rate limited means a 429 in the last
-// minute or, with a daily limit, the day's quota spent.
+// minute, the account's quota spent (the scheduler holds the requests), or,
+// with a daily limit, the day's quota spent.
 func bridgeStats(version string, s scheduler.Stats, r registry.Stats, dailyLimit int, now time.Time) discovery.BridgeStats {
 	st := discovery.BridgeStats{
 		Version:       version,
@@ -157,7 +166,87 @@ func bridgeStats(version string, s scheduler.Stats, r registry.Stats, dailyLimit
 		st.QuotaLeft = &left
 		st.RateLimited = st.RateLimited || left == 0
 	}
+	st.RateLimited = st.RateLimited || !s.Quota.HeldUntil.IsZero()
+	if q, ok := quotaNow(s.Quota, dailyLimit, s.RequestsToday, now); ok {
+		if q.Limit > 0 {
+			st.QuotaLimit = &q.Limit
+		}
+		st.QuotaRemaining, st.QuotaSource, st.QuotaFits = &q.Remaining, &q.Source, q.Fits
+		if !q.Reset.IsZero() {
+			t := q.Reset.UTC().Truncate(time.Second)
+			st.QuotaReset = &t
+		}
+		if !q.RunsOut.IsZero() {
+			t := q.RunsOut.UTC()
+			st.QuotaRunsOut = &t
+		}
+	}
 	return st
+}
+
+// webQuota is the status page's quota (quotaNow); nil while none is known.
+func webQuota(s scheduler.Stats, dailyLimit int, now time.Time) *web.Quota {
+	q, ok := quotaNow(s.Quota, dailyLimit, s.RequestsToday, now)
+	if !ok {
+		return nil
+	}
+	w := &web.Quota{Limit: q.Limit, Remaining: q.Remaining, Source: q.Source, Fits: q.Fits, PacePerHour: q.PacePerHour}
+	if !q.Reset.IsZero() {
+		w.Reset = &q.Reset
+	}
+	if !q.RunsOut.IsZero() {
+		w.RunsOut = &q.RunsOut
+	}
+	return w
+}
+
+// registerQuota adds the account's quota as the bridge shows it (quotaNow):
+// the window that binds, where it comes from, and the forecast. The
+// figures are 0 while no quota is known (cloud2mqtt_quota_known 0).
+func (m *metrics) registerQuota(sched *scheduler.Scheduler) {
+	quota := func(f func(q quotaView) float64) func() float64 {
+		return func() float64 {
+			st := sched.Stats()
+			limit := 0
+			if m.dailyLimit != nil {
+				limit = m.dailyLimit()
+			}
+			q, ok := quotaNow(st.Quota, limit, st.RequestsToday, time.Now())
+			if !ok {
+				return 0
+			}
+			return f(q)
+		}
+	}
+	unix := func(t time.Time) float64 {
+		if t.IsZero() {
+			return 0
+		}
+		return float64(t.Unix())
+	}
+	m.set.NewGauge("cloud2mqtt_quota_known", quota(func(quotaView) float64 { return 1 }))
+	// 1 when the figures are the cloud's (its rate-limit headers), 0 when
+	// they are CLOUD_DAILY_LIMIT's.
+	m.set.NewGauge("cloud2mqtt_quota_learned", quota(func(q quotaView) float64 {
+		if q.Source == scheduler.QuotaLearned {
+			return 1
+		}
+		return 0
+	}))
+	m.set.NewGauge("cloud2mqtt_quota_limit", quota(func(q quotaView) float64 { return float64(q.Limit) }))
+	m.set.NewGauge("cloud2mqtt_quota_remaining", quota(func(q quotaView) float64 { return float64(q.Remaining) }))
+	m.set.NewGauge("cloud2mqtt_quota_reset_timestamp_seconds", quota(func(q quotaView) float64 { return unix(q.Reset) }))
+	// 1 when the pace of the last ten minutes fits what is left until the
+	// quota renews (also while it is not measured yet), 0 when not; then
+	// cloud2mqtt_quota_runs_out_timestamp_seconds says when it runs out.
+	m.set.NewGauge("cloud2mqtt_quota_fits", quota(func(q quotaView) float64 {
+		if q.Fits != nil && !*q.Fits {
+			return 0
+		}
+		return 1
+	}))
+	m.set.NewGauge("cloud2mqtt_quota_runs_out_timestamp_seconds", quota(func(q quotaView) float64 { return unix(q.RunsOut) }))
+	m.set.NewGauge("cloud2mqtt_quota_pace_per_hour", quota(func(q quotaView) float64 { return q.PacePerHour }))
 }
 
 // observe wraps a transport to count requests by endpoint and status.

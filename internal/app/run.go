@@ -50,9 +50,11 @@ type running struct {
 // → state restored → poller → settings → bridge. Nothing runs yet.
 func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	log := m.Log
+	var sched *scheduler.Scheduler // the answers' rate-limit headers tell it the quota
 	client, err := cloud.New(cloud.Config{
 		BaseURL: env.baseURL, APIKey: env.apiKey, KeyHeader: cfg.Cloud.KeyHeader,
 		HTTPClient: m.httpClient(), Logger: log,
+		OnLimits: func(l cloud.RateLimits) { sched.ObserveLimits(l) },
 	})
 	if err != nil {
 		return nil, err
@@ -65,6 +67,7 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	d.statsKick, d.saveKick = kicks[0], kicks[1]
 	pcfg := m.configs(d, kicks)
 	d.sched = scheduler.New(client, d.scfg, log.With().Str("component", "scheduler").Logger())
+	sched = d.sched
 	d.mirror = m.newMirror(d)
 	if d.lan, err = m.newLocal(cfg, env); err != nil {
 		return nil, err
@@ -74,6 +77,7 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	d.poll = poller.New(d.sched, d.reg, pcfg, log.With().Str("component", "poller").Logger())
 	d.set = newSettings(cfg, d.dir, log, d.poll, d.mirror)
 	d.set.apply()
+	d.met.dailyLimit = d.set.dailyLimit
 	d.br = bridge.New(d.mirror, d.reg, d.poll, d.sched, d.set)
 	if d.lan != nil {
 		d.lan.Bind(d.reg, d.poll)

@@ -83,3 +83,4 @@ func (idleScheduler) Held(string, string) (scheduler.Hold, bool)                
 func (idleScheduler) ListDevices(func([]capability.Device, error)) error        { return errIdle }
 func (idleScheduler) Scenes(string, string, func(cloud.Scenes, error)) error    { return errIdle }
 func (idleScheduler) DIYScenes(string, string, func(cloud.Scenes, error)) error { return errIdle }
+func (idleScheduler) Quota() scheduler.Quota                                    { return scheduler.Quota{} }

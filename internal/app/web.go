@@ -232,6 +232,7 @@ func (s *webSource) Budget() web.Budget {
 		t := st.LastRateLimited
 		b.Last429 = &t
 	}
+	b.Quota = webQuota(st, s.set.dailyLimit(), time.Now()) // metrics.go
 	l := s.limits
 	capOf := func(l, def scheduler.Limit) float64 {
 		if l.Burst < 1 || l.Rate <= 0 {

@@ -274,6 +274,8 @@ func errorCode(err error) int {
 	switch {
 	case errors.Is(err, scheduler.ErrAuthHoldoff):
 		return 401 // held back because the cloud refused the key: as the refusal itself
+	case errors.Is(err, scheduler.ErrQuotaSpent):
+		return 429 // held back because the account's quota is spent: as the cloud's refusal
 	case errors.Is(err, scheduler.ErrOverloaded):
 		return 503
 	case errors.Is(err, scheduler.ErrClosed), errors.Is(err, scheduler.ErrNotSent):

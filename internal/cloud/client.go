@@ -92,6 +92,12 @@ type Config struct {
 	KeyHeader  string         // default "Service-API-Key"
 	HTTPClient *http.Client   // its Transport and Timeout (default: DefaultTimeout per request); redirects are never followed
 	Logger     zerolog.Logger // warnings about odd answers, debug lines per request
+	// OnLimits, when set, is called with what an answer's rate-limit
+	// headers said (the account's quota, a shorter window), for every
+	// answer that carried any, success or not, before the request's method
+	// returns: whoever plans the requests learns what is left from it. It
+	// is called from the requesting goroutine and must not block.
+	OnLimits func(RateLimits)
 }
 
 // String describes the config with the API key redacted, so that a Config
@@ -135,6 +141,7 @@ type Client struct {
 	log       zerolog.Logger
 	now       func() time.Time
 	maxBody   int64
+	onLimits  func(RateLimits)
 
 	mu   sync.Mutex
 	seen map[string]struct{} // warnings already logged
@@ -176,6 +183,7 @@ func New(cfg Config) (*Client, error) {
 		log:       cfg.Logger.With().Str("component", "cloud").Logger(),
 		now:       time.Now,
 		maxBody:   MaxResponseBytes,
+		onLimits:  cfg.OnLimits,
 		seen:      make(map[string]struct{}),
 	}, nil
 }

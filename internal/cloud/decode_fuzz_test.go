@@ -187,3 +187,38 @@ func FuzzDecodeRetryAfter(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRateLimits feeds arbitrary values to both rate-limit triples: what is
+// read is always within bounds (a count from 0 to the bound, a reset no more
+// than a month ahead and never before now), and a value is either read or
+// named as a problem.
+func FuzzRateLimits(f *testing.F) {
+	f.Add("10000", "9876", "3600")
+	f.Add("45", "0", "1795000000")
+	f.Add("100, 100;w=60", "12", "1795000000000")
+	f.Add("lots", "-1", "Wed, 25 Nov 2026 19:00:00 GMT")
+	f.Fuzz(func(t *testing.T, limit, remaining, reset string) {
+		now := time.Date(2026, 11, 25, 18, 0, 0, 0, time.UTC)
+		h := http.Header{"Api-Ratelimit-Limit": {limit}, "Api-Ratelimit-Remaining": {remaining}, "Api-Ratelimit-Reset": {reset},
+			"X-Ratelimit-Limit": {reset}, "X-Ratelimit-Remaining": {limit}, "X-Ratelimit-Reset": {remaining}}
+		l, problems := parseRateLimits(h, now)
+		read := 0
+		for _, w := range []RateLimit{l.Quota, l.Short} {
+			if w.Limit < 0 || w.Limit > maxRateCount || w.Remaining < 0 || w.Remaining > maxRateCount ||
+				(w.Limit > 0 && w.Remaining > w.Limit) {
+				t.Fatalf("counts out of bounds: %+v", w)
+			}
+			if !w.Reset.IsZero() && (w.Reset.Before(now) || w.Reset.Sub(now) > maxResetAhead) {
+				t.Fatalf("reset out of bounds: %v", w.Reset)
+			}
+			for _, ok := range []bool{w.Limit > 0, w.HasRemaining, !w.Reset.IsZero()} {
+				if ok {
+					read++
+				}
+			}
+		}
+		if read+len(problems) != 6 {
+			t.Fatalf("%d values read and %d problems, want 6 in all: %+v %v", read, len(problems), l, problems)
+		}
+	})
+}

@@ -62,6 +62,9 @@ type APIError struct {
 	// RetryAfter is the service's Retry-After, capped at maxRetryAfter; 0
 	// when it gave none.
 	RetryAfter time.Duration
+	// Limits are what the answer's rate-limit headers said (zero when it
+	// had none): for a 429, whether the account's quota is spent.
+	Limits RateLimits
 
 	Err error // the underlying cause (network, JSON), if any
 }

@@ -86,6 +86,7 @@ type answer struct {
 	status int
 	header http.Header
 	body   []byte
+	limits RateLimits // what its rate-limit headers said
 }
 
 // exchange sends one request and reads its answer, whatever its status.
@@ -134,6 +135,11 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 		return answer{}, err
 	}
 	defer func() { _ = resp.Body.Close() }()
+	// The headers say what is left of the quota, whatever the answer.
+	limits := c.readRateLimits(resp.Header, c.now())
+	if c.onLimits != nil && limits.Known() {
+		c.onLimits(limits)
+	}
 	// One buffer of the announced size (io.ReadAll would grow one from 512
 	// bytes, copying each time): a read answer is a kilobyte or two.
 	size := int64(bytes.MinRead)
@@ -150,10 +156,10 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 		Int("status", resp.StatusCode).Int("bytes", len(data)).Dur("elapsed", time.Since(start)).Msg("cloud request")
 	if int64(len(data)) > c.maxBody {
 		e := cl.fail(ErrTransient, fmt.Sprintf("the answer is larger than %d bytes and was not read", c.maxBody), nil)
-		e.HTTPStatus = resp.StatusCode
+		e.HTTPStatus, e.Limits = resp.StatusCode, limits
 		return answer{}, e
 	}
-	return answer{status: resp.StatusCode, header: resp.Header, body: data}, nil
+	return answer{status: resp.StatusCode, header: resp.Header, body: data, limits: limits}, nil
 }
 
 func (c *Client) transportError(ctx context.Context, cl call, status int, err error) error {
@@ -283,7 +289,7 @@ func (c *Client) check(cl call, a answer) (envelope, error) {
 		if e.Msg == "" {
 			e.Msg = strings.ToLower(http.StatusText(a.status))
 		}
-		e.HTTPStatus = a.status
+		e.HTTPStatus, e.Limits = a.status, a.limits
 		e.RetryAfter = parseRetryAfter(a.header.Get("Retry-After"), c.now())
 		return envelope{}, e
 	}
@@ -306,7 +312,7 @@ func (c *Client) check(cl call, a answer) (envelope, error) {
 			msg = "the service reported a failure"
 		}
 		e := cl.fail(kindForStatus(env.code), msg, nil)
-		e.HTTPStatus = a.status
+		e.HTTPStatus, e.Limits = a.status, a.limits
 		e.Code = env.code
 		e.RetryAfter = parseRetryAfter(a.header.Get("Retry-After"), c.now())
 		return envelope{}, e

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"syscall"
+	"time"
 )
 
 // Hint says in words what to do about a failed cloud request, naming the
@@ -38,6 +39,16 @@ func (e *APIError) hint() string {
 	case ErrAuth:
 		return hintKey
 	case ErrRateLimited:
+		if w, spent := e.Limits.Spent(); spent {
+			s := "the account's request quota is spent"
+			if w.Limit > 0 {
+				s = fmt.Sprintf("the account's request quota of %d is spent", w.Limit)
+			}
+			if !w.Reset.IsZero() {
+				s += "; it renews at " + w.Reset.UTC().Format(time.RFC3339)
+			}
+			return s
+		}
 		if e.RetryAfter > 0 {
 			return fmt.Sprintf("retry after %s", e.RetryAfter)
 		}

@@ -186,16 +186,33 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// handle is the service proper: auth, request checks, limits, the device.
+// handle is the service proper: auth, the quota, request checks, limits,
+// the device.
 func (s *Sim) handle(r *http.Request, ep string, body []byte, readErr error) *answer {
-	get := ep == cloud.EndpointDevices
 	if ep == AnyEndpoint {
 		return getError(http.StatusNotFound, "not found")
 	}
 	if !s.authorised(r) {
 		return getError(http.StatusUnauthorized, msgUnauthorized)
 	}
-	if get {
+	hdr, refused := s.spend(s.now())
+	if refused != nil {
+		return refused
+	}
+	a := s.handleAuthorised(r, ep, body, readErr)
+	for k, v := range hdr {
+		if a.header == nil {
+			a.header = http.Header{}
+		}
+		a.header[k] = v
+	}
+	return a
+}
+
+// handleAuthorised answers a request with the account's key that the quota
+// let through.
+func (s *Sim) handleAuthorised(r *http.Request, ep string, body []byte, readErr error) *answer {
+	if ep == cloud.EndpointDevices {
 		if r.Method != http.MethodGet {
 			return getError(http.StatusMethodNotAllowed, "method not allowed")
 		}

@@ -70,6 +70,14 @@ type Options struct {
 	// LogLimit bounds Requests() and ControlLog() (default 10000 each; the
 	// oldest entries go first). Counts are never dropped.
 	LogLimit int
+
+	// Quota, when its Limit is set, is the account's request quota: every
+	// request with the right key counts, every answer to one says what is
+	// left in the API-RateLimit-* headers, and one beyond it is answered
+	// 429 with Retry-After until the window renews (quota.go). ShortQuota
+	// is a second, shorter window in the X-RateLimit-* headers. Both off
+	// by default: no headers.
+	Quota, ShortQuota Quota
 }
 
 // Sim is a simulated cloud account. It is an http.Handler: serve it with
@@ -96,6 +104,7 @@ type Sim struct {
 	defaultScenes []capability.Option
 	stateless     map[string]bool // device ids whose state reads answer "devices not exist"
 	buckets       *buckets
+	quotas        quotas
 	requests      []Request
 	controls      []ControlRecord
 	counts        Counts
@@ -137,6 +146,7 @@ func New(opts Options) *Sim {
 		diyScenes:     map[string][]capability.Option{},
 		defaultScenes: cat.DefaultScenes,
 		buckets:       newBuckets(opts.Limits.withDefaults()),
+		quotas:        newQuotas(opts),
 		counts:        newCounts(),
 		listeners:     map[int]func(Event){},
 	}

@@ -69,7 +69,7 @@ type Cloud struct {
 	KeyHeader  string        `env:"CLOUD_API_KEY_HEADER" envDefault:"Service-API-Key" doc:"HTTP header that carries the API key"`
 	Timeout    time.Duration `env:"CLOUD_TIMEOUT" envDefault:"10s" doc:"Timeout of one cloud request"`
 	EventsURL  string        `env:"CLOUD_EVENTS_URL" redact:"url" doc:"Cloud event stream, mqtts://host:8883 style; empty = events off"`
-	DailyLimit int           `env:"CLOUD_DAILY_LIMIT" envDefault:"0" doc:"Most cloud requests per day (the account's quota); 0 = no daily limit"`
+	DailyLimit int           `env:"CLOUD_DAILY_LIMIT" envDefault:"0" doc:"Most cloud requests per day (the account's quota); 0 = none set (the quota the cloud's answers tell is still planned within)"`
 }
 
 // Poll is how often the daemon reads from the cloud on its own.

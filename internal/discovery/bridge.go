@@ -35,6 +35,22 @@ type BridgeStats struct {
 	// only errors (as /healthz says), null until a request had an
 	// outcome. It is the "Cloud" connectivity sensor.
 	CloudConnected *bool `json:"cloud_connected"`
+	// The account's quota as the bridge knows it: the window that binds
+	// (the cloud's own, learned from its answers' rate-limit headers, or
+	// CLOUD_DAILY_LIMIT, the smaller winning). QuotaLimit is the requests
+	// the window allows, QuotaRemaining those left, QuotaReset when it
+	// renews, QuotaSource "learned" or "configured"; all null while no
+	// quota is known.
+	QuotaLimit     *int       `json:"quota_limit"`
+	QuotaRemaining *int       `json:"quota_remaining"`
+	QuotaReset     *time.Time `json:"quota_reset"`
+	QuotaSource    *string    `json:"quota_source"`
+	// QuotaFits says whether the requests at the pace of the last ten
+	// minutes fit what is left until the quota renews (null until that
+	// pace is measured); QuotaRunsOut is when what is left runs out at
+	// that pace when they do not.
+	QuotaFits    *bool      `json:"quota_fits"`
+	QuotaRunsOut *time.Time `json:"quota_runs_out"`
 }
 
 // BridgeInfo is the JSON the bridge publishes, retained, on
@@ -69,6 +85,13 @@ type DeviceInfo struct {
 	Disabled            bool   `json:"disabled"`
 	Name                string `json:"name,omitempty"` // display name chosen by the user
 }
+
+// The values of BridgeStats.QuotaSource (scheduler.QuotaLearned and
+// QuotaConfigured; discovery imports no scheduler).
+const (
+	scheduleLearned    = "learned"
+	scheduleConfigured = "configured"
+)
 
 // LogLevels are the log levels the bridge's log-level select offers, as
 // LOG_LEVEL spells them.
@@ -140,6 +163,31 @@ func BridgeConfigs(cfg Config) map[string][]byte {
 	} else {
 		out[cfg.ConfigTopic("sensor", cfg.BridgeID, "quota_left")] = []byte{}
 	}
+
+	// The account's quota, learned or configured: always there (it may be
+	// learned any time), unknown until it is.
+	sensor("quota_limit", "Cloud quota", map[string]any{"icon": "mdi:speedometer"})
+	sensor("quota_remaining", "Cloud quota left", map[string]any{
+		"state_class": "measurement", "icon": "mdi:gauge"})
+	sensor("quota_reset", "Cloud quota renews", map[string]any{
+		"device_class":   "timestamp",
+		"value_template": "{{ value_json.get(\"quota_reset\") or \"None\" }}"})
+	sensor("quota_source", "Cloud quota source", map[string]any{
+		"device_class": "enum", "options": []any{scheduleLearned, scheduleConfigured},
+		"value_template": "{% set v = value_json.get(\"quota_source\") %}{{ v if v in " + jval([]any{scheduleLearned, scheduleConfigured}) + " else \"None\" }}"})
+	sensor("quota_runs_out", "Cloud quota runs out", map[string]any{
+		"device_class":   "timestamp",
+		"value_template": "{{ value_json.get(\"quota_runs_out\") or \"None\" }}"})
+	add("binary_sensor", "quota_short", "Cloud quota short", map[string]any{
+		"state_topic":     l.BridgeStats(),
+		"device_class":    "problem",
+		"entity_category": "diagnostic",
+		// short: the pace does not fit; unknown until it is measured
+		"value_template": "{% set v = value_json.get(\"quota_fits\") %}" +
+			"{{ \"None\" if v is none else (\"OFF\" if v else \"ON\") }}",
+		"payload_on":  "ON",
+		"payload_off": "OFF",
+	})
 
 	add("binary_sensor", "rate_limited", "Rate limited", map[string]any{
 		"state_topic":     l.BridgeStats(),

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/topic"
@@ -40,11 +41,15 @@ func TestBridgeStatsJSON(t *testing.T) {
 		want string
 	}{
 		{"no daily limit", BridgeStats{Version: "1"},
-			`{"version":"1","requests_today":0,"last_429":null,"queue_depth":0,"devices_online":0,"devices_total":0,"rate_limited":false,"quota_left":null,"cloud_connected":null}`},
+			`{"version":"1","requests_today":0,"last_429":null,"queue_depth":0,"devices_online":0,"devices_total":0,"rate_limited":false,"quota_left":null,"cloud_connected":null,"quota_limit":null,"quota_remaining":null,"quota_reset":null,"quota_source":null,"quota_fits":null,"quota_runs_out":null}`},
 		{"rate limited with quota", BridgeStats{Version: "1", RateLimited: true, QuotaLeft: &left},
-			`{"version":"1","requests_today":0,"last_429":null,"queue_depth":0,"devices_online":0,"devices_total":0,"rate_limited":true,"quota_left":420,"cloud_connected":null}`},
+			`{"version":"1","requests_today":0,"last_429":null,"queue_depth":0,"devices_online":0,"devices_total":0,"rate_limited":true,"quota_left":420,"cloud_connected":null,"quota_limit":null,"quota_remaining":null,"quota_reset":null,"quota_source":null,"quota_fits":null,"quota_runs_out":null}`},
+		{"a learned quota running short", BridgeStats{Version: "1", QuotaLimit: new(45), QuotaRemaining: new(12),
+			QuotaReset: new(time.Date(2026, 11, 25, 18, 3, 0, 0, time.UTC)), QuotaSource: new("learned"), QuotaFits: new(false),
+			QuotaRunsOut: new(time.Date(2026, 11, 25, 18, 1, 0, 0, time.UTC))},
+			`{"version":"1","requests_today":0,"last_429":null,"queue_depth":0,"devices_online":0,"devices_total":0,"rate_limited":false,"quota_left":null,"cloud_connected":null,"quota_limit":45,"quota_remaining":12,"quota_reset":"2026-11-25T18:03:00Z","quota_source":"learned","quota_fits":false,"quota_runs_out":"2026-11-25T18:01:00Z"}`},
 		{"cloud away", BridgeStats{Version: "1", CloudConnected: new(false)},
-			`{"version":"1","requests_today":0,"last_429":null,"queue_depth":0,"devices_online":0,"devices_total":0,"rate_limited":false,"quota_left":null,"cloud_connected":false}`},
+			`{"version":"1","requests_today":0,"last_429":null,"queue_depth":0,"devices_online":0,"devices_total":0,"rate_limited":false,"quota_left":null,"cloud_connected":false,"quota_limit":null,"quota_remaining":null,"quota_reset":null,"quota_source":null,"quota_fits":null,"quota_runs_out":null}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -49,7 +49,7 @@ func (d *device) readDue() (due time.Time, ok bool) {
 	if d.localQuiet() && !d.readNow && d.confirmDue.IsZero() {
 		return time.Time{}, false // the LAN reads it (local.go)
 	}
-	due = d.nextPoll
+	due = latest(d.nextPoll, d.pacedUntil) // only the periodic read waits for the quota
 	if !d.confirmDue.IsZero() && d.confirmDue.Before(due) {
 		due = d.confirmDue
 	}
@@ -77,7 +77,7 @@ func (d *device) scenesDue() (due time.Time, ok bool) {
 	if d.scenesWanted {
 		return time.Time{}, true
 	}
-	return d.nextScenes, true
+	return latest(d.nextScenes, d.scenesPacedUntil), true
 }
 
 // schedule (re)places the device in the agenda at the instant it next needs

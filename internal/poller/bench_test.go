@@ -26,6 +26,8 @@ func (s *instantScheduler) Held(sku, device string) (scheduler.Hold, bool) {
 	return scheduler.Hold{}, false
 }
 
+func (s *instantScheduler) Quota() scheduler.Quota { return scheduler.Quota{} }
+
 func (s *instantScheduler) ListDevices(report func([]capability.Device, error)) error {
 	report(nil, fmt.Errorf("bench: no list"))
 	return nil
@@ -76,21 +78,55 @@ func BenchmarkIdleWake(b *testing.B) {
 	const late = 50 * time.Microsecond
 	now = now.Add(late)
 	clock := func() time.Time { return now }
-	wake := func() {
+	// cycle is one wake of the loop at now; it returns the next.
+	cycle := func() time.Time {
 		next := p.cycle(clock)
+		// The answers of this wake's reads came at once (on the caller's
+		// goroutine) and kicked the loop: as Run does, it looks again at
+		// the same instant to apply them.
+		for kicked := true; kicked; {
+			select {
+			case <-p.kick:
+				next = p.cycle(clock)
+			default:
+				kicked = false
+			}
+		}
+		return next
+	}
+	wake := func() {
+		next := cycle()
 		if next.Sub(now) != readGrid-late {
 			b.Fatalf("next wake %v after this one, want the next grid instant", next.Sub(now))
 		}
 		now = next.Add(late)
 	}
-	// Two full intervals first: every device has had its first read (which
-	// reports all values) and the first scene round.
-	for range 2 * DefaultInterval / readGrid {
-		wake()
+	// Three intervals first: every device has had its first read (which
+	// reports all values), its second at its place in the spread (the
+	// interval after the first's) and the first scene round.
+	for end := now.Add(3 * DefaultInterval); now.Before(end); {
+		now = cycle().Add(late)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
 		wake()
+	}
+}
+
+// BenchmarkPacerLook is the pacer's share of a wake of the loop with a
+// quota known: the quota taken, whether it binds decided, a read paced.
+func BenchmarkPacerLook(b *testing.B) {
+	q := quotaOf(10000, 6000, 12*time.Hour, 24*time.Hour)
+	q.Windows[scheduler.WindowShort] = scheduler.QuotaWindow{Name: "X-RateLimit", Limit: 100, Remaining: 80,
+		HasRemaining: true, Reset: paceNow.Add(30 * time.Second), Span: time.Minute, Observed: paceNow}
+	pc := newPacer()
+	now := paceNow
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(time.Millisecond)
+		pc.look(now, q, DefaultListInterval)
+		pc.decide(0.3, 0.25, 18)
+		pc.take(now, 1, false)
 	}
 }

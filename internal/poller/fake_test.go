@@ -46,6 +46,13 @@ type fakeScheduler struct {
 	diy    map[string][]capability.Option
 	reject error           // returned by every submission while set
 	hold   *scheduler.Hold // Held's answer for every device while set
+	quota  scheduler.Quota // Quota's answer
+}
+
+func (f *fakeScheduler) Quota() scheduler.Quota {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.quota
 }
 
 func (f *fakeScheduler) Held(sku, device string) (scheduler.Hold, bool) {

@@ -139,7 +139,15 @@ type planLine struct {
 func (p *Poller) replan() {
 	n := 0
 	var own []time.Duration
+	sceneFetches := 0
 	for _, d := range p.devices {
+		if !d.disabled {
+			for _, has := range []bool{d.hasLight(), d.hasDIY()} {
+				if has {
+					sceneFetches++
+				}
+			}
+		}
 		switch {
 		case d.disabled:
 		case d.local.local && d.local.every > 0:
@@ -158,6 +166,26 @@ func (p *Poller) replan() {
 	cfg := p.cfg
 	cfg.OwnIntervals = own
 	interval, plan := PlanInterval(n, cfg)
+	// The quota the cloud's answers describe: the periodic reads at the
+	// planned interval and the scene rounds are what it paces (quota.go).
+	ownRate := 0.0
+	for _, o := range own {
+		ownRate += 1 / max(o, MinInterval).Seconds()
+	}
+	p.paced = n
+	p.demand = ownRate + float64(sceneFetches)/p.cfg.SceneInterval.Seconds()
+	if n > 0 {
+		p.demand += float64(n) / interval.Seconds()
+	}
+	if q := p.pace.quotaInterval(n, ownRate); q > interval {
+		interval = q
+		plan.withQuota(q)
+	}
+	p.readRate = ownRate
+	if n > 0 {
+		p.readRate += float64(n) / interval.Seconds()
+	}
+	p.pace.decide(p.demand, p.readRate, n)
 	p.interval, p.plan = interval, plan
 	// The grid counts every periodic read: the devices with an interval of
 	// their own as the share of a device at the common interval they are.
@@ -177,6 +205,9 @@ func (p *Poller) replan() {
 	}
 	p.planLogged = line
 	switch {
+	case plan.Quota > 0:
+		p.log.Info().EmbedObject(plan).Float64("quota_reads_per_hour", p.pace.capacity*3600).
+			Msg("poller: poll interval planned for the account's quota, as the cloud's answers describe it")
 	case plan.OverBudget:
 		p.log.Error().EmbedObject(plan).
 			Msg("poller: CLOUD_DAILY_LIMIT is too low for this many devices even at one read a day; raise it, lengthen the list and scene intervals or lower the command allowance")

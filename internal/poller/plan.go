@@ -39,6 +39,11 @@ type Plan struct {
 	Needed     time.Duration // shortest interval whose reads fit StateBudget; 0 without a limit
 	Interval   time.Duration // max(Configured, Needed) rounded up to whole seconds: the interval used
 
+	// Quota is the interval the account's quota allows, as the cloud's
+	// answers describe it (poller/quota.go), when it is longer than the
+	// rest of the plan's: Interval then. 0 otherwise.
+	Quota time.Duration
+
 	StateRequests int  // periodic state reads at Interval (online devices; offline ones read less)
 	Total         int  // StateRequests + FirstRequests + ListRequests + SceneRequests + CommandRequests
 	OverBudget    bool // the fixed costs leave less than one read per device a day: Interval is 24 h and Total exceeds Budget
@@ -90,6 +95,14 @@ func PlanInterval(devices int, cfg Config) (time.Duration, Plan) {
 	return p.Interval, p
 }
 
+// withQuota makes q, the interval the account's quota allows, the plan's
+// interval, and counts its reads.
+func (p *Plan) withQuota(q time.Duration) {
+	p.Quota, p.Interval = q, q
+	p.StateRequests = p.Devices * perDay(q)
+	p.Total = p.StateRequests + p.OwnRequests + p.FirstRequests + p.ListRequests + p.SceneRequests + p.CommandRequests
+}
+
 // perDay is how many requests one every d makes in a day, the first at the
 // start of the day.
 func perDay(d time.Duration) int {
@@ -114,5 +127,6 @@ func (p Plan) MarshalZerologObject(e *zerolog.Event) {
 		Stringer("configured", p.Configured).
 		Stringer("needed", p.Needed).
 		Stringer("interval", p.Interval).
+		Stringer("quota_interval", p.Quota).
 		Bool("over_budget", p.OverBudget)
 }

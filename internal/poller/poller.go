@@ -42,6 +42,9 @@ type Scheduler interface {
 	ListDevices(report func([]capability.Device, error)) error
 	Scenes(sku, device string, report func(cloud.Scenes, error)) error
 	DIYScenes(sku, device string, report func(cloud.Scenes, error)) error
+	// Quota is what the cloud's answers said of the account's quota: the
+	// periodic reads and scene rounds are paced within it (quota.go).
+	Quota() scheduler.Quota
 }
 
 // Store is what the poller needs of internal/registry: it writes every
@@ -179,6 +182,9 @@ type Stats struct {
 	Plan       Plan          // the arithmetic behind Interval
 	// ListFailures counts failed device-list reads in a row.
 	ListFailures int
+	// QuotaWait is set while the periodic reads wait for a window of the
+	// account's quota to renew (what is left is the reserve).
+	QuotaWait time.Time
 }
 
 // device is everything the poller knows and plans about one device.
@@ -205,6 +211,9 @@ type device struct {
 	stateless bool
 	// heldUntil: a read on request waits for the bridge's hold-off.
 	heldUntil time.Time
+	// pacedUntil, scenesPacedUntil: the periodic read, the scene round
+	// wait for the quota (quota.go).
+	pacedUntil, scenesPacedUntil time.Time
 
 	// failedReads counts failed reads in a row: enough of them make the
 	// device unreachable. backoffReads counts offline or failed reads in a
@@ -274,6 +283,10 @@ type Poller struct {
 	grid          time.Duration // of periodic reads and scene rounds (periodicGrid)
 	plan          Plan
 	planLogged    planLine // what the last "poll interval" line said
+	pace          pacer    // quota.go
+	demand        float64  // paced requests a second the plan makes without the quota
+	readRate      float64  // periodic reads a second the plan makes
+	paced         int      // devices read at the common interval
 	devices       map[capability.Key]*device
 	options       map[capability.Key]DeviceOptions // by SetDeviceOptions, also for devices not listed yet
 	locals        map[capability.Key]localReads    // by SetLocal, also for devices not listed yet
@@ -305,7 +318,7 @@ func New(s Scheduler, store Store, cfg Config, log zerolog.Logger) *Poller {
 	return &Poller{s: s, store: store, cfg: cfg, log: log,
 		kick:     make(chan struct{}, 1),
 		interval: interval, grid: readGrid,
-		plan: plan, devices: make(map[capability.Key]*device),
+		plan: plan, pace: newPacer(), devices: make(map[capability.Key]*device),
 		options: make(map[capability.Key]DeviceOptions),
 	}
 }
@@ -352,6 +365,7 @@ func (p *Poller) cycle(clock func() time.Time) time.Time {
 
 	p.mu.Lock()
 	now := clock()
+	p.lookQuota(now)
 	for _, apply := range q {
 		apply(now)
 	}
@@ -437,8 +451,12 @@ func (p *Poller) step(now time.Time) time.Time {
 		p.sendList(now)
 	}
 	batch := p.due(now)
+	// Reads before scene rounds: within a quota, what is left goes to the
+	// reads first.
 	for _, d := range batch {
 		p.stepRead(now, d)
+	}
+	for _, d := range batch {
 		p.stepScenes(now, d)
 		p.schedule(d)
 	}

@@ -22,7 +22,11 @@ func (p *Poller) stepRead(now time.Time, d *device) {
 	if d.readNow || (!d.confirmDue.IsZero() && !d.confirmDue.After(now)) {
 		prio = scheduler.PriorityConfirm
 		d.confirmDue, d.confirmFirst = time.Time{}, time.Time{}
+	} else if at := p.pace.take(now, 1, false); at.After(now) {
+		d.pacedUntil = at // the quota: a periodic read waits (quota.go)
+		return
 	}
+	d.pacedUntil = time.Time{}
 	waiters := d.nextReadWaiters
 	d.readNow, d.nextReadWaiters = false, nil
 	sentSeq := p.store.Seq()

@@ -159,7 +159,7 @@ func (p *Poller) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return Stats{Devices: len(p.devices), Interval: p.interval, Reads: p.reads, ReadErrors: p.readErrors, Plan: p.plan,
-		ListFailures: p.listFailures}
+		ListFailures: p.listFailures, QuotaWait: p.pace.held()}
 }
 
 // DeviceOptions are a user's settings for one device.

@@ -18,6 +18,19 @@ func (p *Poller) stepScenes(now time.Time, d *device) {
 		return
 	}
 	light, diy := d.hasLight(), d.hasDIY()
+	if !d.scenesWanted {
+		n := 0
+		for _, has := range []bool{light, diy} {
+			if has {
+				n++
+			}
+		}
+		if at := p.pace.take(now, n, true); at.After(now) {
+			d.scenesPacedUntil = at // the quota: from the scene rounds' share (quota.go)
+			return
+		}
+	}
+	d.scenesPacedUntil = time.Time{}
 	d.scenesWanted = false
 	r := &sceneRound{waiters: d.sceneWaiters}
 	d.sceneWaiters = nil

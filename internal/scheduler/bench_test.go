@@ -401,3 +401,32 @@ func BenchmarkOverhead(b *testing.B) {
 		b.Error(err)
 	}
 }
+
+// BenchmarkObserveLimits is the scheduler's share of an answer that told
+// the quota: what is left taken in, the windows renewed when due, a hold
+// started when spent (not here).
+func BenchmarkObserveLimits(b *testing.B) {
+	s := scheduler.New(instantCloud{}, scheduler.Config{}, zerolog.Nop())
+	reset := time.Now().Add(time.Hour)
+	l := cloud.RateLimits{Quota: cloud.RateLimit{Limit: 10000, Remaining: 9876, HasRemaining: true, Reset: reset},
+		Short: cloud.RateLimit{Limit: 100, Remaining: 99, HasRemaining: true, Reset: time.Now().Add(42 * time.Second)}}
+	b.ReportAllocs()
+	for b.Loop() {
+		l.At = time.Now()
+		s.ObserveLimits(l)
+	}
+}
+
+// BenchmarkQuotaSnapshot is what the poller's look at the quota costs the
+// scheduler once a wake: Quota() with both windows known.
+func BenchmarkQuotaSnapshot(b *testing.B) {
+	s := scheduler.New(instantCloud{}, scheduler.Config{}, zerolog.Nop())
+	s.ObserveLimits(cloud.RateLimits{At: time.Now(), Quota: cloud.RateLimit{Limit: 10000, Remaining: 9876, HasRemaining: true, Reset: time.Now().Add(time.Hour)},
+		Short: cloud.RateLimit{Limit: 100, Remaining: 99, HasRemaining: true, Reset: time.Now().Add(42 * time.Second)}})
+	b.ReportAllocs()
+	for b.Loop() {
+		if q := s.Quota(); !q.Known() {
+			b.Fatal(q)
+		}
+	}
+}

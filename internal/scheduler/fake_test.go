@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -40,6 +41,11 @@ type fakeCloud struct {
 	// fail decides the error for a request; nil means success. n counts
 	// earlier requests to the same endpoint and device.
 	fail func(c call, n int) error
+	// limits, when set, are the rate-limit headers of each answer (the
+	// request and its outcome): observe hears of them as the cloud
+	// client's OnLimits would, and a failure carries them.
+	limits  func(c call, err error) cloud.RateLimits
+	observe func(cloud.RateLimits)
 
 	mu     sync.Mutex
 	calls  []call
@@ -71,6 +77,16 @@ func (f *fakeCloud) do(ctx context.Context, c call) error {
 		f.values[c.device+"/"+c.instance] = c.value
 	}
 	f.mu.Unlock()
+	if f.limits != nil {
+		l := f.limits(c, err)
+		var ae *cloud.APIError
+		if errors.As(err, &ae) {
+			ae.Limits = l
+		}
+		if f.observe != nil && l.Known() {
+			f.observe(l)
+		}
+	}
 	if f.respond != nil {
 		if d := f.respond(c); d > 0 {
 			time.Sleep(d)

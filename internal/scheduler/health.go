@@ -53,13 +53,15 @@ func (h *cloudHealth) observe(now time.Time, ep endpoint, err error) {
 	h.Err = err
 }
 
-// countLocked counts a request that was on the wire, if it reached the
-// cloud, against the day's budget, and what its outcome says of the cloud.
-func (s *Scheduler) countLocked(ep endpoint, now time.Time, err error) {
+// countLocked counts a request that was on the wire (sent at sent), if it
+// reached the cloud, against the day's budget and the quota, and what its
+// outcome says of the cloud.
+func (s *Scheduler) countLocked(ep endpoint, now, sent time.Time, err error) {
 	s.counts.cloud.observe(now, ep, err)
 	if !cloud.Reached(err) {
 		return
 	}
+	s.quota.count(now, sent)
 	s.counts.requests[ep]++
 	if day := dayOf(now); day != s.counts.day {
 		s.counts.day, s.counts.requestsToday = day, 0
@@ -86,10 +88,11 @@ func (s *Scheduler) retryAfterLocked(asked time.Duration) time.Duration {
 
 // Hold is why and until when the reads of a device wait without being
 // sent: the cloud refused the API key a moment ago (every request waits),
-// or it answered the device's last state read with 429 and asked to wait.
+// the account's quota is spent (every request waits), or it answered the
+// device's last state read with 429 and asked to wait.
 type Hold struct {
 	Until time.Time
-	Err   error // wraps ErrAuthHoldoff, or the 429 (cloud.IsRateLimited)
+	Err   error // wraps ErrAuthHoldoff, ErrQuotaSpent (a *QuotaError), or the 429 (cloud.IsRateLimited)
 }
 
 // ErrReadsHeld is wrapped by the error of a read on request that has to wait
@@ -104,6 +107,9 @@ func (s *Scheduler) Held(sku, device string) (h Hold, ok bool) {
 	now := s.nowLocked()
 	if now.Before(s.authUntil) && s.authErr != nil {
 		return Hold{Until: s.authUntil, Err: fmt.Errorf("%w: %w", ErrAuthHoldoff, s.authErr)}, true
+	}
+	if now.Before(s.quota.holdUntil) {
+		return Hold{Until: s.quota.holdUntil, Err: s.quota.holdErr}, true
 	}
 	d := s.devices[capability.Key{SKU: sku, Device: device}]
 	if d == nil {

@@ -152,8 +152,15 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 	// one request at a time probes the cloud: a key still refused costs
 	// one request (and one error line) per hold-off, not one per queued
 	// request.
+	// While the account's quota is spent nothing is sent until it renews
+	// (at most MaxRetryAfter at a time); after that, until an answer says
+	// it renewed, one request at a time finds out.
+	s.quota.advance(now)
+	if now.Before(s.quota.holdUntil) {
+		return cmds, reads, s.quota.holdUntil
+	}
 	maxInFlight := s.cfg.MaxInFlight
-	if s.authErr != nil {
+	if s.authErr != nil || s.quotaProbingLocked(now) {
 		maxInFlight = 1
 	}
 	cmds, cmdWake := s.dispatchCommandsLocked(now, maxInFlight, cmds)
@@ -328,7 +335,7 @@ func (s *Scheduler) sendCommand(ctx context.Context, c *command) {
 	d := c.dev
 	d.busy[epControl] = false
 	s.requestsInFlight--
-	s.countLocked(epControl, now, err)
+	s.countLocked(epControl, now, c.lastSent, err)
 	retry, err := s.settleLocked(now, epControl, d, &c.attempt, err, d.buckets[epControl], s.control)
 	var report func()
 	if retry {
@@ -406,7 +413,7 @@ func (s *Scheduler) sendRead(ctx context.Context, r *read) {
 	d.busy[r.ep] = false
 	s.requestsInFlight--
 	s.readsInFlight--
-	s.countLocked(r.ep, now, err)
+	s.countLocked(r.ep, now, r.lastSent, err)
 	retry, err := s.settleLocked(now, r.ep, d, &r.attempt, err, d.buckets[r.ep])
 	var waiters []func(any, error)
 	var held *Hold
@@ -485,7 +492,16 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 			wait = s.backoff(a.rateLimited)
 		}
 		a.notBefore = now.Add(wait)
-		ev(s.log.Warn()).Dur("retry_after", retryAfter).Dur("wait", wait).Msg("scheduler: rate limited by the cloud (429), bucket emptied, will retry")
+		// A 429 of a spent quota holds every read and command until the
+		// quota renews, not only this request.
+		s.quota.advance(now)
+		if until, held := s.quotaHoldLocked(now, err); held {
+			if until.After(a.notBefore) {
+				a.notBefore = until
+			}
+			a.lastErr = s.quota.holdErr
+		}
+		ev(s.log.Warn()).Dur("retry_after", retryAfter).Dur("wait", a.notBefore.Sub(now)).Msg("scheduler: rate limited by the cloud (429), bucket emptied, will retry")
 		if s.closed {
 			s.counts.failures++
 			return false, fmt.Errorf("%w: %w", ErrNotSent, err)

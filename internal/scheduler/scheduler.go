@@ -165,6 +165,7 @@ type Scheduler struct {
 	authUntil time.Time
 	authErr   error
 	lastSweep time.Time
+	quota     quotaModel // quota.go
 
 	counts counters
 }
@@ -442,6 +443,8 @@ type Stats struct {
 	AuthHoldoffUntil time.Time
 	// Cloud says whether the cloud answers.
 	Cloud CloudHealth
+	// Quota is what the cloud's answers said of the account's quota.
+	Quota Quota
 }
 
 // Stats returns a snapshot of queues, counters and buckets.
@@ -480,6 +483,7 @@ func (s *Scheduler) Stats() Stats {
 	if now.Before(s.authUntil) {
 		st.AuthHoldoffUntil = s.authUntil
 	}
+	st.Quota = s.quotaLocked(now)
 	st.Tokens.ControlAccount = s.control.left(now)
 	st.Tokens.DeviceList = s.tokensLocked(s.account, epDevices, now)
 	minOf := func(ep endpoint) float64 {

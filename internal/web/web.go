@@ -130,6 +130,28 @@ type Budget struct {
 	PollInterval Duration `json:"poll_interval"`
 	// Buckets are the token buckets' fill.
 	Buckets []Bucket `json:"buckets"`
+	// Quota is the account's request quota as the bridge knows it (the
+	// cloud's, learned from its answers, or CLOUD_DAILY_LIMIT, the smaller
+	// winning) and its forecast; nil while none is known.
+	Quota *Quota `json:"quota"`
+}
+
+// Quota is the request quota that binds now.
+type Quota struct {
+	// Limit is the requests of its window (0: the cloud said only what
+	// is left), Remaining those left, Reset when it renews (nil: unknown).
+	Limit     int        `json:"limit"`
+	Remaining int        `json:"remaining"`
+	Reset     *time.Time `json:"reset"`
+	// Source is "learned" (the cloud's rate-limit headers) or
+	// "configured" (CLOUD_DAILY_LIMIT).
+	Source string `json:"source"`
+	// Fits says whether the requests at the pace of the last ten minutes
+	// fit what is left until Reset (nil until that pace is measured);
+	// RunsOut is when it runs out at that pace when they do not.
+	Fits        *bool      `json:"fits"`
+	RunsOut     *time.Time `json:"runs_out"`
+	PacePerHour float64    `json:"pace_per_hour"`
 }
 
 // Bucket is one token bucket: Tokens left of Capacity.

@@ -401,9 +401,13 @@ func (c *checker) run(ctx context.Context, o options, bridgeBeforeHA bool) (*rep
 	}
 	for _, e := range ents {
 		if nodeRes(e) == bridgeRes {
-			// A button is "unknown" until pressed; no 429 has a time.
+			// A button is "unknown" until pressed; no 429 has a time; a
+			// quota that lasts runs out never, and whether it does is
+			// unknown until a minute of requests was seen.
 			s, ok := c.haState(e.id)
-			if !ok || s == "unavailable" || (s == "unknown" && e.component != "button" && !strings.HasSuffix(e.id, "last_429")) {
+			mayBeUnknown := e.component == "button" || strings.HasSuffix(e.id, "last_429") ||
+				strings.HasSuffix(e.id, "quota_runs_out") || strings.HasSuffix(e.id, "quota_short")
+			if !ok || s == "unavailable" || (s == "unknown" && !mayBeUnknown) {
 				bridgeRes.fail("%s state %q", e.id, s)
 			}
 		}

@@ -259,7 +259,10 @@ func check(ctx context.Context, root string, o options, logf func(string, ...any
 
 	// the simulator, in this process so the check reads the devices' true state
 	key := fmt.Sprintf("e2e-%d", time.Now().UnixNano())
-	sim := cloudsim.New(cloudsim.Options{APIKey: key, Catalogue: cat, Seed: 1})
+	// A quota the bridge learns from the answers' headers, large enough
+	// never to slow it: the bridge's quota sensors have values to show.
+	sim := cloudsim.New(cloudsim.Options{APIKey: key, Catalogue: cat, Seed: 1,
+		Quota: cloudsim.Quota{Limit: 10_000_000, Window: 24 * time.Hour}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("ha-e2e: simulator listen: %w", err)

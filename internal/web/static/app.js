@@ -328,22 +328,29 @@ function renderBudget() {
   state.clockOffset = Date.parse(b.now) - Date.now();
   setText($("b-today"), fmtNum(b.requests_today));
   const prog = $("b-progress");
-  if (b.daily_limit > 0) {
-    const frac = b.requests_today / b.daily_limit;
+  // The quota that binds: the cloud's (learned from its answers) or
+  // CLOUD_DAILY_LIMIT, the smaller; its bar shows what is spent of it.
+  const q = b.quota || (b.daily_limit > 0
+    ? { limit: b.daily_limit, remaining: Math.max(0, b.daily_limit - b.requests_today), source: "configured" } : null);
+  if (q && q.limit > 0) {
+    const frac = (q.limit - q.remaining) / q.limit;
     prog.hidden = false;
-    prog.max = b.daily_limit;
-    prog.value = Math.min(b.requests_today, b.daily_limit);
+    prog.max = q.limit;
+    prog.value = Math.min(q.limit - q.remaining, q.limit);
     setClass(prog, frac >= 1 ? "bad" : frac >= 0.8 ? "warn" : "");
-    setText($("b-limit"), "of " + fmtNum(b.daily_limit) + " a day · " + fmtNum(Math.max(0, b.daily_limit - b.requests_today)) + " left");
   } else {
     prog.hidden = true;
-    setText($("b-limit"), "no daily limit set");
   }
+  setText($("b-limit"), !q ? "no daily limit set"
+    : (q.limit > 0 ? "of " + fmtNum(q.limit) + " " : "") + (q.source === "learned" ? "(the cloud's quota)" : "a day")
+      + " · " + fmtNum(q.remaining) + " left" + (q.reset ? " · renews " + fmtTime(q.reset) : ""));
+  const short = (q && q.fits === false) || b.over_limit;
   const proj = $("b-proj");
   setText(proj, b.projected_today === null ? "–" : fmtNum(b.projected_today));
-  setClass(proj, "big" + (b.over_limit ? " bad" : ""));
+  setClass(proj, "big" + (short ? " bad" : ""));
   setText($("b-pace"), b.pace_per_hour === null ? "measuring the pace…"
-    : fmtNum(b.pace_per_hour) + " an hour now" + (b.over_limit ? " · over the limit" : b.daily_limit > 0 ? " · within the limit" : ""));
+    : fmtNum(b.pace_per_hour) + " an hour now" + (q && q.runs_out ? " · the quota runs out at " + fmtTime(q.runs_out)
+      : b.over_limit ? " · over the limit" : q && q.fits ? " · the quota lasts" : ""));
   setText($("b-429"), fmtNum(b.rate_limited));
   setClass($("b-429"), "big" + (b.rate_limited > 0 ? " warn" : ""));
   setText($("b-last429"), b.last_429 ? "last " + fmtTime(b.last_429) + " (" + fmtAge(b.last_429) + ")" : "never since the start");

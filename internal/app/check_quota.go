@@ -1,0 +1,137 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/config"
+	"cloud2mqtt/internal/poller"
+)
+
+// -check's word on the quota: the requests a day the configuration plans
+// against the quota the account has, the cloud's (read from its answer's
+// rate-limit headers) or CLOUD_DAILY_LIMIT.
+
+// quotaPlan is what the configuration plans to send in a day.
+type quotaPlan struct {
+	devices, scenes        int           // devices, scene lists to fetch (each light's one or two)
+	interval               time.Duration // the poll interval planned (POLL_INTERVAL, lengthened for CLOUD_DAILY_LIMIT)
+	reads, lists, sceneReq int           // a day
+	plan                   poller.Plan
+}
+
+func (q quotaPlan) total() int { return q.reads + q.lists + q.sceneReq }
+
+// planOf is the day's requests of cfg for devs.
+func planOf(cfg config.Config, devs []capability.Device) quotaPlan {
+	pcfg := poller.Config{Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
+		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval}
+	interval, plan := poller.PlanInterval(len(devs), pcfg)
+	q := quotaPlan{devices: len(devs), interval: interval, plan: plan}
+	for _, d := range devs {
+		for _, inst := range []string{capability.InstanceLightScene, capability.InstanceDIYScene} {
+			if _, ok := d.Capability(inst); ok {
+				q.scenes++
+			}
+		}
+	}
+	q.reads = q.devices * perDay(interval)
+	q.lists = perDay(max(cfg.Poll.DeviceListInterval, time.Minute))
+	q.sceneReq = q.scenes * perDay(max(cfg.Poll.SceneInterval, time.Minute))
+	return q
+}
+
+func perDay(d time.Duration) int { return int((24*time.Hour + d - 1) / d) }
+
+// checkQuota prints the day's plan against the quota and warns, naming
+// POLL_INTERVAL and CLOUD_DAILY_LIMIT, when the plan exceeds it. A warning
+// does not fail the check: the bridge paces its reads within the quota.
+func checkQuota(cfg config.Config, devs []capability.Device, limits cloud.RateLimits, out io.Writer) {
+	p := planOf(cfg, devs)
+	fmt.Fprintf(out, "ok   quota: the configuration plans %d requests a day: %d devices read every %s (%d), the device list every %s (%d), %d scene lists every %s (%d)\n",
+		p.total(), p.devices, config.FormatDuration(p.interval), p.reads, config.FormatDuration(cfg.Poll.DeviceListInterval), p.lists,
+		p.scenes, config.FormatDuration(cfg.Poll.SceneInterval), p.sceneReq)
+	known := false
+	if w, ok := learnedQuota(limits); ok && !cfg.Demo {
+		known = true
+		checkLearned(out, cfg, p, w, time.Now())
+	}
+	if limit := cfg.Cloud.DailyLimit; limit > 0 {
+		known = true
+		if p.plan.OverBudget || p.total() > limit {
+			fmt.Fprintf(out, "warn quota: CLOUD_DAILY_LIMIT=%d is too low for %d devices even at one read a day: raise CLOUD_DAILY_LIMIT, or lengthen DEVICE_LIST_INTERVAL and SCENE_INTERVAL\n", limit, p.devices)
+		} else {
+			fmt.Fprintf(out, "ok   quota: within CLOUD_DAILY_LIMIT=%d (POLL_INTERVAL planned at %s for it)\n", limit, config.FormatDuration(p.interval))
+		}
+	}
+	if !known {
+		fmt.Fprintln(out, "ok   quota: no quota known: the cloud's answer told none (no API-RateLimit-* headers) and CLOUD_DAILY_LIMIT is 0; if the account has a daily quota, set CLOUD_DAILY_LIMIT to it")
+	}
+}
+
+// checkLearned compares the plan with the cloud's quota at now, keeping
+// the bridge's reserve (poller.QuotaReserve). A quota that renews at a
+// midnight (UTC or local) is taken to be a day's, and the plan of a day is
+// compared with it; any other is compared as what would be sent until it
+// renews against what is left (its length is not known from one answer).
+func checkLearned(out io.Writer, cfg config.Config, p quotaPlan, w cloud.RateLimit, now time.Time) {
+	what := fmt.Sprintf("the cloud's quota (%s)", w)
+	if !w.HasRemaining || w.Reset.IsZero() {
+		fmt.Fprintf(out, "ok   quota: %s; it did not say what is left and when it renews, so the plan cannot be compared\n", what)
+		return
+	}
+	list := max(cfg.Poll.DeviceListInterval, time.Minute)
+	left := max(w.Reset.Sub(now), time.Second)
+	// A day's quota seen in its last hour is compared until it renews: a
+	// short window ending near midnight is not taken for a day's.
+	daily := w.Limit > 0 && left >= time.Hour && left <= 24*time.Hour+time.Minute && atMidnight(w.Reset)
+	planned, avail, span := 0, 0, ""
+	if daily {
+		planned, avail, span = p.total(), w.Limit-poller.QuotaReserve(w.Limit, 24*time.Hour, list), "a day"
+	} else {
+		planned = int(float64(p.total())*left.Seconds()/(24*time.Hour).Seconds() + 0.5)
+		avail, span = w.Remaining-poller.QuotaReserve(w.Limit, left, list), "until it renews in "+config.FormatDuration(left.Round(time.Second))
+	}
+	if planned <= avail {
+		fmt.Fprintf(out, "ok   quota: %d requests planned %s, within %s\n", planned, span, what)
+		return
+	}
+	fit := "a day"
+	if daily {
+		fit = config.FormatDuration(poller.QuotaInterval(p.devices, w.Limit, 24*time.Hour, list))
+	} else if reads := (float64(avail) - float64(p.lists+p.sceneReq)*left.Seconds()/(24*time.Hour).Seconds()) * 0.9; reads > 0 && p.devices > 0 {
+		if d := time.Duration(float64(p.devices) * left.Seconds() / reads * float64(time.Second)); d < 24*time.Hour {
+			fit = config.FormatDuration(d.Truncate(time.Second) + time.Second)
+		}
+	}
+	fmt.Fprintf(out, "warn quota: %d requests planned %s, more than the %d %s leaves beside the bridge's reserve for commands: "+
+		"the bridge will read each device about every %s instead of every %s; set POLL_INTERVAL=%s or longer to plan for it, "+
+		"or CLOUD_DAILY_LIMIT to this bridge's share of the quota (other apps on the account spend it too)\n",
+		planned, span, max(avail, 0), what, fit, config.FormatDuration(p.interval), fit)
+}
+
+// atMidnight reports whether t is within a minute of a midnight, UTC or
+// local: when a day's quota renews.
+func atMidnight(t time.Time) bool {
+	for _, loc := range []*time.Location{time.UTC, time.Local} {
+		if m := t.In(loc).Hour()*60 + t.In(loc).Minute(); m == 0 || m == 24*60-1 {
+			return true
+		}
+	}
+	return false
+}
+
+// learnedQuota is the window the answer's headers describe: the
+// account's quota, else the shorter window.
+func learnedQuota(got cloud.RateLimits) (cloud.RateLimit, bool) {
+	switch {
+	case got.Quota.Known():
+		return got.Quota, true
+	case got.Short.Known():
+		return got.Short, true
+	}
+	return cloud.RateLimit{}, false
+}
