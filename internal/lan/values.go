@@ -75,15 +75,17 @@ func wholeNumber(v any) (int64, bool) {
 // Members the answer left out are absent; so is a brightness of 0, which
 // the cloud's range (1–100) cannot hold.
 func (s Status) Values() map[string]any {
-	rows := capability.LocalControls()
-	m := make(map[string]any, len(rows))
-	for _, row := range rows {
+	m := make(map[string]any, len(table))
+	for _, row := range table {
 		if v, ok := s.value(row.Kind); ok {
 			m[row.Instance] = v
 		}
 	}
 	return m
 }
+
+// table is capability's LAN table, copied once.
+var table = capability.LocalControls()
 
 // value is the status member of a kind, as the cloud's value; false when
 // the answer left it out.
