@@ -75,8 +75,8 @@ func wholeNumber(v any) (int64, bool) {
 // Members the answer left out are absent; so is a brightness of 0, which
 // the cloud's range (1–100) cannot hold.
 func (s Status) Values() map[string]any {
-	m := make(map[string]any, len(table))
-	for _, row := range table {
+	m := make(map[string]any, len(controls))
+	for _, row := range controls {
 		if v, ok := s.value(row.Kind); ok {
 			m[row.Instance] = v
 		}
@@ -84,8 +84,8 @@ func (s Status) Values() map[string]any {
 	return m
 }
 
-// table is capability's LAN table, copied once.
-var table = capability.LocalControls()
+// controls is capability's LAN table, copied once.
+var controls = capability.LocalControls()
 
 // value is the status member of a kind, as the cloud's value; false when
 // the answer left it out.
