@@ -123,7 +123,7 @@ const demoLocalLights = 3
 func (m *Main) demoLAN(env *environment, sim *cloudsim.Sim) error {
 	var specs []lansim.Spec
 	for _, d := range sim.Devices() {
-		if len(specs) < demoLocalLights && local.Eligible(d) && strings.HasSuffix(d.Type, ".light") {
+		if len(specs) < demoLocalLights && capability.LocalEligible(d) && strings.HasSuffix(d.Type, ".light") {
 			specs = append(specs, lansim.Spec{ID: d.Device, SKU: d.SKU, Linked: true})
 		}
 	}
@@ -179,7 +179,7 @@ func checkLocal(ctx context.Context, cfg config.Config, devs []capability.Device
 	var ids []string
 	sku := map[string]string{}
 	for _, d := range devs {
-		if local.Eligible(d) {
+		if capability.LocalEligible(d) {
 			ids = append(ids, d.Device)
 			sku[d.Device] = d.SKU
 		}

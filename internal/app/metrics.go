@@ -11,6 +11,7 @@ import (
 
 	vm "github.com/VictoriaMetrics/metrics"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/mqtt"
@@ -91,7 +92,7 @@ func (m *metrics) observeCommand(r scheduler.CommandResult) {
 	switch {
 	case r.Err == nil:
 		m.ok.Inc()
-	case errors.Is(r.Err, scheduler.ErrSuperseded):
+	case errors.Is(r.Err, capability.ErrSuperseded):
 		m.supers.Inc()
 	default:
 		m.failed.Inc()

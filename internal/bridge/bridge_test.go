@@ -262,7 +262,7 @@ func TestFailedCommandIsReportedAndRolledBack(t *testing.T) {
 		t.Errorf("a failed command asked for a confirming read")
 	}
 	// Superseded commands report nothing: the newer one does.
-	cmd.err = scheduler.ErrSuperseded
+	cmd.err = capability.ErrSuperseded
 	b.Handle("c2m/"+lampID+"/set/brightness", []byte("91"), false)
 	if msgs := pub.take(); len(msgs) != 0 {
 		t.Errorf("a superseded command published %+v", msgs)

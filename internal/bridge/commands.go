@@ -245,7 +245,7 @@ func (b *Bridge) commandDone(id string, dev capability.Device, r scheduler.Comma
 			Interface("value", r.Request.Value).Msg("command applied")
 		b.reg.SetOptimistic(dev.Key(), r.Request.Instance, r.Request.Value)
 		b.read.Confirm(dev.SKU, dev.Device)
-	case errors.Is(r.Err, scheduler.ErrSuperseded):
+	case errors.Is(r.Err, capability.ErrSuperseded):
 		// A newer value for the same instance took its place; that one reports.
 	default:
 		b.reject(id, dev, r.Request.Instance, r.Request.Value, r.Err)

@@ -55,7 +55,7 @@ func (m fuzzMode) result(req cloud.ControlRequest) scheduler.CommandResult {
 	case m&8 != 0:
 		r.Err, r.Attempts = scheduler.ErrNotSent, 0
 	case m&16 != 0:
-		r.Err, r.Attempts = scheduler.ErrSuperseded, 0
+		r.Err, r.Attempts = capability.ErrSuperseded, 0
 	}
 	return r
 }

@@ -6,7 +6,6 @@ import (
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
-	"cloud2mqtt/internal/lan"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
 )
@@ -44,7 +43,7 @@ func (b *Bridge) localCommand(id string, dev capability.Device, req cloud.Contro
 			b.log.Debug().Str("device", dev.String()).Str("instance", req.Instance).
 				Interface("value", req.Value).Msg("command applied over the LAN")
 			b.reg.SetOptimistic(dev.Key(), req.Instance, req.Value)
-		case errors.Is(err, lan.ErrSuperseded):
+		case errors.Is(err, capability.ErrSuperseded):
 			// A newer value for the same setting took its place; that one reports.
 		default:
 			b.log.Info().Err(err).Str("device", dev.String()).Str("instance", req.Instance).

@@ -67,7 +67,7 @@ func TestLocalCommands(t *testing.T) {
 		t.Errorf("errors %+v, want one", errs)
 	}
 	// Superseded over the LAN: nothing, the newer one reports.
-	l.err, cmd.err, cmd.reqs = lan.ErrSuperseded, nil, nil
+	l.err, cmd.err, cmd.reqs = capability.ErrSuperseded, nil, nil
 	b.Handle("c2m/"+lampID+"/set/brightness", []byte(`41`), false)
 	if msgs := pub.take(); len(msgs) != 0 || len(cmd.reqs) != 0 {
 		t.Errorf("a superseded LAN command published %+v, sent %+v", msgs, cmd.reqs)

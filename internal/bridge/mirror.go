@@ -271,7 +271,7 @@ func (m *Mirror) deviceListJSONLocked() []byte {
 			caps = []capability.Capability{}
 		}
 		dj := deviceJSON{ID: id, SKU: e.dev.SKU, Device: e.dev.Device,
-			Name: displayName(e.dev), Type: e.dev.Type, Capabilities: caps}
+			Name: capability.DisplayName(e.dev, ""), Type: e.dev.Type, Capabilities: caps}
 		dj.Local = localOf(e.location)
 		if o, ok := m.options[e.key]; ok {
 			dj.Options = &optionsJSON{Disabled: o.Disabled, Name: o.Name}
@@ -293,13 +293,6 @@ func (m *Mirror) deviceListJSONLocked() []byte {
 	}
 	buf = append(buf, ']')
 	return buf
-}
-
-func displayName(d capability.Device) string {
-	if strings.TrimSpace(d.Name) != "" {
-		return d.Name
-	}
-	return d.SKU
 }
 
 // discoveryLocked publishes what changed in a device's discovery configs

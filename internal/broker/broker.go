@@ -136,27 +136,12 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	return b, nil
 }
 
-// Addr is the actual host:port of the MQTT listener.
-func (b *Broker) Addr() string { return b.addr }
-
 // URL is the address for clients: "tcp://host:port" (or "ssl://" with TLS).
 func (b *Broker) URL() string {
 	if b.tls {
 		return "ssl://" + b.addr
 	}
 	return "tcp://" + b.addr
-}
-
-// WSURL is the websocket address ("ws://host:port/" or "wss://"), or "" when
-// Options.WSAddr was not set.
-func (b *Broker) WSURL() string {
-	if b.wsAddr == "" {
-		return ""
-	}
-	if b.tls {
-		return "wss://" + b.wsAddr + "/"
-	}
-	return "ws://" + b.wsAddr + "/"
 }
 
 // Close stops the listeners, disconnects every client (their wills are

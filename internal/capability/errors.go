@@ -5,9 +5,16 @@ package capability
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
+
+// ErrSuperseded is a command's outcome when a newer command for the same
+// device and setting replaced it before it was sent, over the cloud
+// (internal/scheduler) or the LAN (internal/lan): the newer one reports,
+// so a caller does nothing with it.
+var ErrSuperseded = errors.New("superseded by a newer command for the same device and setting before it was sent")
 
 // Category is one of the spec's reasons a control value is refused (its
 // "Errors" table). The bridge checks values itself with the same categories,

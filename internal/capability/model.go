@@ -245,6 +245,20 @@ func (d Device) Capability(instance string) (Capability, bool) {
 	return Capability{}, false
 }
 
+// DisplayName is the name people see for a device: the user's own name
+// when one is set, else the cloud's, else the model; a name of nothing but
+// spaces is none, and surrounding spaces are dropped. Home Assistant's
+// device, bridge/devices and the status page all show it.
+func DisplayName(d Device, own string) string {
+	if n := strings.TrimSpace(own); n != "" {
+		return n
+	}
+	if n := strings.TrimSpace(d.Name); n != "" {
+		return n
+	}
+	return d.SKU
+}
+
 // Key identifies a device the way the cloud addresses it: model and
 // device id. Every per-device record of the bridge is keyed by it.
 type Key struct{ SKU, Device string }

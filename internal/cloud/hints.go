@@ -1,8 +1,7 @@
 package cloud
 
 // What a failure means for the user: the setting to check and what to do.
-// Every APIError ends with its hint; Hint gives it alone, for health reasons
-// and status lines.
+// Every APIError ends with its hint (APIError.Error).
 
 import (
 	"context"
@@ -15,18 +14,6 @@ import (
 	"syscall"
 	"time"
 )
-
-// Hint says in words what to do about a failed cloud request, naming the
-// setting to check (CLOUD_BASE_URL, CLOUD_API_KEY, ...). It is "" for errors
-// that are not the cloud's, and for failures where waiting is all there is
-// to do (a server error).
-func Hint(err error) string {
-	var ae *APIError
-	if !errors.As(err, &ae) {
-		return ""
-	}
-	return ae.hint()
-}
 
 // Hints, one place each so every message says the same.
 const (

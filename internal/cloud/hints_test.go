@@ -129,3 +129,15 @@ func TestHintsByKind(t *testing.T) {
 		t.Error("a hint for an error that is not the cloud's")
 	}
 }
+
+// Hint says in words what to do about a failed cloud request, naming the
+// setting to check (CLOUD_BASE_URL, CLOUD_API_KEY, ...). It is "" for errors
+// that are not the cloud's, and for failures where waiting is all there is
+// to do (a server error).
+func Hint(err error) string {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return ""
+	}
+	return ae.hint()
+}

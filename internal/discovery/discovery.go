@@ -147,10 +147,7 @@ func (e *entity) common(cfg Config, dev capability.Device, id string) {
 }
 
 func deviceBlock(cfg Config, dev capability.Device, id string) map[string]any {
-	name := strings.TrimSpace(dev.Name)
-	if name == "" {
-		name = dev.SKU
-	}
+	name := capability.DisplayName(dev, "")
 	if name == "" {
 		name = id
 	}

@@ -61,7 +61,7 @@ func entities(cfg Config, dev capability.Device, id string) []*entity {
 	}
 	b.operate()
 	b.connectivity()
-	if cfg.Local && localCapable(dev) {
+	if cfg.Local && capability.LocalEligible(dev) {
 		b.connection() // local.go
 	}
 	return b.out

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -22,8 +23,8 @@ func TestConnectionSensor(t *testing.T) {
 			configs := Configs(cfg, d)
 			key := cfg.ConfigTopic("sensor", id, "connection")
 			p, ok := configs[key]
-			if ok != localCapable(d) {
-				t.Errorf("%s: connection sensor %v, LAN capable %v", id, ok, localCapable(d))
+			if ok != capability.LocalEligible(d) {
+				t.Errorf("%s: connection sensor %v, LAN capable %v", id, ok, capability.LocalEligible(d))
 			}
 			off := Configs(testConfig(), d)
 			if _, there := off[key]; there {

@@ -62,10 +62,6 @@ type Config struct {
 	// level: each line counts the ones left out).
 	ConflictLogEvery, RejectLogEvery time.Duration
 	Logger                           zerolog.Logger
-	// OnStatus hears every accepted status answer (polls, confirmations,
-	// and answers to requests of an earlier try), in arrival order, from
-	// the client's reader goroutine: it must not block or call the client.
-	OnStatus func(id string, s Status)
 	// OnDevice hears a device found, moved, or changing reachability (from
 	// the reader, or from the Send or Status call that found it silent); it
 	// must not block or call the client either.
@@ -150,8 +146,9 @@ type Client struct {
 	unknown  map[string]bool // ids logged once
 	rejects  rejectLog       // log lines of dropped datagrams, per source
 	stats    Stats
-	trace    func(event string) // tests: every datagram's fate
-	now      func() time.Time   // the log limits' clock (tests move it)
+	trace    func(event string)        // tests: every datagram's fate
+	onStatus func(id string, s Status) // tests: every accepted status answer
+	now      func() time.Time          // the log limits' clock (tests move it)
 	scanMsg  []byte
 	stateMsg []byte
 	failLog  *rate.Limiter // "receive failed" lines

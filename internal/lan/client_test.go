@@ -39,7 +39,7 @@ type testNet struct {
 	client  *lan.Client
 	events  chan string     // the client's trace
 	devices chan lan.Device // OnDevice
-	status  chan string     // OnStatus: the device's id
+	status  chan string     // SetOnStatus: the device's id
 }
 
 // newNet starts three simulated lights and a client that scans them (and
@@ -66,12 +66,12 @@ func newNet(t *testing.T, cfg lan.Config) *testNet {
 		cfg.ConfirmTimeout = time.Second // generous: these tests wait for answers that come
 	}
 	cfg.OnDevice = func(d lan.Device) { n.devices <- d }
-	cfg.OnStatus = func(id string, _ lan.Status) { n.status <- id }
 	c, err := lan.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	lan.SetOnStatus(c, func(id string, _ lan.Status) { n.status <- id })
 	lan.SetTrace(c, func(e string) {
 		select {
 		case n.events <- e:
@@ -327,7 +327,7 @@ func TestForgedAndBrokenDatagramsChangeNothing(t *testing.T) {
 	}
 	select {
 	case id := <-n.status:
-		t.Errorf("a forged status answer reached OnStatus (%s)", id)
+		t.Errorf("a forged status answer was accepted (%s)", id)
 	default:
 	}
 	st := n.client.Stats()
@@ -414,7 +414,10 @@ func TestPollsShowChangesMadeAtTheDevice(t *testing.T) {
 	n.found(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); n.client.RunPolls(ctx, 20*time.Millisecond, nil) }()
+	go func() {
+		defer close(done)
+		n.client.RunPolls(ctx, 20*time.Millisecond, func(ctx context.Context, id string) { _, _ = n.client.Status(ctx, id) })
+	}()
 	defer func() { cancel(); <-done }()
 
 	// The wall switch: the lamp goes off; the next poll tells.

@@ -91,20 +91,13 @@ func (c *Client) RunScans(ctx context.Context, interval time.Duration) {
 
 // RunPolls reads every found device's status every interval until ctx
 // ends, the devices of a round at once; the caller owns the goroutine. An
-// interval under 100 ms is 100 ms. read does one device's read: nil calls
-// Status (the answers reach OnStatus); the bridge passes its own, which
-// takes the registry's sequence number before calling Status, so that a
-// read sent before a command cannot overwrite the command's value. A
-// device that does not answer is marked unreachable by Status (one try
-// while it already is, so a silent device costs one datagram a round).
+// interval under 100 ms is 100 ms. read does one device's read with
+// Status; the router's takes the registry's sequence number before calling
+// Status, so that a read sent before a command cannot overwrite the
+// command's value. A device that does not answer is marked unreachable by
+// Status (one try while it already is, so a silent device costs one
+// datagram a round).
 func (c *Client) RunPolls(ctx context.Context, interval time.Duration, read func(ctx context.Context, id string)) {
-	if read == nil {
-		read = func(ctx context.Context, id string) {
-			if _, err := c.Status(ctx, id); err != nil && ctx.Err() == nil {
-				c.log.Debug().Err(err).Str("device", id).Msg("LAN status read failed")
-			}
-		}
-	}
 	t := time.NewTicker(max(interval, 100*time.Millisecond))
 	defer t.Stop()
 	for {

@@ -261,7 +261,7 @@ func (c *Client) onStatusLocked(s Status, from netip.Addr) (string, func()) {
 	}
 	id, dev := d.ID, d.Device
 	devNotice := c.deviceNotice(!was, dev, nil)
-	onStatus := c.cfg.OnStatus
+	onStatus := c.onStatus
 	return "status", func() {
 		if devNotice != nil {
 			devNotice()

@@ -2,22 +2,17 @@ package lan
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"cloud2mqtt/internal/capability"
 )
 
-// ErrSuperseded reports a command whose value a newer one for the same
-// device and setting replaced before it was sent; the newer one reports.
-var ErrSuperseded = errors.New("superseded by a newer command")
-
 // Dispatcher sends commands given as cloud instances and values, one Send
 // at a time per device, coalescing as the cloud's scheduler does: commands
 // that arrive while a device's Send is in flight wait, a newer value for
 // the same setting replaces a waiting one (a colour and a white are one
-// setting: the newer wins), and everything waiting goes out together in
-// the next Send with one status request.
+// setting: the newer wins; capability.LocalControl.Slot), and everything
+// waiting goes out together in the next Send with one status request.
 type Dispatcher struct {
 	c   *Client
 	ctx context.Context
@@ -45,14 +40,16 @@ func NewDispatcher(c *Client) *Dispatcher {
 // the instance and value have a LAN form (CommandFor) and the device is
 // reachable. When it returns false nothing was queued and the caller sends
 // the command to the cloud. report is called exactly once, from another
-// goroutine: with the status that shows the command, with ErrSuperseded,
-// or with the Send's error (the caller then sends it to the cloud).
+// goroutine: with the status that shows the command, with
+// capability.ErrSuperseded, or with the Send's error (the caller then sends
+// it to the cloud).
 func (q *Dispatcher) Submit(id, instance string, value any, report func(Status, error)) bool {
 	cmd, ok := CommandFor(instance, value)
 	if !ok || !q.c.Reachable(id) {
 		return false
 	}
-	j := &job{slot: slotOf(instance), cmd: cmd, report: report}
+	row, _ := capability.LocalFor(instance) // CommandFor found it
+	j := &job{slot: row.Slot, cmd: cmd, report: report}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.ctx.Err() != nil {
@@ -63,7 +60,7 @@ func (q *Dispatcher) Submit(id, instance string, value any, report func(Status, 
 		if old.slot == j.slot {
 			waiting = append(waiting[:i], waiting[i+1:]...)
 			q.wg.Add(1)
-			go func() { defer q.wg.Done(); old.report(Status{}, ErrSuperseded) }()
+			go func() { defer q.wg.Done(); old.report(Status{}, capability.ErrSuperseded) }()
 			break
 		}
 	}
@@ -74,14 +71,6 @@ func (q *Dispatcher) Submit(id, instance string, value any, report func(Status, 
 		go q.run(id)
 	}
 	return true
-}
-
-// slotOf is the setting a command changes: colour and white share one.
-func slotOf(instance string) string {
-	if instance == capability.InstanceColorTemperatureK {
-		return capability.InstanceColorRGB
-	}
-	return instance
 }
 
 // run sends the device's waiting commands until none wait.

@@ -51,7 +51,7 @@ func TestDispatcherCoalescesWhileASendIsInFlight(t *testing.T) {
 			t.Fatalf("reports so far: %v", got)
 		}
 	}
-	for name, wantErr := range map[string]error{"first": nil, "second": lan.ErrSuperseded, "colour": lan.ErrSuperseded, "third": nil, "white": nil} {
+	for name, wantErr := range map[string]error{"first": nil, "second": capability.ErrSuperseded, "colour": capability.ErrSuperseded, "third": nil, "white": nil} {
 		if !errors.Is(got[name].err, wantErr) {
 			t.Errorf("%s: %v, want %v", name, got[name].err, wantErr)
 		}

@@ -19,3 +19,13 @@ func SetClock(c *Client, now func() time.Time) {
 	defer c.mu.Unlock()
 	c.now = now
 }
+
+// SetOnStatus makes the client report every accepted status answer (polls,
+// confirmations, and answers to requests of an earlier try), in arrival
+// order, from its reader goroutine: f must not block or call the client.
+// Set before any datagram arrives.
+func SetOnStatus(c *Client, f func(id string, s Status)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onStatus = f
+}

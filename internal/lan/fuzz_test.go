@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"cloud2mqtt/internal/capability"
 )
 
 var answerSeeds = []string{
@@ -50,6 +52,16 @@ func FuzzDecodeAnswer(f *testing.F) {
 			s := a.Status
 			if s.Brightness < 0 || s.Brightness > 100 || (s.Kelvin != 0 && (s.Kelvin < MinKelvin || s.Kelvin > MaxKelvin)) {
 				t.Fatalf("out of range accepted: %+v", s)
+			}
+			// What a device reports is what the LAN's table can set again
+			// (a white of 0, "a colour shows", excepted).
+			for inst, v := range s.Values() {
+				if inst == capability.InstanceColorTemperatureK && v == int64(0) {
+					continue
+				}
+				if _, ok := CommandFor(inst, v); !ok {
+					t.Fatalf("status %+v reports %s %v, which no command sets", s, inst, v)
+				}
 			}
 		}
 	})

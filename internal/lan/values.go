@@ -7,62 +7,41 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// Instances are the cloud's instances the LAN interface reads and
-// controls; everything else (scenes, segments, music mode, toggles, the
-// online flag) stays with the cloud.
-var Instances = []string{
-	capability.InstancePower,
-	capability.InstanceBrightness,
-	capability.InstanceColorRGB,
-	capability.InstanceColorTemperatureK,
-}
-
-// Controls says whether a command for the instance can go over the LAN.
-func Controls(instance string) bool {
-	switch instance {
-	case capability.InstancePower, capability.InstanceBrightness,
-		capability.InstanceColorRGB, capability.InstanceColorTemperatureK:
-		return true
-	}
-	return false
-}
-
 // CommandFor is the LAN command for a cloud instance and its value in the
-// normalised form (capability.Normalize: int64 for whole numbers). ok is
-// false when the instance or the value has no LAN form (the command then
-// goes to the cloud): a brightness of 0, a temperature of 0, a value out
-// of the protocol's range.
+// normalised form (capability.Normalize: int64 for whole numbers), as the
+// LAN's table (capability.LocalFor) says: the instance's kind and the
+// values it takes. ok is false when the instance or the value has no LAN
+// form (the command then goes to the cloud): a brightness of 0, a
+// temperature of 0, a value out of the protocol's range.
 func CommandFor(instance string, value any) (Command, bool) {
+	row, ok := capability.LocalFor(instance)
+	if !ok {
+		return Command{}, false
+	}
 	n, isInt := wholeNumber(value)
-	if !isInt {
+	if !isInt || n < row.Min || n > row.Max {
 		return Command{}, false
 	}
-	var c Command
-	switch instance {
-	case capability.InstancePower:
-		if n != 0 && n != 1 {
-			return Command{}, false
-		}
-		c = Turn(n == 1)
-	case capability.InstanceBrightness:
-		c = Brightness(int(n))
-	case capability.InstanceColorRGB:
-		if n < 0 || n > 0xFFFFFF {
-			return Command{}, false
-		}
-		c = Color(RGBOf(n))
-	case capability.InstanceColorTemperatureK:
-		if n == 0 {
-			return Command{}, false
-		}
-		c = White(int(n))
-	default:
-		return Command{}, false
-	}
-	if c.Validate() != nil {
+	c, ok := commandOf(row.Kind, n)
+	if !ok || c.Validate() != nil {
 		return Command{}, false
 	}
 	return c, true
+}
+
+// commandOf is the wire command of a kind with a value in its row's range.
+func commandOf(k capability.LocalKind, n int64) (Command, bool) {
+	switch k {
+	case capability.LocalPower:
+		return Turn(n == 1), true
+	case capability.LocalBrightness:
+		return Brightness(int(n)), true
+	case capability.LocalColor:
+		return Color(RGBOf(n)), true
+	case capability.LocalWhite:
+		return White(int(n)), true
+	}
+	return Command{}, false
 }
 
 // wholeNumber reads an integer value, whichever integer or float type
@@ -89,29 +68,42 @@ func wholeNumber(v any) (int64, bool) {
 	return 0, false
 }
 
-// Values are the status in the cloud's instances and value forms
-// (powerSwitch 0/1, brightness 1–100, colorRgb r<<16|g<<8|b,
-// colorTemperatureK with 0 while a colour shows — as the cloud reports
-// them), ready to lay over a device's state. Members the answer left out
-// are absent; so is a brightness of 0, which the cloud's range (1–100)
-// cannot hold.
+// Values are the status in the cloud's instances and value forms, one for
+// each row of the LAN's table the answer has (powerSwitch 0/1, brightness
+// 1–100, colorRgb r<<16|g<<8|b, colorTemperatureK with 0 while a colour
+// shows — as the cloud reports them), ready to lay over a device's state.
+// Members the answer left out are absent; so is a brightness of 0, which
+// the cloud's range (1–100) cannot hold.
 func (s Status) Values() map[string]any {
-	m := make(map[string]any, 4)
-	if s.On {
-		m[capability.InstancePower] = int64(1)
-	} else {
-		m[capability.InstancePower] = int64(0)
-	}
-	if s.HasBrightness && s.Brightness > 0 {
-		m[capability.InstanceBrightness] = int64(s.Brightness)
-	}
-	if s.HasColor {
-		m[capability.InstanceColorRGB] = s.Color.Int()
-	}
-	if s.HasKelvin {
-		m[capability.InstanceColorTemperatureK] = int64(s.Kelvin)
+	m := make(map[string]any, len(controls))
+	for _, row := range controls {
+		if v, ok := s.value(row.Kind); ok {
+			m[row.Instance] = v
+		}
 	}
 	return m
+}
+
+// controls is capability's LAN table, copied once.
+var controls = capability.LocalControls()
+
+// value is the status member of a kind, as the cloud's value; false when
+// the answer left it out.
+func (s Status) value(k capability.LocalKind) (int64, bool) {
+	switch k {
+	case capability.LocalPower:
+		if s.On {
+			return 1, true
+		}
+		return 0, true
+	case capability.LocalBrightness:
+		return int64(s.Brightness), s.HasBrightness && s.Brightness > 0
+	case capability.LocalColor:
+		return s.Color.Int(), s.HasColor
+	case capability.LocalWhite:
+		return int64(s.Kelvin), s.HasKelvin
+	}
+	return 0, false
 }
 
 // Shows reports whether the status shows what the commands asked for, in

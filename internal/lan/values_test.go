@@ -35,15 +35,42 @@ func TestCommandFor(t *testing.T) {
 			if got != tt.want || ok != tt.ok {
 				t.Errorf("CommandFor(%s, %v) = %v, %v; want %v, %v", tt.instance, tt.value, got, ok, tt.want, tt.ok)
 			}
-			if ok != Controls(tt.instance) && ok {
-				t.Errorf("Controls(%s) = false for a command it maps", tt.instance)
+			if ok && !capability.IsLocal(tt.instance) {
+				t.Errorf("capability.IsLocal(%s) = false for a command it maps", tt.instance)
 			}
 		})
 	}
-	for _, inst := range Instances {
-		if !Controls(inst) {
-			t.Errorf("Controls(%s) = false, but it is in Instances", inst)
+}
+
+// TestTableInStep: the codec carries out every row of the LAN's table
+// (capability.LocalControls) over the row's whole range and refuses the
+// values just outside it, and a full status answer reports every row: the
+// table never promises what the wire refuses, and a row added without its
+// kind's codec fails here.
+func TestTableInStep(t *testing.T) {
+	full := Status{On: true, Brightness: 40, HasBrightness: true, Color: RGB{255, 136, 0}, HasColor: true, Kelvin: 2700, HasKelvin: true}
+	values := full.Values()
+	rows := capability.LocalControls()
+	if len(rows) == 0 {
+		t.Fatal("the LAN's table is empty")
+	}
+	for _, row := range rows {
+		for _, v := range []int64{row.Min, row.Max} {
+			if _, ok := CommandFor(row.Instance, v); !ok {
+				t.Errorf("%s %d is in the table's range but has no command", row.Instance, v)
+			}
 		}
+		for _, v := range []int64{row.Min - 1, row.Max + 1} {
+			if c, ok := CommandFor(row.Instance, v); ok {
+				t.Errorf("%s %d is outside the table's range but maps to %v", row.Instance, v, c)
+			}
+		}
+		if _, ok := values[row.Instance]; !ok {
+			t.Errorf("a full status answer does not report %s", row.Instance)
+		}
+	}
+	if len(values) != len(rows) {
+		t.Errorf("a full status answer reports %v, want one value per row of the table", values)
 	}
 }
 

@@ -1,9 +1,10 @@
 // Package local routes the bridge's work between the vendor's LAN interface
 // and the cloud (docs/lan.md): it owns the LAN client, finds the cloud's
 // lights on the LAN by scan, reads their state there every LAN poll into
-// the registry, sends their power, brightness, colour and white commands
-// there, and tells the registry and the poller where each light is reached.
-// Everything the LAN cannot do stays with the cloud.
+// the registry, sends their commands there (what the LAN can do per
+// instance is capability's table, capability.LocalControls), and tells the
+// registry and the poller where each light is reached. Everything the LAN
+// cannot do stays with the cloud.
 //
 // It knows the registry's and the poller's methods through small interfaces
 // and nothing of MQTT or the scheduler: the bridge asks Command first and
@@ -12,7 +13,6 @@ package local
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -64,7 +64,7 @@ type Router struct {
 	mu      sync.Mutex
 	next    []capability.Device // the latest list, not yet applied; nil: none
 	pending bool
-	byID    map[string]capability.Device // the lights with a LAN instance, by id
+	byID    map[string]capability.Device // the lights the LAN may control, by id
 	byKey   map[capability.Key]string
 }
 
@@ -138,8 +138,8 @@ func (r *Router) Close() {
 	_ = r.client.Close()
 }
 
-// applyList takes the latest device list: the lights with a LAN instance
-// become known to the client and eligible in the registry. It reports
+// applyList takes the latest device list: the lights the LAN may control
+// (capability.LocalEligible) become known to the client and eligible in the registry. It reports
 // whether a light was added.
 func (r *Router) applyList() bool {
 	r.mu.Lock()
@@ -153,7 +153,7 @@ func (r *Router) applyList() bool {
 	byKey := map[capability.Key]string{}
 	added := false
 	for _, d := range list {
-		if !Eligible(d) {
+		if !capability.LocalEligible(d) {
 			continue
 		}
 		byID[d.Device], byKey[d.Key()] = d, d.Device
@@ -181,21 +181,6 @@ func (r *Router) applyList() bool {
 	return added
 }
 
-// Eligible says whether the device may be controlled over the LAN: a light
-// (the interface is the lights') with a controllable LAN instance (power,
-// brightness, colour or white). Appliances' power stays with the cloud.
-func Eligible(d capability.Device) bool {
-	if d.Type != capability.DeviceLight {
-		return false
-	}
-	for _, c := range d.Capabilities {
-		if registry.IsLocalInstance(c.Instance) && c.Controllable() {
-			return true
-		}
-	}
-	return false
-}
-
 // cloudOnly says whether the cloud reports instances of the device that
 // the LAN lacks (toggles, work modes, sensors): then the cloud still reads
 // it, every ScanInterval. Online is the LAN's to tell; scene, segment and
@@ -203,7 +188,7 @@ func Eligible(d capability.Device) bool {
 func cloudOnly(d capability.Device) bool {
 	for _, c := range d.Capabilities {
 		switch {
-		case !c.Readable(), registry.IsLocalInstance(c.Instance), c.Type == capability.TypeOnline:
+		case !c.Readable(), capability.IsLocal(c.Instance), c.Type == capability.TypeOnline:
 		case slices.Contains(neverReported, c.Instance):
 		default:
 			return true
@@ -261,11 +246,12 @@ func (r *Router) read(ctx context.Context, id string) {
 }
 
 // Command sends one instance's value over the LAN when it can go there now
-// (a LAN instance of a light reachable locally) and returns true; report is
-// then called once, from another goroutine: nil once a status answer shows
-// it (the registry has the answer's values), lan.ErrSuperseded when a newer
-// value took its place, or the error after which the caller sends it to the
-// cloud. False: nothing was sent; the cloud's turn.
+// (an instance of the LAN's table, capability.LocalFor, of a light
+// reachable locally) and returns true; report is then called once, from
+// another goroutine: nil once a status answer shows it (the registry has
+// the answer's values), capability.ErrSuperseded when a newer value took
+// its place, or the error after which the caller sends it to the cloud.
+// False: nothing was sent; the cloud's turn.
 func (r *Router) Command(k capability.Key, instance string, value any, report func(error)) bool {
 	r.mu.Lock()
 	id, ok := r.byKey[k]
@@ -282,9 +268,6 @@ func (r *Router) Command(k capability.Key, instance string, value any, report fu
 		report(err)
 	})
 }
-
-// Superseded says whether a Command's error means a newer one took its place.
-func Superseded(err error) bool { return errors.Is(err, lan.ErrSuperseded) }
 
 // Devices lists the lights found on the LAN.
 func (r *Router) Devices() []lan.Device { return r.client.Devices() }

@@ -87,7 +87,7 @@ func TestRouter(t *testing.T) {
 		Parameters: &capability.Parameters{DataType: capability.DataEnum}})
 	fan := capability.Device{SKU: "H7102", Device: "AA:BB:CC:DD:EE:FF:00:03", Capabilities: []capability.Capability{
 		{Type: capability.TypeToggle, Instance: "oscillationToggle", Parameters: &capability.Parameters{DataType: capability.DataEnum}}}}
-	if !Eligible(quiet) || Eligible(fan) || cloudOnly(quiet) || !cloudOnly(toggle) {
+	if !capability.LocalEligible(quiet) || capability.LocalEligible(fan) || cloudOnly(quiet) || !cloudOnly(toggle) {
 		t.Fatal("eligibility or cloud-only instances misjudged")
 	}
 	sim, err := lansim.New(lansim.Options{},

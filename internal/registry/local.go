@@ -1,33 +1,19 @@
 package registry
 
-import (
-	"slices"
-
-	"cloud2mqtt/internal/capability"
-)
-
-// LocalInstances are the instances the vendor's LAN interface reads and
-// sets (lan.Instances): while a device is reachable over the LAN they come
-// from there, and a cloud read leaves them alone.
-var LocalInstances = []string{
-	capability.InstancePower, capability.InstanceBrightness,
-	capability.InstanceColorRGB, capability.InstanceColorTemperatureK,
-}
-
-// IsLocalInstance says whether the LAN reads and sets instance.
-func IsLocalInstance(instance string) bool { return slices.Contains(LocalInstances, instance) }
+import "cloud2mqtt/internal/capability"
 
 // Location is where a device is reached, as the LAN router sets it.
 type Location struct {
-	// Eligible: LAN control is on and the device has one of
-	// LocalInstances, so it may be found locally (Home Assistant's
-	// "Connection" sensor shows for it).
+	// Eligible: LAN control is on and the device may be controlled over
+	// the LAN (capability.LocalEligible), so it may be found locally (Home
+	// Assistant's "Connection" sensor shows for it).
 	Eligible bool
 	// Addr is the address its scan answer came from; "" while the LAN has
 	// not found it.
 	Addr string
-	// Local: reachable over the LAN now. Its LocalInstances come from the
-	// LAN and its availability follows the LAN.
+	// Local: reachable over the LAN now. Its instances in the LAN's table
+	// (capability.IsLocal) come from the LAN and its availability follows
+	// the LAN.
 	Local bool
 }
 
@@ -98,5 +84,5 @@ func (r *Registry) Location(k capability.Key) Location {
 // keepLocal says whether a cloud read leaves the instance alone: the
 // device is reachable over the LAN, which gives it.
 func (d *device) keepLocal(instance string) bool {
-	return d.location.Local && IsLocalInstance(instance)
+	return d.location.Local && capability.IsLocal(instance)
 }

@@ -114,7 +114,7 @@ func (w *waiter) report(res scheduler.CommandResult) {
 	}
 }
 
-func isSuperseded(err error) bool { return errors.Is(err, scheduler.ErrSuperseded) }
+func isSuperseded(err error) bool { return errors.Is(err, capability.ErrSuperseded) }
 
 func (w *waiter) submit(b *testing.B, s *scheduler.Scheduler, req cloud.ControlRequest) {
 	w.wg.Add(1)

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/scheduler"
 )
@@ -75,7 +76,7 @@ func TestRateLimited(t *testing.T) {
 				if lamp[2].value != 99 || f.Value("lamp", "brightness") != 99 {
 					t.Errorf("lamp ends at %v (last sent %v), want the newest 99", f.Value("lamp", "brightness"), lamp[2].value)
 				}
-				if r := rep.result(first); !errors.Is(r.Err, scheduler.ErrSuperseded) || r.Attempts != 2 {
+				if r := rep.result(first); !errors.Is(r.Err, capability.ErrSuperseded) || r.Attempts != 2 {
 					t.Errorf("429'd command: %v after %d attempts, want superseded after 2", r.Err, r.Attempts)
 				}
 				if r := rep.result(newest); r.Err != nil || r.Attempts != 1 {

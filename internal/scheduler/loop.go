@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 )
 
@@ -377,7 +378,7 @@ func (s *Scheduler) requeueCommandLocked(c *command, now time.Time) (report func
 		copy(d.commands[1:i+1], d.commands[:i])
 		d.commands[0] = n
 		s.counts.superseded++
-		res, rep := c.result(ErrSuperseded, now), c.report
+		res, rep := c.result(capability.ErrSuperseded, now), c.report
 		return func() { rep(res) }
 	}
 	d.commands = append(d.commands, nil)

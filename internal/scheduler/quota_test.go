@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/scheduler"
 )
@@ -122,7 +123,7 @@ func TestQuotaSpentHoldsUntilItRenews(t *testing.T) {
 		if n := len(f.Calls()); n != 7 {
 			t.Fatalf("%d requests before the quota renewed, want none after the 7 first", n)
 		}
-		if res := rep.result(first); !errors.Is(res.Err, scheduler.ErrSuperseded) {
+		if res := rep.result(first); !errors.Is(res.Err, capability.ErrSuperseded) {
 			t.Errorf("the first command: %v, want superseded by the second", res.Err)
 		}
 

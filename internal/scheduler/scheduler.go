@@ -44,9 +44,6 @@ var (
 	ErrOverloaded = errors.New("scheduler: overloaded, the queue is full because requests arrive faster than the cloud's rate limits allow; retry later, or poll less often")
 	// ErrClosed: the scheduler has shut down (or is shutting down).
 	ErrClosed = errors.New("scheduler: closed, the bridge is shutting down; the request was not accepted")
-	// ErrSuperseded: a newer command for the same device and instance
-	// replaced this one before it was sent.
-	ErrSuperseded = errors.New("scheduler: superseded by a newer command for the same device and instance before it was sent")
 	// ErrNotSent: the scheduler shut down before the request could be sent
 	// (or before a retry of it could be).
 	ErrNotSent = errors.New("scheduler: not sent, the bridge shut down first")
@@ -60,7 +57,7 @@ var (
 type CommandResult struct {
 	Request  cloud.ControlRequest
 	Result   cloud.ControlResult // the cloud's answer when Err is nil
-	Err      error               // nil, a cloud error, ErrSuperseded, ErrNotSent, ErrAuthHoldoff
+	Err      error               // nil, a cloud error, capability.ErrSuperseded, ErrNotSent, ErrAuthHoldoff
 	Attempts int                 // requests sent for it (0: never sent)
 	Queued   time.Time           // when it was submitted
 	Sent     time.Time           // when its last attempt was sent; zero if never
@@ -254,9 +251,9 @@ func (s *Scheduler) deviceLocked(sku, dev string) *device {
 
 // Control queues a control command. A command for a (device, instance)
 // that already has one queued replaces it in place (the older one is
-// reported with ErrSuperseded); a command already sent is never replaced,
-// the newer one is sent after it. Commands to one device are sent one at a
-// time, in the order their instances first arrived.
+// reported with capability.ErrSuperseded); a command already sent is never
+// replaced, the newer one is sent after it. Commands to one device are sent
+// one at a time, in the order their instances first arrived.
 func (s *Scheduler) Control(req cloud.ControlRequest, report func(CommandResult)) error {
 	if req.SKU == "" || req.Device == "" || req.Instance == "" {
 		return fmt.Errorf("scheduler: control request %s/%s %q: sku, device and instance must all be set", req.SKU, req.Device, req.Instance)
@@ -275,7 +272,7 @@ func (s *Scheduler) Control(req cloud.ControlRequest, report func(CommandResult)
 		if c.req.Instance != req.Instance {
 			continue
 		}
-		old := c.result(ErrSuperseded, now)
+		old := c.result(capability.ErrSuperseded, now)
 		oldReport := c.report
 		s.outbox = append(s.outbox, func() { oldReport(old) })
 		// Keep the position and the back-off (the cloud's Retry-After still

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/scheduler"
 )
@@ -125,7 +126,7 @@ func TestCoalescing(t *testing.T) {
 				switch {
 				case last && r.Err != nil:
 					t.Errorf("latest %s: %v, want success", inst, r.Err)
-				case !last && !errors.Is(r.Err, scheduler.ErrSuperseded):
+				case !last && !errors.Is(r.Err, capability.ErrSuperseded):
 					t.Errorf("older %s #%d: err %v, want ErrSuperseded", inst, i, r.Err)
 				case !last && r.Attempts != 0:
 					t.Errorf("superseded %s sent %d times, want never", inst, r.Attempts)

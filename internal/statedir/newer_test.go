@@ -1,6 +1,7 @@
 package statedir
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,3 +97,7 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// KeptAside reports whether err is Read's error for a file of a newer
+// version.
+func KeptAside(err error) bool { return errors.Is(err, ErrNewer) }

@@ -28,7 +28,7 @@ type Dir string
 var ErrOff = errors.New("statedir: no state directory (STATE_DIR is empty)")
 
 // ErrNewer is wrapped by Read's error for a file a newer version of the
-// bridge wrote: it is renamed aside (KeptAside names where), never read
+// bridge wrote: it is renamed aside (the error names where), never read
 // and never overwritten, so that going back to the newer version finds it.
 var ErrNewer = errors.New("statedir: written by a newer version of the bridge")
 
@@ -208,10 +208,6 @@ func (d Dir) keepAside(name, format string, got, want int) error {
 	}
 	return fmt.Errorf("%w: %s is version %d of %s, this bridge reads version %d; it was kept as %s and this bridge starts without it (run the newer bridge again to use it)", ErrNewer, d.path(name), got, format, want, aside)
 }
-
-// KeptAside reports whether err is Read's error for a file of a newer
-// version.
-func KeptAside(err error) bool { return errors.Is(err, ErrNewer) }
 
 // Check reports whether the directory exists (or can be created) and the
 // bridge's user can write in it, with the fix when not.

@@ -229,10 +229,3 @@ func (s *streamSlots) release(c netip.Prefix, viaIngress bool) {
 		delete(s.byClient, c)
 	}
 }
-
-// count is the streams open (ingress included).
-func (s *streamSlots) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.total + s.ingress
-}
