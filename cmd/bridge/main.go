@@ -1,6 +1,7 @@
 // Command bridge is the cloud2mqtt daemon: it bridges the smart-device cloud
 // API to MQTT and Home Assistant. Configuration is the environment (see
-// config.example.env); everything else lives in internal/app.
+// config.example.env); everything else lives in internal/app, and the
+// -demo's simulated account in internal/demo.
 package main
 
 import (
@@ -22,6 +23,7 @@ import (
 	"cloud2mqtt/internal/addon"
 	"cloud2mqtt/internal/app"
 	"cloud2mqtt/internal/config"
+	"cloud2mqtt/internal/demo"
 	"cloud2mqtt/internal/logging"
 )
 
@@ -115,7 +117,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	fs.Usage = func() {}
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	check := fs.Bool("check", false, "check every setting, bind the ports the bridge will listen on, reach the broker, the cloud and its events; print a report and exit 1 on a problem")
-	demo := fs.Bool("demo", false, "run against a simulated cloud and an embedded MQTT broker (no account needed)")
+	demoMode := fs.Bool("demo", false, "run against a simulated cloud and an embedded MQTT broker (no account needed)")
 	sub, err := parseArgs(fs, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -147,7 +149,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return appExitCode(appErr)
 	}
 	cfg, loadErr := config.Load(environment)
-	cfg.Demo = *demo
+	cfg.Demo = *demoMode
 	err = appScrub(errors.Join(loadErr, cfg.Validate()), environment)
 	isTerm := false
 	if f, ok := stderr.(*os.File); ok {
@@ -172,7 +174,11 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	log = log.Level(zerolog.TraceLevel)
 
 	if *check {
-		if app.Check(ctx, cfg, err, stdout, log) {
+		check := app.Check
+		if cfg.Demo {
+			check = demo.Check // the simulated account
+		}
+		if check(ctx, cfg, err, stdout, log) {
 			return 0
 		}
 		return 1
@@ -182,7 +188,11 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		return exitConfig
 	}
 	if sub == cmdDevices {
-		if err := app.Devices(ctx, cfg, stdout, log); err != nil {
+		devices := app.Devices
+		if cfg.Demo {
+			devices = demo.Devices
+		}
+		if err := devices(ctx, cfg, stdout, log); err != nil {
 			fmt.Fprintf(stderr, "cloud2mqtt: %v\n", err)
 			return 1
 		}
@@ -194,8 +204,14 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		fmt.Fprintf(stderr, "cloud2mqtt: %v\n", err)
 		return exitConfig
 	}
-	m := &app.Main{Config: cfg, Version: version, Log: log, Stdout: stdout, LogForward: forward, Ingress: ingress}
-	if err := m.Run(ctx); err != nil {
+	m := &app.Main{Config: cfg, Version: version, Log: log, LogForward: forward, Ingress: ingress}
+	runIt := m.Run
+	if cfg.Demo {
+		// The simulated cloud and lights, the embedded broker, and the
+		// instructions on stdout.
+		runIt = func(ctx context.Context) error { return demo.Run(ctx, m, stdout) }
+	}
+	if err := runIt(ctx); err != nil {
 		log.Error().Err(err).Msg("stopped with an error")
 		return 1
 	}

@@ -1,13 +1,19 @@
-// Package app wires the daemon together: the cloud client, the scheduler,
-// the poller, the MQTT connection, the bridge, the HTTP endpoint, events and
-// systemd notifications. cmd/bridge is a thin shell around Main; end-to-end
-// tests start Main in-process against a test broker and a simulated cloud.
+// Package app wires the daemon together and runs it: the cloud client, the
+// scheduler, the poller, the registry and its observers, the run-time
+// settings, the MQTT connection and the bridge, the HTTP endpoint with the
+// status page, events, the state directory and systemd notifications; and
+// -check and the devices command. cmd/bridge is a thin shell around Main;
+// end-to-end tests start Main in-process against a test broker and a
+// simulated cloud.
+//
+// It holds no concept of its own beyond the daemon's health and figures:
+// the settings are internal/settings, the page's adapter
+// internal/statuspage, the demo internal/demo (app imports no simulator).
 package app
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -17,6 +23,7 @@ import (
 
 	"cloud2mqtt/internal/bridge"
 	"cloud2mqtt/internal/config"
+	"cloud2mqtt/internal/events"
 	"cloud2mqtt/internal/lan"
 	"cloud2mqtt/internal/local"
 	"cloud2mqtt/internal/logging"
@@ -24,6 +31,7 @@ import (
 	"cloud2mqtt/internal/poller"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
+	"cloud2mqtt/internal/settings"
 )
 
 // ShutdownGrace bounds how long shutdown waits for commands in flight.
@@ -34,8 +42,6 @@ type Main struct {
 	Config  config.Config
 	Version string
 	Log     zerolog.Logger
-	// Stdout receives the demo mode's instructions.
-	Stdout io.Writer
 	// HTTPClient, when set, is used for the cloud (tests inject transports).
 	HTTPClient *http.Client
 	// LogForward, when set, is fed Log's lines (cmd/bridge puts it beside
@@ -45,26 +51,38 @@ type Main struct {
 	// Ingress, when its Addr is set (app mode), also serves the status
 	// page to Home Assistant's ingress proxy (http.go).
 	Ingress Ingress
+	// LANClient, when set, replaces the LAN client's settings of
+	// LAN_LISTEN and LAN_SCAN_TARGETS and turns local control on: the
+	// demo's simulated lights (internal/demo), a test's.
+	LANClient *lan.Config
+	// Events, when set, is where the devices' events come from instead of
+	// CLOUD_EVENTS_URL's broker (the demo's simulator): it calls deliver
+	// for each until ctx ends.
+	Events func(ctx context.Context, deliver func(events.Event))
+	// OnReady, when set, is called once, when the first device list is in,
+	// with where the daemon is reached (the demo prints its instructions).
+	OnReady func(Ready)
 
 	mu      sync.Mutex
-	sched   *scheduler.Scheduler
-	poll    *poller.Poller
-	conn    *mqtt.Client
+	run     *parts // the running parts, once the broker is connected
 	metrics *metrics
-	httpURL string
+	reached Ready // the addresses served so far
 	ready   chan struct{}
 	tune    tuning // timings tests shorten; zero: the defaults
 	// tuneConfigs, set by tests (export_test.go), shortens hold-offs,
 	// back-offs and retry intervals in the scheduler's, the poller's and the
 	// MQTT client's configuration.
 	tuneConfigs func(*scheduler.Config, *poller.Config, *mqtt.Config)
-	// lan is the LAN router (nil: LAN control off); lanClient, set by
-	// tests, replaces the LAN client's settings (lan.go).
-	lan       *local.Router
-	lanClient *lan.Config
+}
 
-	// web is the HTTP endpoint's test seams and state (http.go).
-	web webState
+// Ready is where a running daemon is reached.
+type Ready struct {
+	// BrokerURL is the MQTT broker's URL the bridge is connected to (the
+	// embedded broker's when it runs one).
+	BrokerURL string
+	// PageURL is the status page's base URL on HTTP_ADDR, IngressURL the
+	// ingress listener's; "" when off.
+	PageURL, IngressURL string
 }
 
 // Run runs the daemon until ctx ends, then shuts down in order: the poller
@@ -73,9 +91,6 @@ type Main struct {
 // shutdown.
 func (m *Main) Run(ctx context.Context) error {
 	cfg := m.Config
-	if cfg.Demo && cfg.HTTP.Addr == "" {
-		cfg.HTTP.Addr = demoHTTPAddr() // the demo shows its status page
-	}
 	m.Log.Info().Str("version", m.Version).Object("config", cfg).Msg("starting cloud2mqtt")
 	warnUnknown(cfg, m.Log)
 	ready := m.readyChan()
@@ -109,7 +124,8 @@ func (m *Main) Run(ctx context.Context) error {
 	// /healthz watch the rest).
 	d.sd.Ready()
 	m.mu.Lock()
-	m.sched, m.poll, m.conn, m.metrics = d.sched, d.poll, d.conn, d.met
+	m.run, m.metrics = &d.parts, d.met
+	m.reached.BrokerURL = env.mqttURL
 	m.mu.Unlock()
 	d.met.register(d.sched, d.poll, d.reg, d.conn)
 	d.start(ctx)
@@ -119,9 +135,9 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.runBackground(ctx, &wg, d, ready)
-	if cfg.Demo {
+	if m.OnReady != nil {
 		wg.Add(1)
-		go func() { defer wg.Done(); m.demoBanner(ctx, ready, env) }()
+		go func() { defer wg.Done(); m.tellReady(ctx, ready) }()
 	}
 	<-ctx.Done()
 	d.shutdown()
@@ -155,32 +171,30 @@ func pageURL(bound net.Addr) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// demoBanner prints the demo's instructions once the first device list
-// is in, after the start's log lines, so they do not scroll away under
+// tellReady calls OnReady once the first device list is in: after the
+// start's log lines, so that what it prints does not scroll away under
 // them (the LAN's finds may follow: a few lines).
-func (m *Main) demoBanner(ctx context.Context, ready <-chan struct{}, env *environment) {
+func (m *Main) tellReady(ctx context.Context, ready <-chan struct{}) {
 	select {
 	case <-ready:
 	case <-ctx.Done():
 		return
 	}
-	m.printDemo(env, env.demo)
 	m.mu.Lock()
-	url := m.httpURL
+	r := m.reached
 	m.mu.Unlock()
-	if url != "" {
-		m.printPage(url)
-	}
+	m.OnReady(r)
 }
 
-// parts are the daemon's components the background loop reads.
+// parts are the daemon's components the background loop, the health
+// answer and /metrics read.
 type parts struct {
 	mirror *bridge.Mirror
 	reg    *registry.Registry
 	sched  *scheduler.Scheduler
 	poll   *poller.Poller
 	conn   *mqtt.Client
-	set    *settings
+	set    *settings.Settings
 	lan    *local.Router // nil: LAN control off
 }
 
@@ -246,8 +260,12 @@ func schedulerConfig(c config.Config) scheduler.Config {
 // cloudGrace) and the poller progresses (reads the cloud answered).
 func (m *Main) health() (bool, []string, any) {
 	m.mu.Lock()
-	conn, poll, sched := m.conn, m.poll, m.sched
+	var p parts
+	if m.run != nil {
+		p = *m.run
+	}
 	m.mu.Unlock()
+	conn, poll, sched := p.conn, p.poll, p.sched
 	var reasons []string
 	if conn == nil || !conn.Connected() {
 		reasons = append(reasons, "not connected to the MQTT broker")

@@ -111,7 +111,7 @@ func (b *backgroundLoop) check() {
 // publishStats hands bridge/stats (and the day's limit) to the mirror,
 // which publishes what changed.
 func (b *backgroundLoop) publishStats(now time.Time, sc scheduler.Stats, rs registry.Stats) {
-	limit := b.p.set.dailyLimit()
+	limit := b.p.set.DailyLimit()
 	b.p.mirror.SetDailyLimit(limit)
 	st := bridgeStats(b.m.Version, sc, rs, limit, now)
 	st.CloudConnected = cloudConnected(sc.Cloud, now, b.tune.cloudGrace)
@@ -121,7 +121,7 @@ func (b *backgroundLoop) publishStats(now time.Time, sc scheduler.Stats, rs regi
 // publishInfo publishes bridge/info when the settings or the plan changed,
 // or infoEvery after the last time (for its counters).
 func (b *backgroundLoop) publishInfo(now time.Time, sc scheduler.Stats, ps poller.Stats) {
-	key := infoKey{b.p.set.version(), ps.Plan}
+	key := infoKey{b.p.set.Version(), ps.Plan}
 	if key == b.lastInfo && now.Sub(b.infoAt) < infoEvery {
 		return
 	}

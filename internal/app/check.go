@@ -14,7 +14,6 @@ import (
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
-	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/statedir"
@@ -106,20 +105,11 @@ func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, 
 	return ok
 }
 
-// listDevices reads the account's devices once (the simulated account's in
-// demo mode); limits, when not nil, gets what the answer's rate-limit
-// headers say.
+// listDevices reads the account's devices once (in -demo the simulated
+// account's: internal/demo points CLOUD_BASE_URL there); limits, when not
+// nil, gets what the answer's rate-limit headers say.
 func listDevices(ctx context.Context, cfg config.Config, log zerolog.Logger, limits *cloud.RateLimits) ([]capability.Device, error) {
 	base, key := cfg.Cloud.BaseURL, cfg.Cloud.APIKey.Reveal()
-	if cfg.Demo {
-		sim := cloudsim.New(cloudsim.Options{})
-		srv, err := newLoopbackServer(sim)
-		if err != nil {
-			return nil, fmt.Errorf("app: demo: serve the simulated cloud: %w", err)
-		}
-		defer srv.Close()
-		base, key = srv.URL, sim.APIKey()
-	}
 	var onLimits func(cloud.RateLimits)
 	if limits != nil {
 		// Called before ListDevices returns, on this goroutine's request.

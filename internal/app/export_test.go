@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 
+	"cloud2mqtt/internal/local"
 	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/poller"
 	"cloud2mqtt/internal/scheduler"
@@ -31,5 +32,23 @@ func (m *Main) WaitReady(ctx context.Context) error {
 func (m *Main) HTTPURL() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.httpURL
+	return m.reached.PageURL
+}
+
+// IngressURL is the ingress listener's base URL once it serves ("" none).
+func (m *Main) IngressURL() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reached.IngressURL
+}
+
+// LAN is the running LAN router, nil when LAN control is off (or before
+// the broker is connected).
+func (m *Main) LAN() *local.Router {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.run == nil {
+		return nil
+	}
+	return m.run.lan
 }

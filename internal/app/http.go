@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"cloud2mqtt/internal/statuspage"
 	"cloud2mqtt/internal/web"
 )
 
@@ -51,17 +52,6 @@ func (t httpTimeouts) withDefaults() httpTimeouts {
 	return t
 }
 
-// webState is the HTTP endpoint's test seams (export_web_test.go) and the
-// ingress listener's address once it serves.
-type webState struct {
-	// pageAddr, when set, is the address the status page takes HTTP_ADDR
-	// to be for its loopback rule (tests: bound to loopback, judged as
-	// not).
-	pageAddr   string
-	timeouts   httpTimeouts
-	ingressURL string
-}
-
 // serve starts the HTTP endpoint (health, metrics, the status page) when
 // HTTP_ADDR is set, and the ingress listener when Main.Ingress is.
 func (m *Main) serve(ctx context.Context, wg *sync.WaitGroup, d *running) error {
@@ -80,19 +70,14 @@ func (m *Main) serve(ctx context.Context, wg *sync.WaitGroup, d *running) error 
 		d.log.Warn().Str("HTTP_ADDR", addr).
 			Msg("HTTP_ADDR listens on every interface: the status page, /metrics and /healthz are open to the network (devices, request counts, errors; actions only with HTTP_TOKEN); set HTTP_ADDR=127.0.0.1:PORT unless another host must see them")
 	}
-	m.mu.Lock()
-	st := m.web
-	m.mu.Unlock()
-	pageAddr := addr
-	if st.pageAddr != "" {
-		pageAddr = st.pageAddr
-	}
-	h, _, err := d.page.handler(pageOptions{addr: pageAddr, hosts: d.cfg.HTTP.HostNames(), token: d.cfg.HTTP.Token.Reveal(),
-		health: http.HandlerFunc(m.serveHealth), metrics: metricsHandler(d.met)}, d.scfg, d.parts, d.log)
+	h, err := d.page.Handler(web.Options{Addr: addr, Hosts: d.cfg.HTTP.HostNames(), Token: d.cfg.HTTP.Token.Reveal(),
+		Health: http.HandlerFunc(m.serveHealth), Metrics: metricsHandler(d.met)},
+		statuspage.Parts{Mirror: d.mirror, Registry: d.reg, Poller: d.poll, Scheduler: d.sched, Settings: d.set,
+			Limits: d.scfg, LANPoll: d.lanPoll()}, d.log)
 	if err != nil {
 		return err
 	}
-	timeouts := st.timeouts.withDefaults()
+	timeouts := httpTimeouts{}.withDefaults()
 	if addr != "" {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -100,7 +85,7 @@ func (m *Main) serve(ctx context.Context, wg *sync.WaitGroup, d *running) error 
 		}
 		url := m.startServer(ctx, wg, ln, h, h, timeouts)
 		m.mu.Lock()
-		m.httpURL = url
+		m.reached.PageURL = url
 		m.mu.Unlock()
 		m.Log.Info().Str("HTTP_ADDR", addr).Str("url", url+"/").Msg("http endpoint: the status page at /, /healthz and /metrics")
 	}
@@ -111,7 +96,7 @@ func (m *Main) serve(ctx context.Context, wg *sync.WaitGroup, d *running) error 
 		}
 		url := m.startServer(ctx, wg, ln, h.Ingress(peer), h, timeouts)
 		m.mu.Lock()
-		m.web.ingressURL = url
+		m.reached.IngressURL = url
 		m.mu.Unlock()
 		m.Log.Info().Str("listen", ln.Addr().String()).Str("proxy", peer.String()).
 			Msg("ingress: the status page in Home Assistant's sidebar, for its proxy only")
@@ -122,8 +107,7 @@ func (m *Main) serve(ctx context.Context, wg *sync.WaitGroup, d *running) error 
 // startServer serves handler on ln until ctx ends and returns its base
 // URL. page's event streams end with the server.
 func (m *Main) startServer(ctx context.Context, wg *sync.WaitGroup, ln net.Listener, handler http.Handler, page *web.Handler, t httpTimeouts) string {
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: t.readHeader, ReadTimeout: t.read, IdleTimeout: t.idle,
-		MaxHeaderBytes: 32 << 10}
+	srv := newHTTPServer(handler, t)
 	// Open event streams would keep Shutdown waiting: they end with it.
 	srv.RegisterOnShutdown(page.Close)
 	wg.Add(2)
@@ -141,6 +125,13 @@ func (m *Main) startServer(ctx context.Context, wg *sync.WaitGroup, ln net.Liste
 		_ = srv.Shutdown(sctx)
 	}()
 	return pageURL(ln.Addr())
+}
+
+// newHTTPServer is a server of the HTTP endpoint: handler, its connections
+// bounded by t, headers by 32 KiB.
+func newHTTPServer(handler http.Handler, t httpTimeouts) *http.Server {
+	return &http.Server{Handler: handler, ReadHeaderTimeout: t.readHeader, ReadTimeout: t.read, IdleTimeout: t.idle,
+		MaxHeaderBytes: 32 << 10}
 }
 
 // metricsHandler is /metrics.

@@ -8,6 +8,7 @@ import (
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/poller"
 	"cloud2mqtt/internal/scheduler"
+	"cloud2mqtt/internal/settings"
 )
 
 // infoJSON is <base>/bridge/info: what the bridge runs with, never a
@@ -32,8 +33,9 @@ type planJSON struct {
 }
 
 // bridgeInfo builds <base>/bridge/info.
-func bridgeInfo(version string, s *settings, p poller.Stats, sc scheduler.Stats) []byte {
-	cfg, devs, opts := s.snapshot()
+func bridgeInfo(version string, s *settings.Settings, p poller.Stats, sc scheduler.Stats) []byte {
+	snap := s.Snapshot()
+	cfg := snap.Config
 	info := infoJSON{
 		BridgeInfo: discovery.BridgeInfo{
 			Version:  version,
@@ -44,8 +46,8 @@ func bridgeInfo(version string, s *settings, p poller.Stats, sc scheduler.Stats)
 			},
 			Devices: map[string]discovery.DeviceInfo{},
 		},
-		Options: opts["options"].(map[string]any),
-		Sources: opts["sources"].(map[string]string),
+		Options: snap.Options,
+		Sources: snap.Sources,
 		RateLimits: map[string]int{
 			"devices_per_minute":        cfg.Limits.DevicesPerMinute,
 			"control_per_second":        cfg.Limits.ControlPerSecond,
@@ -66,7 +68,7 @@ func bridgeInfo(version string, s *settings, p poller.Stats, sc scheduler.Stats)
 		left := max(cfg.Cloud.DailyLimit-sc.RequestsToday, 0)
 		info.Poll.QuotaLeft = &left
 	}
-	for id, d := range devs {
+	for id, d := range snap.Devices {
 		di := discovery.DeviceInfo{Disabled: d.Disabled, Name: d.Name}
 		if iv, err := time.ParseDuration(d.PollInterval); err == nil {
 			di.PollIntervalSeconds = int(iv / time.Second)

@@ -5,29 +5,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/capability"
-	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/lan"
-	"cloud2mqtt/internal/lansim"
 	"cloud2mqtt/internal/local"
-	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/topic"
 )
 
 // Local control (LAN_ENABLED, docs/lan.md): the router beside the cloud.
 
-// lanClientConfig is the LAN client's configuration from the settings;
-// the demo and tests replace the ports and targets (environment.lan).
-func lanClientConfig(cfg config.Config, env *environment) (lan.Config, error) {
-	if env != nil && env.lan != nil {
-		return *env.lan, nil
+// lanClientConfig is the LAN client's configuration from the settings, or
+// override (Main.LANClient: the demo's, a test's) when set.
+func lanClientConfig(cfg config.Config, override *lan.Config) (lan.Config, error) {
+	if override != nil {
+		return *override, nil
 	}
 	targets, err := lan.ParseTargets(cfg.Local.ScanTargets)
 	if err != nil {
@@ -36,20 +32,14 @@ func lanClientConfig(cfg config.Config, env *environment) (lan.Config, error) {
 	return lan.Config{Listen: cfg.Local.ListenAddr, Targets: targets}, nil
 }
 
-// newLocal starts the LAN router when LAN_ENABLED=true (always in the demo,
-// whose lights partly run on the LAN simulator); nil when off. A port
-// taken by another program is an error that says which and what to do.
-func (m *Main) newLocal(cfg config.Config, env *environment) (*local.Router, error) {
-	m.mu.Lock()
-	override := m.lanClient
-	m.mu.Unlock()
-	if override != nil {
-		env.lan = override
-	}
-	if !cfg.Local.Enabled && env.lan == nil {
+// newLocal starts the LAN router when LAN_ENABLED=true or Main.LANClient
+// is set; nil when off. A port taken by another program is an error that
+// says which and what to do.
+func (m *Main) newLocal(cfg config.Config) (*local.Router, error) {
+	if !cfg.Local.Enabled && m.LANClient == nil {
 		return nil, nil
 	}
-	cc, err := lanClientConfig(cfg, env)
+	cc, err := lanClientConfig(cfg, m.LANClient)
 	if err != nil {
 		return nil, err
 	}
@@ -60,30 +50,7 @@ func (m *Main) newLocal(cfg config.Config, env *environment) (*local.Router, err
 	}
 	m.Log.Info().Str("listen", r.Addr()).Str("scan_targets", strings.Join(r.Info().Targets, ",")).
 		Stringer("poll_interval", cfg.Local.PollInterval).Msg("local control on: lights that answer on the LAN are switched and read there")
-	m.mu.Lock()
-	m.lan = r
-	m.mu.Unlock()
 	return r, nil
-}
-
-// lanSink is the registry's sink that also hands each device list to the
-// LAN router (which only takes it over: the registry is locked).
-type lanSink struct {
-	registry.Sink
-	r *local.Router
-}
-
-func (s lanSink) Devices(all, added, removed []capability.Device) {
-	s.Sink.Devices(all, added, removed)
-	s.r.SetDevices(all)
-}
-
-// withLANSink wraps sink when LAN control is on.
-func withLANSink(sink registry.Sink, r *local.Router) registry.Sink {
-	if r == nil {
-		return sink
-	}
-	return lanSink{sink, r}
 }
 
 // withLANInfo adds the "lan" object to bridge/info's JSON object.
@@ -103,62 +70,6 @@ func withLANInfo(info []byte, r *local.Router) []byte {
 	out = append(out, `"lan":`...)
 	out = append(out, p...)
 	return append(out, '}')
-}
-
-// LAN is the running LAN router, nil when LAN control is off (tests).
-func (m *Main) LAN() *local.Router {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lan
-}
-
-// demoLocalLights is how many of the demo's lights run on the LAN
-// simulator too.
-const demoLocalLights = 3
-
-// demoLAN runs the first demo lights on the LAN simulator, linked to the
-// simulated cloud (a change either way shows in both), on 127.0.0.2, …
-// at free ports, and points the LAN client there: the newcomer sees local
-// control work without touching the real network.
-func (m *Main) demoLAN(env *environment, sim *cloudsim.Sim) error {
-	var specs []lansim.Spec
-	for _, d := range sim.Devices() {
-		if len(specs) < demoLocalLights && capability.LocalEligible(d) && strings.HasSuffix(d.Type, ".light") {
-			specs = append(specs, lansim.Spec{ID: d.Device, SKU: d.SKU, Linked: true})
-		}
-	}
-	ls, err := lansim.New(lansim.Options{Cloud: sim, Logger: m.Log}, specs...)
-	if err != nil {
-		return fmt.Errorf("app: demo: start the LAN simulator: %w", err)
-	}
-	env.closers = append(env.closers, func() { _ = ls.Close() })
-	cc := lan.Config{Listen: "127.0.0.1:0", ScanPort: ls.ScanPort(), CommandPort: ls.CommandPort()}
-	for _, s := range specs {
-		if a, err := ls.Addr(s.ID); err == nil {
-			cc.Targets = append(cc.Targets, lan.Target{Host: a.String()})
-			env.lanLights = append(env.lanLights, demoLANLight{id: topic.DeviceID(s.SKU, s.ID), addr: a})
-		}
-	}
-	env.lan = &cc
-	return nil
-}
-
-// demoLANLight is a demo light on the LAN simulator, for the printout.
-type demoLANLight struct {
-	id   string
-	addr netip.Addr
-}
-
-// printDemoLAN says which demo lights are local.
-func printDemoLAN(w io.Writer, lights []demoLANLight, base string) {
-	if w == nil || len(lights) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "Local control (LAN simulator on loopback; LAN_SCAN_TARGETS points there):\n")
-	for _, l := range lights {
-		fmt.Fprintf(w, "  %-28s at %s: switched and read over the LAN\n", l.id, l.addr)
-	}
-	fmt.Fprintf(w, "  their \"connection\" in %s/<id>/state says local; the others say cloud.\n\n", base)
 }
 
 // checkLocal is -check's LAN part: bind LAN_LISTEN, scan once, and report
@@ -200,17 +111,5 @@ func checkLocal(ctx context.Context, cfg config.Config, devs []capability.Device
 	say(true, "local control", detail)
 	for _, d := range found {
 		fmt.Fprintf(out, "     %s  %s  %s  at %s\n", topic.DeviceID(d.SKU, d.ID), d.SKU, d.ID, d.Addr)
-	}
-}
-
-// connectionOf is how a device is reached, for the status page's "path"
-// (internal/web: webSource.Path): "local" while the LAN reaches it, else
-// "cloud".
-func connectionOf(reg *registry.Registry) func(capability.Key) string {
-	return func(k capability.Key) string {
-		if reg.Location(k).Local {
-			return "local"
-		}
-		return "cloud"
 	}
 }

@@ -7,12 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rs/zerolog"
-
-	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/lansim"
-	"cloud2mqtt/internal/registry"
 )
 
 // TestCheckScansTheLAN: with LAN_ENABLED=true, -check scans the targets
@@ -63,25 +59,3 @@ func TestCheckScansTheLAN(t *testing.T) {
 		t.Errorf("a taken port passed or was not explained:\n%s", out)
 	}
 }
-
-// TestConnectionOf: the status page's path follows the registry's location.
-func TestConnectionOf(t *testing.T) {
-	reg := registry.New(nopSink{}, zerolog.Nop())
-	d := capability.Device{SKU: "H6008", Device: "AA:01", Type: capability.DeviceLight}
-	reg.SetDevices([]capability.Device{d})
-	path := connectionOf(reg)
-	if got := path(d.Key()); got != "cloud" {
-		t.Errorf("before the scan: %q", got)
-	}
-	reg.SetLocation(d.Key(), registry.Location{Eligible: true, Addr: "127.0.0.2", Local: true})
-	if got := path(d.Key()); got != "local" {
-		t.Errorf("found on the LAN: %q", got)
-	}
-}
-
-type nopSink struct{}
-
-func (nopSink) Devices(_, _, _ []capability.Device) {}
-func (nopSink) State(registry.View, map[string]any) {}
-func (nopSink) Unreachable(registry.View, error)    {}
-func (nopSink) Scenes(registry.View)                {}

@@ -66,7 +66,7 @@ func startLANHarnessWith(t *testing.T, env map[string]string, extra func(ls *lan
 	if extra != nil {
 		extra(ls, &cc)
 	}
-	h.main.SetLANClient(cc)
+	h.main.LANClient = &cc
 	h.start()
 	lh := &lanHarness{harness: h, lan: ls, cc: cc, ids: map[string]string{}}
 	for _, d := range h.sim.Devices() {
@@ -340,7 +340,7 @@ func TestLocalControlWithoutTheCloud(t *testing.T) {
 	h.stop()
 	h.sim.Faults().FailFraction(cloudsim.AnyEndpoint, 1, 503)
 	h.main = h.newMain(h.main.Config)
-	h.main.SetLANClient(h.cc)
+	h.main.LANClient = &h.cc
 	h.start() // ready: the device list comes from the state directory
 
 	id := h.ids[lanQuietLight]

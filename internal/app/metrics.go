@@ -18,7 +18,6 @@ import (
 	"cloud2mqtt/internal/poller"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
-	"cloud2mqtt/internal/web"
 )
 
 // metrics are the daemon's Prometheus metrics, in a set of its own (no
@@ -168,7 +167,7 @@ func bridgeStats(version string, s scheduler.Stats, r registry.Stats, dailyLimit
 		st.RateLimited = st.RateLimited || left == 0
 	}
 	st.RateLimited = st.RateLimited || !s.Quota.HeldUntil.IsZero()
-	if q, ok := quotaNow(s.Quota, dailyLimit, s.RequestsToday, now); ok {
+	if q, ok := s.Quota.Binding(dailyLimit, s.RequestsToday, now); ok {
 		if q.Limit > 0 {
 			st.QuotaLimit = &q.Limit
 		}
@@ -185,34 +184,19 @@ func bridgeStats(version string, s scheduler.Stats, r registry.Stats, dailyLimit
 	return st
 }
 
-// webQuota is the status page's quota (quotaNow); nil while none is known.
-func webQuota(s scheduler.Stats, dailyLimit int, now time.Time) *web.Quota {
-	q, ok := quotaNow(s.Quota, dailyLimit, s.RequestsToday, now)
-	if !ok {
-		return nil
-	}
-	w := &web.Quota{Limit: q.Limit, Remaining: q.Remaining, Source: q.Source, Fits: q.Fits, PacePerHour: q.PacePerHour}
-	if !q.Reset.IsZero() {
-		w.Reset = &q.Reset
-	}
-	if !q.RunsOut.IsZero() {
-		w.RunsOut = &q.RunsOut
-	}
-	return w
-}
-
-// registerQuota adds the account's quota as the bridge shows it (quotaNow):
+// registerQuota adds the account's quota as the bridge shows it
+// (scheduler.Quota.Binding):
 // the window that binds, where it comes from, and the forecast. The
 // figures are 0 while no quota is known (cloud2mqtt_quota_known 0).
 func (m *metrics) registerQuota(sched *scheduler.Scheduler) {
-	quota := func(f func(q quotaView) float64) func() float64 {
+	quota := func(f func(q scheduler.Binding) float64) func() float64 {
 		return func() float64 {
 			st := sched.Stats()
 			limit := 0
 			if m.dailyLimit != nil {
 				limit = m.dailyLimit()
 			}
-			q, ok := quotaNow(st.Quota, limit, st.RequestsToday, time.Now())
+			q, ok := st.Quota.Binding(limit, st.RequestsToday, time.Now())
 			if !ok {
 				return 0
 			}
@@ -225,29 +209,29 @@ func (m *metrics) registerQuota(sched *scheduler.Scheduler) {
 		}
 		return float64(t.Unix())
 	}
-	m.set.NewGauge("cloud2mqtt_quota_known", quota(func(quotaView) float64 { return 1 }))
+	m.set.NewGauge("cloud2mqtt_quota_known", quota(func(scheduler.Binding) float64 { return 1 }))
 	// 1 when the figures are the cloud's (its rate-limit headers), 0 when
 	// they are CLOUD_DAILY_LIMIT's.
-	m.set.NewGauge("cloud2mqtt_quota_learned", quota(func(q quotaView) float64 {
+	m.set.NewGauge("cloud2mqtt_quota_learned", quota(func(q scheduler.Binding) float64 {
 		if q.Source == scheduler.QuotaLearned {
 			return 1
 		}
 		return 0
 	}))
-	m.set.NewGauge("cloud2mqtt_quota_limit", quota(func(q quotaView) float64 { return float64(q.Limit) }))
-	m.set.NewGauge("cloud2mqtt_quota_remaining", quota(func(q quotaView) float64 { return float64(q.Remaining) }))
-	m.set.NewGauge("cloud2mqtt_quota_reset_timestamp_seconds", quota(func(q quotaView) float64 { return unix(q.Reset) }))
+	m.set.NewGauge("cloud2mqtt_quota_limit", quota(func(q scheduler.Binding) float64 { return float64(q.Limit) }))
+	m.set.NewGauge("cloud2mqtt_quota_remaining", quota(func(q scheduler.Binding) float64 { return float64(q.Remaining) }))
+	m.set.NewGauge("cloud2mqtt_quota_reset_timestamp_seconds", quota(func(q scheduler.Binding) float64 { return unix(q.Reset) }))
 	// 1 when the pace of the last ten minutes fits what is left until the
 	// quota renews (also while it is not measured yet), 0 when not; then
 	// cloud2mqtt_quota_runs_out_timestamp_seconds says when it runs out.
-	m.set.NewGauge("cloud2mqtt_quota_fits", quota(func(q quotaView) float64 {
+	m.set.NewGauge("cloud2mqtt_quota_fits", quota(func(q scheduler.Binding) float64 {
 		if q.Fits != nil && !*q.Fits {
 			return 0
 		}
 		return 1
 	}))
-	m.set.NewGauge("cloud2mqtt_quota_runs_out_timestamp_seconds", quota(func(q quotaView) float64 { return unix(q.RunsOut) }))
-	m.set.NewGauge("cloud2mqtt_quota_pace_per_hour", quota(func(q quotaView) float64 { return q.PacePerHour }))
+	m.set.NewGauge("cloud2mqtt_quota_runs_out_timestamp_seconds", quota(func(q scheduler.Binding) float64 { return unix(q.RunsOut) }))
+	m.set.NewGauge("cloud2mqtt_quota_pace_per_hour", quota(func(q scheduler.Binding) float64 { return q.PacePerHour }))
 }
 
 // observe wraps a transport to count requests by endpoint and status.

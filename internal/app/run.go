@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/bridge"
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/discovery"
@@ -16,7 +17,9 @@ import (
 	"cloud2mqtt/internal/poller"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
+	"cloud2mqtt/internal/settings"
 	"cloud2mqtt/internal/statedir"
+	"cloud2mqtt/internal/statuspage"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -34,7 +37,7 @@ type running struct {
 	tune      tuning
 	statsKick *listener
 	saveKick  *listener
-	page      *webPage
+	page      *statuspage.Page
 	scfg      scheduler.Config
 	mcfg      mqtt.Config
 	br        *bridge.Bridge
@@ -46,8 +49,10 @@ type running struct {
 }
 
 // assemble builds every part in constructor order: scheduler (over the
-// cloud client) → mirror → LAN router → registry (its sink the mirror)
-// → state restored → poller → settings → bridge. Nothing runs yet.
+// cloud client) → mirror → LAN router → registry (its observers: the
+// page's errors, the mirror, the LAN router, the stats' and the state
+// directory's kicks) → state restored → poller → settings → bridge.
+// Nothing runs yet.
 func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	log := m.Log
 	var sched *scheduler.Scheduler // the answers' rate-limit headers tell it the quota
@@ -60,7 +65,7 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 		return nil, err
 	}
 	d := &running{cfg: cfg, log: log, env: env, met: newMetrics(m.Version), dir: statedir.Dir(cfg.State.Dir),
-		tune: m.tuning(), page: newWebPage(), sd: Systemd{Log: log}}
+		tune: m.tuning(), page: statuspage.New(), sd: Systemd{Log: log}}
 	// Every change of a figure the bridge shows or keeps wakes the stats
 	// and the state directory's writer.
 	kicks := newNotifier(2)
@@ -69,22 +74,34 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	d.sched = scheduler.New(client, d.scfg, log.With().Str("component", "scheduler").Logger())
 	sched = d.sched
 	d.mirror = m.newMirror(d)
-	if d.lan, err = m.newLocal(cfg, env); err != nil {
+	if d.lan, err = m.newLocal(cfg); err != nil {
 		return nil, err
 	}
-	d.reg = registry.New(d.page.errs.sink(withLANSink(notifyingSink{d.mirror, kicks.notify}, d.lan)), log.With().Str("component", "registry").Logger())
+	d.reg = registry.New(log.With().Str("component", "registry").Logger(), d.observers(kicks)...)
 	restoreState(d.dir, d.reg, log)
 	d.poll = poller.New(d.sched, d.reg, pcfg, log.With().Str("component", "poller").Logger())
-	d.set = newSettings(cfg, d.dir, log, d.poll, d.mirror)
-	d.set.apply()
-	d.met.dailyLimit = d.set.dailyLimit
+	d.set = settings.New(cfg, d.dir, log, d.poll, d.mirror)
+	d.set.Apply()
+	d.met.dailyLimit = d.set.DailyLimit
 	d.br = bridge.New(d.mirror, d.reg, d.poll, d.sched, d.set)
 	if d.lan != nil {
 		d.lan.Bind(d.reg, d.poll)
 		d.br.SetLocal(d.lan)
-		d.page.setLocal(d.reg, cfg.Local.PollInterval)
 	}
 	return d, nil
+}
+
+// observers are the registry's, in the order it tells them a change: the
+// status page (a device's read error), the mirror (the retained topics),
+// the LAN router (the device list, which it only takes over: the registry
+// is locked), then the stats and the state directory's writer (any change:
+// devices online, the list, values).
+func (d *running) observers(kicks notifier) []registry.Observer {
+	obs := []registry.Observer{d.page.Observer(), d.mirror.Observer()}
+	if d.lan != nil {
+		obs = append(obs, registry.Observer{Devices: func(all, _, _ []capability.Device) { d.lan.SetDevices(all) }})
+	}
+	return append(obs, registry.Observer{Changed: kicks.notify})
 }
 
 // configs fills the scheduler's and the MQTT client's configuration in d
@@ -97,7 +114,7 @@ func (m *Main) configs(d *running, kicks notifier) poller.Config {
 	// them); it is made after the scheduler, before the scheduler runs.
 	d.scfg.OnHeld = func(sku, device string, h scheduler.Hold) { d.poll.Held(sku, device, h) }
 	// The status page: its chart counts what the day's count counts.
-	d.scfg.OnCounted = d.page.history.Observe
+	d.scfg.OnCounted = d.page.OnCounted
 	if s := readSpent(d.dir, d.log); s.Requests > 0 {
 		d.scfg.RequestsToday, d.scfg.RequestsDay = s.Requests, s.Day
 	}
@@ -118,26 +135,34 @@ func (m *Main) configs(d *running, kicks notifier) poller.Config {
 	return pcfg
 }
 
-// newMirror is the registry's sink: everything the bridge publishes.
+// newMirror is everything the bridge publishes, one of the registry's
+// observers.
 func (m *Main) newMirror(d *running) *bridge.Mirror {
 	cfg := d.cfg
 	layout := topic.New(cfg.MQTT.BaseTopic)
-	var mirror *bridge.Mirror
-	mirror = bridge.NewMirror(bridge.Options{
+	return bridge.NewMirror(bridge.Options{
 		Layout: layout,
 		Discovery: discovery.Config{
 			Prefix: cfg.HA.DiscoveryPrefix, Layout: layout, Version: m.Version,
 			BridgeID: topic.DeviceID("bridge", layout.Base), DailyLimit: cfg.Cloud.DailyLimit,
-			Local: cfg.Local.Enabled || cfg.Demo,
+			Local: cfg.Local.Enabled,
 		},
 		DiscoveryEnabled: cfg.HA.Discovery,
 		HAStatusTopic:    cfg.HA.StatusTopic,
 		Health:           m.health,
-		OnCommand:        d.page.errs.commandDone(d.met.observeCommand),
-		OnError:          d.page.noteError(&mirror),
+		OnCommand:        d.page.CommandDone(d.met.observeCommand),
+		OnError:          d.page.CommandFailed,
 		Log:              d.log.With().Str("component", "bridge").Logger(),
 	})
-	return mirror
+}
+
+// lanPoll is how often the LAN reads a device it reaches (0: LAN control
+// off), which the page shows as such a device's poll interval.
+func (d *running) lanPoll() time.Duration {
+	if d.lan == nil {
+		return 0
+	}
+	return d.cfg.Local.PollInterval
 }
 
 // connect connects to the broker. On the first connect it subscribes before
@@ -198,7 +223,10 @@ func (m *Main) runBackground(ctx context.Context, wg *sync.WaitGroup, d *running
 		go func() { defer wg.Done(); f() }()
 	}
 	if m.LogForward != nil {
-		goWG(func() { m.LogForward.Run(ctx, d.page.publishLog(d.mirror)) })
+		// bridge/logging and the page's recent problems: the same records.
+		goWG(func() {
+			m.LogForward.Run(ctx, func(p []byte) { d.mirror.PublishLog(p); d.page.AddLog(p) })
+		})
 	}
 	if d.env.events != nil {
 		goWG(func() { d.env.events(ctx, d.mirror) })

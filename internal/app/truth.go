@@ -6,10 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"cloud2mqtt/internal/bridge"
-	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
-	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
 )
 
@@ -125,34 +122,6 @@ func (n notifier) notify() {
 	}
 }
 
-// notifyingSink is the mirror as the registry's sink, telling the
-// notifier of every change (devices online, the list, values: the figures
-// of bridge/stats and the state directory's contents).
-type notifyingSink struct {
-	*bridge.Mirror
-	notify func()
-}
-
-func (s notifyingSink) Devices(all, added, removed []capability.Device) {
-	s.Mirror.Devices(all, added, removed)
-	s.notify()
-}
-
-func (s notifyingSink) State(v registry.View, changed map[string]any) {
-	s.Mirror.State(v, changed)
-	s.notify()
-}
-
-func (s notifyingSink) Unreachable(v registry.View, err error) {
-	s.Mirror.Unreachable(v, err)
-	s.notify()
-}
-
-func (s notifyingSink) Scenes(v registry.View) {
-	s.Mirror.Scenes(v)
-	s.notify()
-}
-
 // exposedAddr reports whether an HTTP_ADDR listens on every interface (no
 // host, 0.0.0.0 or ::), so that /metrics and /healthz are open to the
 // network.
@@ -166,75 +135,4 @@ func exposedAddr(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsUnspecified()
-}
-
-// quotaView is the account's quota as the bridge shows it (bridge/stats,
-// /metrics, the status page): the window that binds, the smaller winning
-// (the learned windows and CLOUD_DAILY_LIMIT, the one whose remainder
-// lasts the shortest at an even pace until it renews), where it comes
-// from, and the forecast at the pace of the last ten minutes.
-type quotaView struct {
-	Limit     int // 0 when the cloud said only what is left
-	Remaining int
-	Reset     time.Time // zero when unknown
-	Source    string    // scheduler.QuotaLearned or QuotaConfigured
-	Window    string    // "API-RateLimit", "X-RateLimit" or "CLOUD_DAILY_LIMIT"
-	// Fits says whether the requests at the current pace fit what is left
-	// until the window renews; nil until a minute of requests was seen.
-	Fits *bool
-	// RunsOut is when what is left runs out at the current pace, when it
-	// does not fit (zero otherwise).
-	RunsOut time.Time
-	// PacePerHour is the requests an hour over the last ten minutes.
-	PacePerHour float64
-}
-
-// quotaNow picks the window that binds now; ok is false when no quota is
-// known (no rate-limit header seen, no CLOUD_DAILY_LIMIT).
-func quotaNow(q scheduler.Quota, dailyLimit, requestsToday int, now time.Time) (v quotaView, ok bool) {
-	var cands []quotaView
-	for _, w := range q.Windows {
-		if w.Known() && (w.Limit > 0 || w.HasRemaining) {
-			rem := w.Remaining
-			if !w.HasRemaining {
-				rem = w.Limit
-			}
-			cands = append(cands, quotaView{Limit: w.Limit, Remaining: rem, Reset: w.Reset, Source: scheduler.QuotaLearned, Window: w.Name})
-		}
-	}
-	if dailyLimit > 0 {
-		y, m, d := now.Date()
-		cands = append(cands, quotaView{Limit: dailyLimit, Remaining: max(dailyLimit-requestsToday, 0),
-			Reset: time.Date(y, m, d+1, 0, 0, 0, 0, now.Location()), Source: scheduler.QuotaConfigured, Window: "CLOUD_DAILY_LIMIT"})
-	}
-	for _, c := range cands {
-		if !ok || c.lasts(now) < v.lasts(now) {
-			v, ok = c, true
-		}
-	}
-	if !ok {
-		return v, false
-	}
-	if q.PaceOver > 0 {
-		v.PacePerHour = q.Pace * 3600
-		fits := true
-		if !v.Reset.IsZero() {
-			fits = q.Pace*v.Reset.Sub(now).Seconds() <= float64(v.Remaining)
-		}
-		v.Fits = &fits
-		if !fits && q.Pace > 0 {
-			v.RunsOut = now.Add(time.Duration(float64(v.Remaining) / q.Pace * float64(time.Second))).Truncate(time.Minute)
-		}
-	}
-	return v, true
-}
-
-// lasts is what is left a second until the window renews: the smaller
-// binds. Without a reset, what is left over a day.
-func (v quotaView) lasts(now time.Time) float64 {
-	left := 24 * time.Hour
-	if !v.Reset.IsZero() {
-		left = max(v.Reset.Sub(now), time.Second)
-	}
-	return float64(v.Remaining) / left.Seconds()
 }

@@ -41,7 +41,7 @@ func TestBrowserStatusPage(t *testing.T) {
 		// seen when the bridge reads it.
 		env: map[string]string{"POLL_INTERVAL": "2s"},
 		sim: cloudsim.Options{Catalogue: cloudsim.DemoCatalogue()},
-	}, "")
+	})
 	h.devices()
 	b := webtest.New(t)
 	b.Open(t, h.main.HTTPURL()+"/")
@@ -125,7 +125,7 @@ func TestBrowserActionNeedsTheToken(t *testing.T) {
 	t.Parallel()
 	const token = "browser-token-3e9f1a"
 	h := startPage(t, harnessOptions{env: map[string]string{"HTTP_TOKEN": token},
-		sim: cloudsim.Options{Catalogue: firstDevices(2)}}, "0.0.0.0:8080")
+		sim: cloudsim.Options{Catalogue: firstDevices(2)}})
 	h.devices()
 	url := h.main.HTTPURL()
 	b := webtest.New(t)

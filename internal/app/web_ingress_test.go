@@ -102,8 +102,8 @@ func (p *ingressProxy) seen() []string {
 	return slices.Clone(p.paths)
 }
 
-// startIngress is a daemon with HTTP_ADDR (judged as on the network, with
-// a token) and the ingress listener, and the stand-in proxy before it.
+// startIngress is a daemon with HTTP_ADDR (with a token: actions there
+// need it) and the ingress listener, and the stand-in proxy before it.
 func startIngress(t *testing.T, o harnessOptions, token string) (*harness, *ingressProxy) {
 	t.Helper()
 	if o.env == nil {
@@ -113,7 +113,6 @@ func startIngress(t *testing.T, o harnessOptions, token string) (*harness, *ingr
 	o.env["HTTP_TOKEN"] = token
 	o.noStart = true
 	h := startHarness(t, o)
-	h.main.SetPageAddr("0.0.0.0:8080")
 	h.main.Ingress = app.Ingress{Addr: "127.0.0.1:0", Peer: ingressPeer}
 	h.start()
 	if h.main.IngressURL() == "" {

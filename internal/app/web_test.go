@@ -20,9 +20,8 @@ import (
 // tested on their own there): what it shows is what the bridge publishes,
 // and its actions take the MQTT requests' paths.
 
-// startPage is a daemon with the status page on a loopback port; pageAddr,
-// when set, is what the page takes HTTP_ADDR to be.
-func startPage(t *testing.T, o harnessOptions, pageAddr string) *harness {
+// startPage is a daemon with the status page on a loopback port.
+func startPage(t *testing.T, o harnessOptions) *harness {
 	t.Helper()
 	if o.env == nil {
 		o.env = map[string]string{}
@@ -31,9 +30,6 @@ func startPage(t *testing.T, o harnessOptions, pageAddr string) *harness {
 	o.noStart = true
 	h := startHarness(t, o)
 	h.main.SetTuning(app.Tuning{StatsDelay: 20 * time.Millisecond})
-	if pageAddr != "" {
-		h.main.SetPageAddr(pageAddr)
-	}
 	h.start()
 	return h
 }
@@ -62,8 +58,15 @@ func apiGet[T any](t *testing.T, h *harness, path string) T {
 // error's text.
 func action(t *testing.T, h *harness, name string, body any, bearer string) (int, string) {
 	t.Helper()
+	return actionAs(t, h, "", name, body, bearer)
+}
+
+// actionAs is action with the Host header host ("": the URL's).
+func actionAs(t *testing.T, h *harness, host, name string, body any, bearer string) (int, string) {
+	t.Helper()
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest(http.MethodPost, h.main.HTTPURL()+"/api/actions/"+name, bytes.NewReader(b))
+	req.Host = host
 	req.Header.Set("Content-Type", "application/json")
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
@@ -153,7 +156,7 @@ func TestStatusPageShowsTheBridge(t *testing.T) {
 	h := startPage(t, harnessOptions{
 		env: map[string]string{"CLOUD_DAILY_LIMIT": "5000", "LIMIT_STATE_PER_MINUTE": "20"},
 		sim: cloudsim.Options{Catalogue: firstDevices(4)},
-	}, "")
+	})
 	availability(h.watch, wait, "online", h.ids()...)
 	var devs map[string]pageDevice
 	h.watch.until(wait, "every device online on the page", func() bool {
@@ -195,7 +198,7 @@ func TestStatusPageShowsTheBridge(t *testing.T) {
 func TestStatusPageActions(t *testing.T) {
 	t.Parallel()
 	h := startPage(t, harnessOptions{env: map[string]string{"POLL_INTERVAL": "1m"},
-		sim: cloudsim.Options{Catalogue: firstDevices(2)}}, "")
+		sim: cloudsim.Options{Catalogue: firstDevices(2)}})
 	ids := h.ids()
 	id := ids[0]
 	availability(h.watch, wait, "online", ids...)
@@ -303,7 +306,7 @@ func TestStatusPageToken(t *testing.T) {
 	t.Parallel()
 	const token = "page-token-8c1d2e"
 	h := startPage(t, harnessOptions{env: map[string]string{"HTTP_TOKEN": token},
-		sim: cloudsim.Options{Catalogue: firstDevices(1)}}, "0.0.0.0:8080")
+		sim: cloudsim.Options{Catalogue: firstDevices(1)}})
 	h.devices()
 	lists := func() int { return h.sim.Counts().Total(cloud.EndpointDevices) }
 	before := lists()
@@ -332,9 +335,11 @@ func TestStatusPageToken(t *testing.T) {
 		t.Error("the log shows the token")
 	}
 
-	off := startPage(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(1)}}, "0.0.0.0:8080")
+	// Reached off loopback (by a name of HTTP_HOSTS): actions are off.
+	off := startPage(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(1)},
+		env: map[string]string{"HTTP_HOSTS": "bridge.example.org"}})
 	off.devices()
-	if code, msg := action(t, off, "refresh", map[string]any{}, ""); code != 403 || !strings.Contains(msg, "HTTP_TOKEN") {
+	if code, msg := actionAs(t, off, "bridge.example.org", "refresh", map[string]any{}, ""); code != 403 || !strings.Contains(msg, "HTTP_TOKEN") {
 		t.Errorf("no token configured, off loopback: %d %q, want 403 naming HTTP_TOKEN", code, msg)
 	}
 }
@@ -343,7 +348,7 @@ func TestStatusPageToken(t *testing.T) {
 // daemon stops (it would otherwise outlive the HTTP server's shutdown).
 func TestStatusPageEndsWithTheDaemon(t *testing.T) {
 	t.Parallel()
-	h := startPage(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(1)}}, "")
+	h := startPage(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(1)}})
 	resp, err := http.Get(h.main.HTTPURL() + "/api/events")
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 // Package bridge is the MQTT side of the daemon, both ways. The Mirror
 // keeps the broker's retained topics (device list, Home Assistant
 // discovery, state, availability, stats) in step with the registry, whose
-// Sink it is. The Bridge takes every MQTT message: it turns commands into
+// observer it is. The Bridge takes every MQTT message: it turns commands into
 // validated cloud control requests for the scheduler, records what the
 // cloud accepted in the registry, and answers the bridge's requests.
 //
@@ -78,9 +78,11 @@ type Options struct {
 	Health func() (ok bool, reasons []string, details any)
 	// OnCommand, when set, sees every command's outcome (for metrics).
 	OnCommand func(scheduler.CommandResult)
-	// OnError, when set, sees every answer published on <id>/error: the
-	// device's topic id and the error's text (the status page's last error).
-	OnError func(id, msg string)
+	// OnError, when set, sees every answer published on <id>/error for a
+	// device the mirror knows: its key and the error's text (the status
+	// page's last error). Answers for ids that name no device are not
+	// passed on.
+	OnError func(k capability.Key, msg string)
 	// RejectRate and RejectBurst bound the answers on <id>/error per device
 	// (zero: DefaultRejectRate, DefaultRejectBurst); the rejections over it
 	// are answered together in one message. RejectLogRate and

@@ -125,7 +125,7 @@ func newTestBridgeWith(t *testing.T, opt Options, pub Publisher, cmd Commander, 
 	t.Helper()
 	m := NewMirror(opt)
 	m.pub = pub // connected, without the republish of Connected
-	reg := registry.New(m, zerolog.Nop())
+	reg := registry.New(zerolog.Nop(), m.Observer())
 	return &testBridge{Bridge: New(m, reg, rd, cmd, nil), m: m, reg: reg, pub: pub}
 }
 

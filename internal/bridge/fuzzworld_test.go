@@ -278,7 +278,7 @@ func sharedWorld(t testing.TB, withDiscovery bool) *fuzzWorld {
 			},
 			Log: zerolog.New(w.log),
 		})
-		registry.New(w.mirror, zerolog.New(w.log)).SetDevices(devs)
+		registry.New(zerolog.New(w.log), w.mirror.Observer()).SetDevices(devs)
 		w.mirror.Connected(w.pub)
 		fuzzWorlds[i].w = w
 	})
@@ -296,22 +296,13 @@ func sharedWorld(t testing.TB, withDiscovery bool) *fuzzWorld {
 func newFuzzBridge(t testing.TB, withDiscovery bool) *fuzzBridge {
 	w := sharedWorld(t, withDiscovery)
 	fb := &fuzzBridge{pub: w.pub, cmd: &fakeCmd{}, read: &fakeReader{}, log: w.log, devs: w.devs}
-	reg := registry.New(nopSink{}, zerolog.New(w.log))
+	reg := registry.New(zerolog.New(w.log)) // no observer: the shared Mirror already shows every device
 	reg.SetDevices(w.devs)
 	fb.b = bridge.New(w.mirror, reg, fb.read, fb.cmd, nil)
 	fb.pub.msgs = nil
 	fb.log.Reset()
 	return fb
 }
-
-// nopSink is the sink of a fuzz input's own registry: the shared Mirror
-// already shows every device.
-type nopSink struct{}
-
-func (nopSink) Devices(_, _, _ []capability.Device) {}
-func (nopSink) State(registry.View, map[string]any) {}
-func (nopSink) Unreachable(registry.View, error)    {}
-func (nopSink) Scenes(registry.View)                {}
 
 var (
 	scenesOnce   sync.Once

@@ -64,7 +64,7 @@ func intakeBridge(b *testing.B, n int) (*testBridge, []string) {
 	l := topic.New("c2m")
 	m := NewMirror(Options{Layout: l, Discovery: discovery.Config{Layout: l, Version: "test"}, Log: zerolog.Nop()})
 	m.pub = nullPub{}
-	reg := registry.New(m, zerolog.Nop())
+	reg := registry.New(zerolog.Nop(), m.Observer())
 	tb := &testBridge{Bridge: New(m, reg, &fakeReader{}, sched, nil), m: m, reg: reg, pub: nullPub{}}
 	devs := floodLamps(n)
 	tb.Devices(devs, devs, nil)

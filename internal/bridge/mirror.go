@@ -19,7 +19,7 @@ import (
 )
 
 // Mirror keeps the broker's retained topics in step with the registry: it is
-// the registry's Sink. It publishes the device list, Home Assistant
+// one of the registry's observers (Observer). It publishes the device list, Home Assistant
 // discovery, each device's state, light state and availability, and the
 // bridge's stats, and republishes them all on every (re)connection. It
 // keeps what it published (hashes of configs, the last payloads) to publish
@@ -98,8 +98,18 @@ func (m *Mirror) sendLocked(msgs []message) {
 	}
 }
 
-// Devices implements registry.Sink: the account's device list changed.
-func (m *Mirror) Devices(all, added, removed []capability.Device) {
+// Observer is the mirror's hooks as the registry's observer: the device
+// list, each device's state, availability and scene lists. The registry
+// calls them in the order its changes happened, under its lock; the
+// mirror publishes under its own, so the retained topics end as the
+// registry's last change.
+func (m *Mirror) Observer() registry.Observer {
+	return registry.Observer{Devices: m.onDevices, State: m.onState, Unreachable: m.onUnreachable, Scenes: m.onScenes}
+}
+
+// onDevices is the registry's Devices hook: the account's device list
+// changed.
+func (m *Mirror) onDevices(all, added, removed []capability.Device) {
 	m.mu.Lock()
 	m.listed = true
 	for _, d := range removed {
@@ -348,8 +358,8 @@ func (old configHashes) update(next map[string][]byte, force bool) ([]message, c
 	return msgs, now
 }
 
-// Scenes implements registry.Sink: a device's scene lists changed.
-func (m *Mirror) Scenes(v registry.View) {
+// onScenes is the registry's Scenes hook: a device's scene lists changed.
+func (m *Mirror) onScenes(v registry.View) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.entryLocked(v.Device.Key())

@@ -2,7 +2,7 @@ package bridge
 
 import "cloud2mqtt/internal/capability"
 
-// What the status page (internal/app) asks of the mirror: the devices'
+// What the status page (internal/statuspage) asks of the mirror: the devices'
 // topic ids, both ways, and the republish of bridge/request/republish.
 
 // KeyOf finds a device by its topic id (or "sku/device"), as the MQTT

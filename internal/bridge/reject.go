@@ -191,7 +191,9 @@ func (b *Bridge) answer(rj rejection, n int) {
 	p, _ := json.Marshal(e)
 	b.mirror.send([]message{{b.opt.Layout.Error(rj.id), p, false}})
 	if b.opt.OnError != nil {
-		b.opt.OnError(rj.id, e.Error)
+		if k, _, ok := b.mirror.keyOf(rj.id); ok {
+			b.opt.OnError(k, e.Error)
+		}
 	}
 }
 

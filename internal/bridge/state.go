@@ -12,9 +12,9 @@ import (
 	"cloud2mqtt/internal/registry"
 )
 
-// State implements registry.Sink: values of a device changed, or its
-// availability.
-func (m *Mirror) State(v registry.View, _ map[string]any) {
+// onState is the registry's State hook: values of a device changed, its
+// availability, or where it is reached.
+func (m *Mirror) onState(v registry.View) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e := m.entryLocked(v.Device.Key()); e != nil {
@@ -23,9 +23,9 @@ func (m *Mirror) State(v registry.View, _ map[string]any) {
 	}
 }
 
-// Unreachable implements registry.Sink: reads of the device keep failing,
-// so it is shown unavailable until a read works again.
-func (m *Mirror) Unreachable(v registry.View, _ error) { m.State(v, nil) }
+// onUnreachable is the registry's Unreachable hook: reads of the device
+// keep failing, so it is shown unavailable until a read works again.
+func (m *Mirror) onUnreachable(v registry.View, _ error) { m.onState(v) }
 
 // stateLocked returns the messages for what changed in a device's state,
 // light state and availability.

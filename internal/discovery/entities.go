@@ -131,7 +131,7 @@ func (b *builder) toggle(c capability.Capability) {
 	if c.Parameters == nil {
 		return
 	}
-	p := map[string]any{"name": displayName(c.Instance)}
+	p := map[string]any{"name": instanceName(c.Instance)}
 	if strings.HasPrefix(c.Instance, "socketToggle") {
 		p["device_class"] = "outlet"
 	}
@@ -251,7 +251,7 @@ func (b *builder) climate(c capability.Capability) {
 	}
 	name := any(nil)
 	if b.p.light != nil && b.p.light.role == roleLight || b.p.kind != "" || b.countType(capability.TypeTemperature) > 1 {
-		name = displayName(c.Instance)
+		name = instanceName(c.Instance)
 	}
 	// The command is the whole cloud value: defaults of the other members,
 	// the temperature rounded to a whole number and the declared unit.
@@ -322,7 +322,7 @@ func (b *builder) workModeSelect(c capability.Capability) {
 		return
 	}
 	b.add(&entity{component: "select", role: c.Instance, payload: map[string]any{
-		"name":             displayName(c.Instance),
+		"name":             instanceName(c.Instance),
 		"options":          labels(wm.choices),
 		"command_topic":    b.set(c.Instance),
 		"command_template": enumCommandTemplate(wm.choices),
@@ -374,7 +374,7 @@ var sensorSpecs = map[string]sensorSpec{
 func (b *builder) sensor(c capability.Capability) {
 	spec := sensorSpecs[c.Instance]
 	p := map[string]any{
-		"name":           displayName(c.Instance),
+		"name":           instanceName(c.Instance),
 		"state_topic":    b.state,
 		"value_template": "{{ " + stateGet(c.Instance) + " }}",
 		"state_class":    "measurement",
@@ -409,7 +409,7 @@ func (b *builder) event(c capability.Capability) {
 		return
 	}
 	b.add(&entity{component: "event", role: c.Instance, payload: map[string]any{
-		"name":           displayName(c.Instance),
+		"name":           instanceName(c.Instance),
 		"state_topic":    b.cfg.Layout.Event(b.id),
 		"event_types":    types,
 		"value_template": "{{ value if value_json.get(\"instance\") == " + jstr(c.Instance) + " else \"\" }}",
@@ -430,7 +430,7 @@ func (b *builder) generic(c capability.Capability) {
 			return
 		}
 		b.add(&entity{component: "select", role: c.Instance, payload: map[string]any{
-			"name":             displayName(c.Instance),
+			"name":             instanceName(c.Instance),
 			"options":          labels(cs),
 			"command_topic":    b.set(c.Instance),
 			"command_template": enumCommandTemplate(cs),
@@ -443,7 +443,7 @@ func (b *builder) generic(c capability.Capability) {
 			return
 		}
 		p := map[string]any{
-			"name":           displayName(c.Instance),
+			"name":           instanceName(c.Instance),
 			"command_topic":  b.set(c.Instance),
 			"state_topic":    b.state,
 			"value_template": "{{ " + stateGet(c.Instance) + " }}",

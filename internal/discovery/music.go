@@ -23,7 +23,7 @@ func (b *builder) music(c capability.Capability) {
 	cs := enumChoices(mf.Options)
 	if len(cs) > 0 {
 		b.add(&entity{component: "select", role: c.Instance, payload: map[string]any{
-			"name":             displayName(c.Instance),
+			"name":             instanceName(c.Instance),
 			"options":          labels(cs),
 			"command_topic":    b.set(c.Instance),
 			"command_template": commandMap(cs) + "{{ {\"musicMode\": m[value]} | tojson }}",

@@ -323,10 +323,10 @@ var knownNames = map[string]string{
 	"nightlightScene":                    "Nightlight scene",
 }
 
-// displayName names an instance for people: known names, "Socket N" for
+// instanceName names an instance for people: known names, "Socket N" for
 // socketToggleN, else the camelCase split into words without a trailing
 // "Toggle" or "Event".
-func displayName(instance string) string {
+func instanceName(instance string) string {
 	if n, ok := knownNames[instance]; ok {
 		return n
 	}

@@ -43,14 +43,6 @@ func (s *instantScheduler) DIYScenes(sku, device string, report func(cloud.Scene
 	return nil
 }
 
-// nopSink hears nothing.
-type nopSink struct{}
-
-func (nopSink) Devices(all, added, removed []capability.Device) {}
-func (nopSink) State(registry.View, map[string]any)             {}
-func (nopSink) Unreachable(registry.View, error)                {}
-func (nopSink) Scenes(registry.View)                            {}
-
 // BenchmarkIdleWake measures one wake of the poller's loop on an idle
 // account of 1000 devices at the default interval: the previous batch's
 // answers are applied and the 16 or 17 devices due at this grid instant
@@ -65,7 +57,7 @@ func BenchmarkIdleWake(b *testing.B) {
 		list[i] = dev(fmt.Sprintf("B%04d", i), i%2 == 0)
 	}
 	s := &instantScheduler{state: mkState("H6072", "any", true, map[string]any{capability.InstancePower: 1, capability.InstanceBrightness: 40})}
-	p := New(s, registry.New(nopSink{}, zerolog.Nop()), Config{Interval: DefaultInterval, ListInterval: 365 * day}, zerolog.Nop())
+	p := New(s, registry.New(zerolog.Nop()), Config{Interval: DefaultInterval, ListInterval: 365 * day}, zerolog.Nop())
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p.mu.Lock()
 	p.onList(now, list, nil)

@@ -178,7 +178,7 @@ type event struct {
 	kind          string // "devices", "state", "unreachable", "scenes"
 	device        string
 	online        bool
-	changed       map[string]any
+	changed       map[string]any // values new or different since the device's last state event
 	all, add, rem []string
 	light, diy    int
 	err           error
@@ -188,6 +188,12 @@ type event struct {
 type fakeConsumer struct {
 	mu     sync.Mutex
 	events []event
+	last   map[string]map[string]any // each device's values at its last state event
+}
+
+// observer is the consumer as the registry's observer.
+func (c *fakeConsumer) observer() registry.Observer {
+	return registry.Observer{Devices: c.Devices, State: c.State, Unreachable: c.Unreachable, Scenes: c.Scenes}
 }
 
 func ids(devs []capability.Device) []string {
@@ -209,8 +215,27 @@ func (c *fakeConsumer) Devices(all, added, removed []capability.Device) {
 	c.add(event{kind: "devices", all: ids(all), add: ids(added), rem: ids(removed)})
 }
 
-func (c *fakeConsumer) State(v registry.View, changed map[string]any) {
-	c.add(event{kind: "state", device: v.Device.Device, online: v.Online, changed: maps.Clone(changed)})
+func (c *fakeConsumer) State(v registry.View) {
+	c.add(event{kind: "state", device: v.Device.Device, online: v.Online, changed: c.changed(v)})
+}
+
+// changed are the device's values that are new or different since its
+// last state event (every value at its first).
+func (c *fakeConsumer) changed(v registry.View) map[string]any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil {
+		c.last = map[string]map[string]any{}
+	}
+	before := c.last[v.Device.Device]
+	out := map[string]any{}
+	for k, val := range v.Values {
+		if old, ok := before[k]; !ok || !capability.Equal(old, val) {
+			out[k] = val
+		}
+	}
+	c.last[v.Device.Device] = maps.Clone(v.Values)
+	return out
 }
 
 func (c *fakeConsumer) Unreachable(v registry.View, err error) {
@@ -319,7 +344,7 @@ func start(t *testing.T, f *fakeScheduler, cfg Config) *harness {
 	t.Helper()
 	c := &fakeConsumer{}
 	logs := &logBuffer{}
-	reg := registry.New(c, zerolog.New(logs))
+	reg := registry.New(zerolog.New(logs), c.observer())
 	p := New(f, reg, cfg, zerolog.New(logs))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

@@ -240,7 +240,7 @@ func TestLateWakesKeepTheGrid(t *testing.T) {
 	var now time.Time
 	s := &recordingScheduler{now: &now}
 	s.state = mkState("H6072", "any", true, map[string]any{capability.InstancePower: 1})
-	p := New(s, registry.New(nopSink{}, zerolog.Nop()), Config{Interval: DefaultInterval, ListInterval: 365 * day}, zerolog.Nop())
+	p := New(s, registry.New(zerolog.Nop()), Config{Interval: DefaultInterval, ListInterval: 365 * day}, zerolog.Nop())
 	first := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	now = first.Add(-300 * time.Millisecond) // the list arrives off the grid, before first
 	p.mu.Lock()

@@ -428,7 +428,7 @@ func TestRestoredDevicesAreReadAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		list := devs(3)
 		f := newFake(list[:2]...)
-		reg := registry.New(&fakeConsumer{}, zerolog.Nop())
+		reg := registry.New(zerolog.Nop())
 		var saved registry.Saved
 		for _, d := range list {
 			saved.Devices = append(saved.Devices, registry.SavedDevice{Device: d})

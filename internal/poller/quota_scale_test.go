@@ -60,7 +60,7 @@ func startQuotaBridge(t *testing.T, devices int, quota cloudsim.Quota) *quotaBri
 		t.Fatal(err)
 	}
 	b.sched = scheduler.New(client, scheduler.Config{}, zerolog.Nop())
-	reg := registry.New(nopSink{}, zerolog.Nop())
+	reg := registry.New(zerolog.Nop())
 	b.poll = New(b.sched, reg, Config{}, zerolog.Nop()) // nothing configured: the default poll
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

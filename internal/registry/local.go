@@ -42,12 +42,12 @@ func (r *Registry) ApplyLocal(k capability.Key, values map[string]any, sentSeq u
 	if d == nil {
 		return
 	}
-	var changed map[string]any
+	changed := false
 	for inst, v := range values {
 		if _, ok := d.listed.Capability(inst); !ok {
 			continue
 		}
-		changed = d.takeRead(changed, inst, capability.NormalizeValue(v), sentSeq, false)
+		changed = d.takeRead(inst, capability.NormalizeValue(v), sentSeq, false) || changed
 	}
 	if !d.reachable && d.read {
 		r.log.Info().Stringer("device", d.listed).Msg("device reachable again (it answers on the LAN)")
@@ -55,8 +55,8 @@ func (r *Registry) ApplyLocal(k capability.Key, values map[string]any, sentSeq u
 	r.readDone(d, true, changed, !d.read || !d.reachable || !d.online)
 }
 
-// SetLocation records where the device is reached; the sink hears of a
-// change (State with nothing changed) when the device has been read.
+// SetLocation records where the device is reached; the observers hear of a
+// change (State) when the device has been read.
 func (r *Registry) SetLocation(k capability.Key, loc Location) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -66,7 +66,7 @@ func (r *Registry) SetLocation(k capability.Key, loc Location) {
 	}
 	d.location = loc
 	if d.read {
-		r.sink.State(d.view(), map[string]any{})
+		r.tell.state(d.view())
 	}
 }
 

@@ -206,7 +206,7 @@ func (r *Registry) Unsaved() bool {
 }
 
 // Restore fills an empty registry with what a previous run saved, before
-// the cloud has answered, and tells the sink as if the cloud had: the
+// the cloud has answered, and tells the observers as if the cloud had: the
 // device list, scenes and last known states are published at once. The
 // cloud's answers then replace them. It counts as the first device list.
 // Devices without sku or id, and values that are not JSON, are left out.
@@ -235,7 +235,7 @@ func (r *Registry) Restore(s Saved) {
 		if sd.Scenes {
 			d.light, d.diy, d.scenesKnown = r.sceneLists.intern(sd.Light), r.sceneLists.intern(sd.DIY), true
 			d.merged = mergeScenes(d.listed, d.light.options(), d.diy.options())
-			r.sink.Scenes(d.view())
+			r.tell.scenes(d.view())
 		}
 		if !sd.Read {
 			continue
@@ -246,7 +246,7 @@ func (r *Registry) Restore(s Saved) {
 			}
 		}
 		d.read, d.online, d.lastRead = true, sd.Online, sd.At
-		r.sink.State(d.view(), d.values)
+		r.tell.state(d.view())
 	}
 	// What was just read need not be written back.
 	r.changes, r.listChanges = r.saved, r.listSaved

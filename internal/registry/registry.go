@@ -4,9 +4,10 @@
 // lists and availability. It is the only store of device state.
 //
 // The poller decides when to read and writes what it reads here; the
-// bridge's command path writes optimistic values here. Every change flows
-// out, in order, through one Sink (the MQTT side). The registry knows
-// nothing of MQTT, topics or timing.
+// bridge's command path writes optimistic values here. Every change goes
+// straight to the observers New was given (Observer: the MQTT side, the
+// status page, the LAN router, the stats and the state directory), in
+// order. The registry knows nothing of MQTT, topics or timing.
 package registry
 
 import (
@@ -22,29 +23,7 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// Sink receives every change. Its methods are called one at a time, in the
-// order the changes happened, while the registry is locked: they must not
-// block and must not call the registry or anything that waits for it. A
-// View is valid only during the call.
-type Sink interface {
-	// Devices is called after the first device list and whenever the list
-	// changes (devices, names, capability definitions): all is the list in
-	// the cloud's order, with scene lists merged in; added and removed are
-	// the devices that came and went.
-	Devices(all, added, removed []capability.Device)
-	// State is called with the values that changed (all of them on the
-	// first read, and an empty map when only online or reachability
-	// changed).
-	State(v View, changed map[string]any)
-	// Unreachable is called once when reads of the device keep failing;
-	// the next good read calls State.
-	Unreachable(v View, err error)
-	// Scenes is called when a device's scene lists changed: v.Device has
-	// them merged into its scene capabilities.
-	Scenes(v View)
-}
-
-// View is one device as the registry knows it, handed to the Sink. Values
+// View is one device as the registry knows it, handed to the observers. Values
 // is the registry's own map: read it during the call, never keep or modify
 // it.
 type View struct {
@@ -89,7 +68,7 @@ func (d *device) view() View {
 
 // Registry is the store of devices. Its methods are safe for concurrent use.
 type Registry struct {
-	sink Sink
+	tell observers
 	log  zerolog.Logger
 
 	mu         sync.Mutex
@@ -108,9 +87,10 @@ type Registry struct {
 	listChanges, listSaved, valuesSaved uint64
 }
 
-// New returns an empty registry that reports changes to sink.
-func New(sink Sink, log zerolog.Logger) *Registry {
-	return &Registry{sink: sink, log: log, devices: make(map[capability.Key]*device), listedC: make(chan struct{}), now: time.Now}
+// New returns an empty registry that tells its changes to the observers,
+// in the order given (Observer has the contract).
+func New(log zerolog.Logger, obs ...Observer) *Registry {
+	return &Registry{tell: obs, log: log, devices: make(map[capability.Key]*device), listedC: make(chan struct{}), now: time.Now}
 }
 
 // ListChange is what a new device list changed.
@@ -130,7 +110,7 @@ func (c ListChange) Any() bool {
 }
 
 // SetDevices replaces the device list (the cloud client has left out
-// unnamed and repeated devices) and tells the sink when it changed.
+// unnamed and repeated devices) and tells the observers when it changed.
 func (r *Registry) SetDevices(list []capability.Device) ListChange {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -170,10 +150,10 @@ func (r *Registry) SetDevices(list []capability.Device) ListChange {
 		}
 		r.changes++
 		r.listChanges++
-		r.sink.Devices(all, ch.Added, ch.Removed)
+		r.tell.devices(all, ch.Added, ch.Removed)
 	}
 	if ch.First {
-		// After the sink: whoever waits for the first list (commands held
+		// After the observers: whoever waits for the first list (commands held
 		// at start) finds the devices' topics known.
 		close(r.listedC)
 	}
@@ -189,7 +169,7 @@ func (r *Registry) Seq() uint64 {
 }
 
 // ApplyState stores a good read of the device, sent when Seq was sentSeq,
-// and tells the sink what changed. Values set optimistically after the read
+// and tells the observers when anything changed. Values set optimistically after the read
 // was sent are kept: the read cannot know of them.
 func (r *Registry) ApplyState(k capability.Key, st State, sentSeq uint64) {
 	r.mu.Lock()
@@ -205,12 +185,12 @@ func (r *Registry) ApplyState(k capability.Key, st State, sentSeq uint64) {
 		online = true
 	}
 	first := !d.read
-	var changed map[string]any // made on the first change: most reads change nothing
+	changed := false
 	for inst, v := range st.All() {
 		if d.keepLocal(inst) {
 			continue
 		}
-		changed = d.takeRead(changed, inst, v, sentSeq, first)
+		changed = d.takeRead(inst, v, sentSeq, first) || changed
 	}
 	if !d.reachable {
 		r.log.Info().Stringer("device", d.listed).Msg("device reachable again")
@@ -226,43 +206,37 @@ func (r *Registry) ApplyState(k capability.Key, st State, sentSeq uint64) {
 // takeRead lays one value of a read sent when Seq was sentSeq over the
 // device's: a read sent before an optimistic value cannot know of it (the
 // confirming read decides); a new or different value (every value when
-// force) is stored and put in changed, which is made on the first change:
-// most reads change nothing. Called with r.mu held.
-func (d *device) takeRead(changed map[string]any, inst string, v any, sentSeq uint64, force bool) map[string]any {
+// force) is stored, and takeRead is true. Called with r.mu held.
+func (d *device) takeRead(inst string, v any, sentSeq uint64, force bool) bool {
 	if seq, ok := d.optimistic[inst]; ok {
 		if sentSeq < seq {
-			return changed
+			return false
 		}
 		delete(d.optimistic, inst)
 	}
 	if old, had := d.values[inst]; force || !had || !capability.Equal(old, v) {
-		if changed == nil {
-			changed = make(map[string]any)
-		}
-		changed[inst] = v
 		d.values[inst] = v
+		return true
 	}
-	return changed
+	return false
 }
 
 // readDone records a good read (the cloud's or the LAN's) and tells the
-// sink when a value or the availability changed. Called with r.mu held.
-func (r *Registry) readDone(d *device, online bool, changed map[string]any, availabilityChanged bool) {
+// observers when a value (changed) or the availability changed. Called
+// with r.mu held.
+func (r *Registry) readDone(d *device, online, changed, availabilityChanged bool) {
 	d.read, d.online, d.reachable = true, online, true
 	d.lastRead = r.now()
-	if len(changed) == 0 && !availabilityChanged {
+	if !changed && !availabilityChanged {
 		return
-	}
-	if changed == nil {
-		changed = map[string]any{}
 	}
 	r.changes++
 	d.encoded = nil
-	r.sink.State(d.view(), changed)
+	r.tell.state(d.view())
 }
 
-// MarkUnreachable records that reads of the device keep failing; the sink
-// hears of it once, until a read works again.
+// MarkUnreachable records that reads of the device keep failing; the
+// observers hear of it once, until a read works again.
 func (r *Registry) MarkUnreachable(k capability.Key, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -272,7 +246,7 @@ func (r *Registry) MarkUnreachable(k capability.Key, err error) {
 	}
 	d.reachable = false
 	r.log.Warn().Err(err).Stringer("device", d.listed).Msg("device unreachable: shown unavailable until a read works; reading it less often")
-	r.sink.Unreachable(d.view(), err)
+	r.tell.unreachable(d.view(), err)
 }
 
 // MarkStateless records that the cloud keeps no state for the device (its
@@ -293,11 +267,11 @@ func (r *Registry) MarkStateless(k capability.Key) {
 	d.read, d.online, d.reachable = true, true, true
 	r.changes++
 	d.encoded = nil
-	r.sink.State(d.view(), map[string]any{})
+	r.tell.state(d.view())
 }
 
 // SetOptimistic records a value the cloud accepted for a command, as if
-// read, and tells the sink. A later read that agrees changes nothing; one
+// read, and tells the observers. A later read that agrees changes nothing; one
 // that disagrees reports the correction; a read already in flight cannot
 // overwrite it. Showing a colour or a white ends a scene, and a scene ends
 // the others, so those values are dropped as the device would drop them.
@@ -315,7 +289,6 @@ func (r *Registry) SetOptimistic(k capability.Key, instance string, value any) {
 	r.seq++
 	d.values[instance] = value
 	d.optimistic[instance] = r.seq
-	changed := map[string]any{instance: value}
 	switch instance {
 	case capability.InstanceColorRGB, capability.InstanceColorTemperatureK:
 		// The cloud reports 0 for the temperature while a colour shows.
@@ -326,7 +299,6 @@ func (r *Registry) SetOptimistic(k capability.Key, instance string, value any) {
 			// Optimistic too: a read in flight still has the old temperature.
 			d.values[capability.InstanceColorTemperatureK] = int64(0)
 			d.optimistic[capability.InstanceColorTemperatureK] = r.seq
-			changed[capability.InstanceColorTemperatureK] = int64(0)
 		}
 	case capability.InstanceLightScene, capability.InstanceDIYScene, capability.InstanceSnapshot:
 		for _, other := range sceneInstances {
@@ -338,7 +310,7 @@ func (r *Registry) SetOptimistic(k capability.Key, instance string, value any) {
 	if d.read {
 		r.changes++
 		d.encoded = nil
-		r.sink.State(d.view(), changed)
+		r.tell.state(d.view())
 	}
 }
 
@@ -346,8 +318,8 @@ var sceneInstances = []string{capability.InstanceLightScene, capability.Instance
 
 // SetScenes stores a scene round's lists (ok false: that fetch failed or
 // the device has no such capability, and the stored list stays) and tells
-// the sink when they changed. The lists are kept, never modified, and
-// shared with the sink: a large account has thousands of scenes.
+// the observers when they changed. The lists are kept, never modified, and
+// shared with the observers: a large account has thousands of scenes.
 func (r *Registry) SetScenes(k capability.Key, light []capability.Option, lightOK bool, diy []capability.Option, diyOK bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -369,7 +341,7 @@ func (r *Registry) SetScenes(k capability.Key, light []capability.Option, lightO
 		d.merged = mergeScenes(d.listed, d.light.options(), d.diy.options())
 		r.changes++
 		r.listChanges++
-		r.sink.Scenes(d.view())
+		r.tell.scenes(d.view())
 	}
 }
 

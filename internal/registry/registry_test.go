@@ -23,7 +23,7 @@ type call struct {
 	kind      string // "devices", "state", "unreachable", "scenes"
 	device    string
 	values    map[string]any // a copy of View.Values
-	changed   map[string]any
+	changed   map[string]any // the values new or different since the sink's last state call of the device
 	online    bool
 	reachable bool
 	all, add  []string
@@ -31,9 +31,16 @@ type call struct {
 	scenes    []string // names of the merged lightScene options
 }
 
+// sink records what the registry tells an observer.
 type sink struct {
 	mu    sync.Mutex
 	calls []call
+	last  map[string]map[string]any // each device's values at its last state call
+}
+
+// observer is the sink as the registry's observer.
+func (s *sink) observer() Observer {
+	return Observer{Devices: s.Devices, State: s.State, Unreachable: s.Unreachable, Scenes: s.Scenes}
 }
 
 func names(devs []capability.Device) []string {
@@ -54,8 +61,27 @@ func (s *sink) Devices(all, added, removed []capability.Device) {
 	s.add(call{kind: "devices", all: names(all), add: names(added), rem: names(removed)})
 }
 
-func (s *sink) State(v View, changed map[string]any) {
-	s.add(call{kind: "state", device: v.Device.Device, values: maps.Clone(v.Values), changed: maps.Clone(changed), online: v.Online, reachable: v.Reachable})
+func (s *sink) State(v View) {
+	s.add(call{kind: "state", device: v.Device.Device, values: maps.Clone(v.Values), changed: s.changed(v), online: v.Online, reachable: v.Reachable})
+}
+
+// changed are the device's values that are new or different since the
+// sink's last state call of it (every value at its first).
+func (s *sink) changed(v View) map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		s.last = map[string]map[string]any{}
+	}
+	before := s.last[v.Device.Device]
+	out := map[string]any{}
+	for k, val := range v.Values {
+		if old, ok := before[k]; !ok || !capability.Equal(old, val) {
+			out[k] = val
+		}
+	}
+	s.last[v.Device.Device] = maps.Clone(v.Values)
+	return out
 }
 
 func (s *sink) Unreachable(v View, _ error) {
@@ -102,7 +128,7 @@ func state(online bool, values map[string]any) cloud.DeviceState {
 
 func newRegistry() (*Registry, *sink) {
 	s := &sink{}
-	return New(s, zerolog.Nop()), s
+	return New(zerolog.Nop(), s.observer()), s
 }
 
 func TestDeviceListChanges(t *testing.T) {
@@ -423,7 +449,9 @@ func (s *firstListSink) Devices(all, added, removed []capability.Device) {
 // or the command is answered "unknown device".
 func TestFirstListWakesAfterTheSink(t *testing.T) {
 	s := &firstListSink{}
-	r := New(s, zerolog.Nop())
+	o := s.observer()
+	o.Devices = s.Devices
+	r := New(zerolog.Nop(), o)
 	s.reg = r
 	r.SetDevices([]capability.Device{light("A")})
 	if s.wokeEarly {

@@ -6,9 +6,11 @@
 // the Host rule, wrong tokens slowed, streams bounded per address, the
 // headers of every answer, refusals logged sparingly).
 //
-// It knows nothing of MQTT, the scheduler or the registry: the app fills
-// the types below through Source and carries the actions out through
-// Actions, with the same code paths as the MQTT requests. The page is one
+// It knows nothing of MQTT, the scheduler or the registry:
+// internal/statuspage fills the types below through Source and carries the
+// actions out through Actions, with the same code paths as the MQTT
+// requests; DeviceErrors is the record of each device's last error it
+// keeps for the page. The page is one
 // HTML file, a style sheet and a script, embedded (no CDN, no build chain),
 // served under a strict Content-Security-Policy.
 //

@@ -1,4 +1,15 @@
-package app
+// Package settings are the bridge's settings a user changes at run time
+// over MQTT (bridge/request/options, bridge/request/device/options) or on
+// the status page: the environment's poll intervals, daily limit and log
+// level overridden, and each device's own interval, disabled flag and
+// display name. It validates them with the environment's own rules and
+// messages (internal/config), applies them to the poller and the Mirror,
+// and keeps them in STATE_DIR (options.json) for the next start.
+//
+// It is not the configuration (internal/config reads the environment
+// once) and it publishes nothing itself: the Mirror shows a device's
+// options, bridge/info the effective options (internal/app).
+package settings
 
 import (
 	"bytes"
@@ -48,8 +59,8 @@ const (
 	optionsVersion = 1
 )
 
-// deviceSettings are one device's options, as kept and shown.
-type deviceSettings struct {
+// Device is one device's options, as kept and shown.
+type Device struct {
 	SKU          string `json:"sku"`
 	Device       string `json:"device"`
 	PollInterval string `json:"poll_interval,omitempty"`
@@ -59,19 +70,33 @@ type deviceSettings struct {
 
 // savedOptions is the options file of the state directory.
 type savedOptions struct {
-	Options map[string]string         `json:"options"`
-	Devices map[string]deviceSettings `json:"devices"` // by topic id
+	Options map[string]string `json:"options"`
+	Devices map[string]Device `json:"devices"` // by topic id
 }
 
-// settings are the bridge's settings that may change at run time: the
+// Poller is what the settings change in the poller: the intervals and the
+// daily limit, and each device's options.
+type Poller interface {
+	SetConfig(c poller.Config)
+	SetDeviceOptions(k capability.Key, o poller.DeviceOptions)
+}
+
+// Mirror is what the settings change in the bridge's Mirror: each device's
+// options (a disabled device has no discovery, a display name).
+type Mirror interface {
+	SetDeviceOptions(k capability.Key, o bridge.DeviceOptions)
+}
+
+// Settings are the bridge's settings that may change at run time: the
 // environment's values, overridden by what a user set over MQTT (kept in
-// the state directory). It is the bridge's Operator.
-type settings struct {
+// the state directory). It is the bridge's Operator (bridge.Operator).
+// Its methods are safe for concurrent use.
+type Settings struct {
 	env    config.Config
 	dir    statedir.Dir
 	log    zerolog.Logger
-	poll   *poller.Poller
-	mirror *bridge.Mirror
+	poll   Poller
+	mirror Mirror
 
 	mu      sync.Mutex
 	saved   savedOptions
@@ -79,9 +104,12 @@ type settings struct {
 	changes int           // counts the changes, so readers can tell one happened
 }
 
-func newSettings(env config.Config, dir statedir.Dir, log zerolog.Logger, poll *poller.Poller, mirror *bridge.Mirror) *settings {
-	s := &settings{env: env, dir: dir, log: log, poll: poll, mirror: mirror,
-		saved: savedOptions{Options: map[string]string{}, Devices: map[string]deviceSettings{}}, applied: env}
+// New returns the settings of the environment env with what a previous
+// run kept in dir (options.json; a bad or no longer valid file is a
+// warning and the environment applies). Nothing applies until Apply.
+func New(env config.Config, dir statedir.Dir, log zerolog.Logger, poll Poller, mirror Mirror) *Settings {
+	s := &Settings{env: env, dir: dir, log: log, poll: poll, mirror: mirror,
+		saved: savedOptions{Options: map[string]string{}, Devices: map[string]Device{}}, applied: env}
 	if dir != "" {
 		var saved savedOptions
 		err := dir.Read(optionsFile, optionsFormat, optionsVersion, &saved)
@@ -94,7 +122,7 @@ func newSettings(env config.Config, dir statedir.Dir, log zerolog.Logger, poll *
 				saved.Options = map[string]string{}
 			}
 			if saved.Devices == nil {
-				saved.Devices = map[string]deviceSettings{}
+				saved.Devices = map[string]Device{}
 			}
 			if cfg, err := withOptions(env, saved.Options); err != nil {
 				log.Warn().Err(err).Msg("the saved options are no longer valid; the environment's settings apply")
@@ -106,9 +134,10 @@ func newSettings(env config.Config, dir statedir.Dir, log zerolog.Logger, poll *
 	return s
 }
 
-// apply makes the settings take effect: the poller's intervals, the log
-// level and every device's options.
-func (s *settings) apply() {
+// Apply makes the settings take effect: the poller's intervals, the log
+// level and every device's options; it logs them with where each comes
+// from.
+func (s *Settings) Apply() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.applyLocked()
@@ -123,7 +152,7 @@ func (s *settings) apply() {
 	ev.Int("devices_with_options", len(s.saved.Devices)).Msg("settings")
 }
 
-func (s *settings) applyLocked() {
+func (s *Settings) applyLocked() {
 	c := s.applied
 	s.poll.SetConfig(poller.Config{Interval: c.Poll.Interval, DailyLimit: c.Cloud.DailyLimit,
 		ListInterval: c.Poll.DeviceListInterval, SceneInterval: c.Poll.SceneInterval})
@@ -135,7 +164,7 @@ func (s *settings) applyLocked() {
 	}
 }
 
-func (s *settings) applyDevice(d deviceSettings) {
+func (s *Settings) applyDevice(d Device) {
 	k := capability.Key{SKU: d.SKU, Device: d.Device}
 	iv, _ := config.ParseDuration(d.PollInterval) // validated when set
 	s.poll.SetDeviceOptions(k, poller.DeviceOptions{Interval: iv, Disabled: d.Disabled})
@@ -280,7 +309,7 @@ func excerpt(raw []byte) string {
 // SetOptions implements bridge.Operator: {"poll_interval":"5m", ...}; null
 // returns an option to the environment's value. All or nothing; the error
 // names every bad option.
-func (s *settings) SetOptions(raw json.RawMessage) (any, error) {
+func (s *Settings) SetOptions(raw json.RawMessage) (any, error) {
 	var in map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &in); err != nil || in == nil {
 		return nil, fmt.Errorf(`bridge: options must be a JSON object such as {"options":{"poll_interval":"5m","log_level":"debug"}}`)
@@ -332,7 +361,7 @@ func (s *settings) SetOptions(raw json.RawMessage) (any, error) {
 // "disabled":true,"name":"Hall light"}; null (or "" for the name) returns
 // an option to its default. All or nothing; the error names every bad
 // option.
-func (s *settings) SetDeviceOptions(id string, k capability.Key, raw json.RawMessage) (any, error) {
+func (s *Settings) SetDeviceOptions(id string, k capability.Key, raw json.RawMessage) (any, error) {
 	var in map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &in); err != nil || in == nil {
 		return nil, fmt.Errorf(`bridge: device options must be a JSON object such as {"device":"<id>","options":{"poll_interval":"2m","disabled":false,"name":"Hall light"}}`)
@@ -363,7 +392,7 @@ func (s *settings) SetDeviceOptions(id string, k capability.Key, raw json.RawMes
 }
 
 // setDeviceOption sets one device option from its JSON value.
-func setDeviceOption(d *deviceSettings, name string, v json.RawMessage) error {
+func setDeviceOption(d *Device, name string, v json.RawMessage) error {
 	switch name {
 	case "poll_interval":
 		str, set, err := optionString(name, v)
@@ -403,7 +432,7 @@ func setDeviceOption(d *deviceSettings, name string, v json.RawMessage) error {
 	return nil
 }
 
-func (s *settings) saveLocked() {
+func (s *Settings) saveLocked() {
 	if s.dir == "" {
 		return
 	}
@@ -413,7 +442,7 @@ func (s *settings) saveLocked() {
 }
 
 // optionsLocked is the effective options with where each comes from.
-func (s *settings) optionsLocked() map[string]any {
+func (s *Settings) optionsLocked() map[string]any {
 	values, sources := map[string]any{}, map[string]string{}
 	for _, name := range optionNames() {
 		values[name] = optionValue(s.applied, name)
@@ -428,27 +457,49 @@ func (s *settings) optionsLocked() map[string]any {
 	return map[string]any{"options": values, "sources": sources}
 }
 
-// version counts the changes of the settings.
-func (s *settings) version() int {
+// Version counts the changes of the settings: a reader tells by it that
+// one happened.
+func (s *Settings) Version() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.changes
 }
 
-// dailyLimit is the daily limit in force.
-func (s *settings) dailyLimit() int {
+// DailyLimit is the daily limit in force (CLOUD_DAILY_LIMIT or its
+// option).
+func (s *Settings) DailyLimit() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.applied.Cloud.DailyLimit
 }
 
-// snapshot returns the effective configuration and the device options.
-func (s *settings) snapshot() (config.Config, map[string]deviceSettings, map[string]any) {
+// Snapshot is the settings in force at one instant, for bridge/info.
+type Snapshot struct {
+	// Config is the environment's configuration with the options laid
+	// over it.
+	Config config.Config
+	// Devices are the devices' options by topic id.
+	Devices map[string]Device
+	// Options are the effective options by name, as the environment
+	// spells them (daily_limit a number), and Sources where each comes
+	// from: "environment" or "mqtt".
+	Options map[string]any
+	Sources map[string]string
+}
+
+// Snapshot returns the settings in force.
+func (s *Settings) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	devs := make(map[string]deviceSettings, len(s.saved.Devices))
-	for id, d := range s.saved.Devices {
-		devs[id] = d
-	}
-	return s.applied, devs, s.optionsLocked()
+	opts := s.optionsLocked()
+	return Snapshot{Config: s.applied, Devices: maps.Clone(s.saved.Devices),
+		Options: opts["options"].(map[string]any), Sources: opts["sources"].(map[string]string)}
+}
+
+// Devices are the devices' options by topic id, as set over MQTT or on the
+// page.
+func (s *Settings) Devices() map[string]Device {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.saved.Devices)
 }

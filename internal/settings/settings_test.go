@@ -1,4 +1,4 @@
-package app
+package settings
 
 import (
 	"encoding/json"
@@ -78,7 +78,7 @@ func TestOptionValues(t *testing.T) {
 // value over 64 characters is cut in the error, saying how long it was
 // (issue 28).
 func TestOptionNamesSuggested(t *testing.T) {
-	s := &settings{env: envConfig(t), saved: savedOptions{Options: map[string]string{}, Devices: map[string]deviceSettings{}}}
+	s := &Settings{env: envConfig(t), saved: savedOptions{Options: map[string]string{}, Devices: map[string]Device{}}}
 	s.applied = s.env
 	long := strings.Repeat("y", 300)
 	for raw, want := range map[string]string{

@@ -1,4 +1,4 @@
-package app
+package settings
 
 import (
 	"encoding/json"
@@ -62,13 +62,13 @@ func checkShown(t *testing.T, raw string, err error) {
 }
 
 // fuzzSettings are settings over a poller and a mirror that run nothing.
-func fuzzSettings(t *testing.T) *settings {
+func fuzzSettings(t *testing.T) *Settings {
 	t.Helper()
 	log := zerolog.Nop()
 	mirror := bridge.NewMirror(bridge.Options{Layout: topic.New("cloud2mqtt"), Log: log})
-	reg := registry.New(mirror, log)
+	reg := registry.New(log, mirror.Observer())
 	p := poller.New(idleScheduler{}, reg, poller.Config{Interval: poller.MinInterval}, log)
-	return newSettings(envConfig(t), "", log, p, mirror)
+	return New(envConfig(t), "", log, p, mirror)
 }
 
 // idleScheduler refuses every request: the fuzzed settings never read.

@@ -1,0 +1,137 @@
+// Package statuspage is the status page (internal/web) over the running
+// daemon: it fills web.Source from what the registry, the poller, the
+// scheduler, the settings and the bridge's Mirror know, carries the page's
+// buttons out through web.Actions on the same code paths as the MQTT
+// requests, and keeps what the page shows that nothing else keeps: the
+// requests by hour (web.History), the recent problems (web.ProblemLog) and
+// each device's last error (web.DeviceErrors).
+//
+// It serves nothing itself (internal/app runs the HTTP endpoint) and
+// publishes nothing. Its parts are declared as the small interfaces below;
+// internal/app hands it the real ones.
+package statuspage
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/poller"
+	"cloud2mqtt/internal/registry"
+	"cloud2mqtt/internal/scheduler"
+	"cloud2mqtt/internal/settings"
+	"cloud2mqtt/internal/web"
+)
+
+// Mirror is what the page asks of the bridge's Mirror: the devices' topic
+// ids both ways, and the republish of bridge/request/republish.
+type Mirror interface {
+	IDs() map[capability.Key]string
+	KeyOf(ref string) (capability.Key, string, bool)
+	Republish()
+}
+
+// Registry is what the page reads of the registry.
+type Registry interface {
+	Views() []registry.View
+	Snapshot(k capability.Key) (registry.View, bool)
+}
+
+// Poller is what the page reads of the poller and asks of it.
+type Poller interface {
+	Stats() poller.Stats
+	Intervals() map[capability.Key]poller.Interval
+	ReadNow(sku, device string, done func(error)) error
+	RefreshDevices(done func(error)) error
+}
+
+// Scheduler is what the page reads of the scheduler.
+type Scheduler interface {
+	Stats() scheduler.Stats
+}
+
+// Settings is what the page reads of the run-time settings and changes.
+type Settings interface {
+	Devices() map[string]settings.Device
+	DailyLimit() int
+	SetDeviceOptions(id string, k capability.Key, raw json.RawMessage) (any, error)
+}
+
+// Parts are the running daemon's parts the page shows and acts on.
+type Parts struct {
+	Mirror    Mirror
+	Registry  Registry
+	Poller    Poller
+	Scheduler Scheduler
+	Settings  Settings
+	// Limits are the scheduler's configuration: its buckets' capacities.
+	Limits scheduler.Config
+	// LANPoll is how often the LAN reads a device it reaches
+	// (LAN_POLL_INTERVAL; 0: LAN control off): such a device shows it as
+	// its poll interval.
+	LANPoll time.Duration
+}
+
+// Page is what the page keeps from the start, before the parts exist: the
+// requests by hour, the recent problems and the devices' last errors.
+// Feed it with OnCounted (the scheduler's), AddLog (the log forwarder's),
+// Observer (the registry's), CommandDone and CommandFailed (the bridge's
+// OnCommand and OnError); Handler makes the page once the parts exist.
+type Page struct {
+	history  *web.History
+	problems *web.ProblemLog
+	errs     *web.DeviceErrors
+}
+
+// New returns an empty page's record, its history starting now.
+func New() *Page {
+	return &Page{history: web.NewHistory(time.Now()), problems: web.NewProblemLog(0, nil), errs: web.NewDeviceErrors(nil)}
+}
+
+// OnCounted is scheduler.Config.OnCounted: the chart counts what the day's
+// count counts.
+func (p *Page) OnCounted(endpoint string, at time.Time) { p.history.Observe(endpoint, at) }
+
+// AddLog keeps a log record the forwarder publishes on bridge/logging
+// (JSON) among the recent problems: the page and the topic show the same
+// records.
+func (p *Page) AddLog(record []byte) { p.problems.AddJSON(record) }
+
+// Observer is the page's hooks as the registry's observer: the read error
+// that made a device unreachable is its last error.
+func (p *Page) Observer() registry.Observer {
+	return registry.Observer{Unreachable: func(v registry.View, err error) {
+		if err != nil {
+			p.errs.ReadFailed(v.Device.Key(), err.Error())
+		}
+	}}
+}
+
+// CommandDone is bridge.Options.OnCommand's: a command the cloud accepted
+// clears the device's command error; every outcome then goes to next.
+func (p *Page) CommandDone(next func(scheduler.CommandResult)) func(scheduler.CommandResult) {
+	return func(r scheduler.CommandResult) {
+		if r.Err == nil {
+			p.errs.CommandAccepted(capability.Key{SKU: r.Request.SKU, Device: r.Request.Device})
+		}
+		next(r)
+	}
+}
+
+// CommandFailed is bridge.Options.OnError: an answer on the device's
+// <id>/error.
+func (p *Page) CommandFailed(k capability.Key, msg string) { p.errs.CommandFailed(k, msg) }
+
+// Handler is the page over the parts. o are the handler's settings
+// (HTTP_ADDR as the page judges it, HTTP_HOSTS, HTTP_TOKEN, /healthz and
+// /metrics); the page fills its Source, Actions, History and Log (log's,
+// as the "http" component). log also takes the actions' warnings.
+func (p *Page) Handler(o web.Options, parts Parts, log zerolog.Logger) (*web.Handler, error) {
+	o.Source = &source{Parts: parts, problems: p.problems, errs: p.errs}
+	o.Actions = &actions{Parts: parts, errs: p.errs, log: log}
+	o.History = p.history
+	o.Log = log.With().Str("component", "http").Logger()
+	return web.New(o)
+}
