@@ -47,6 +47,11 @@ type Timer interface {
 	Stop() bool
 	// Reset is time.Timer.Reset: the timer fires d from now.
 	Reset(d time.Duration) bool
+	// ResetAt is Reset to fire when the clock reaches at (at once when it
+	// has). A loop waiting for a deadline uses it rather than Reset with
+	// at.Sub(now): a clock a test jumps between that Now and the Reset
+	// would otherwise run the whole duration again after the jump.
+	ResetAt(at time.Time) bool
 }
 
 // Ticker is a *time.Ticker's methods, with C a method.
@@ -83,6 +88,7 @@ type realTimer struct{ t *time.Timer }
 func (t realTimer) C() <-chan time.Time        { return t.t.C }
 func (t realTimer) Stop() bool                 { return t.t.Stop() }
 func (t realTimer) Reset(d time.Duration) bool { return t.t.Reset(d) }
+func (t realTimer) ResetAt(at time.Time) bool  { return t.t.Reset(time.Until(at)) }
 
 type realTicker struct{ t *time.Ticker }
 

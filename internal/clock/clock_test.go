@@ -59,6 +59,11 @@ func TestRealIsTheTimePackage(t *testing.T) {
 			t.Error("Reset of a timer that fired and was received said it was active")
 		}
 		<-tm.C()
+		at := time.Now().Add(90 * time.Second)
+		tm.ResetAt(at)
+		if got := <-tm.C(); !got.Equal(at) {
+			t.Errorf("ResetAt(%v) fired at %v", at, got)
+		}
 		k.Reset(time.Hour)
 		select {
 		case <-k.C():

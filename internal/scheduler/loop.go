@@ -87,7 +87,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if wakeAt.IsZero() {
 			timer.Stop()
 		} else {
-			timer.Reset(wakeAt.Sub(now))
+			timer.ResetAt(wakeAt)
 		}
 		select {
 		case <-ctx.Done():

@@ -118,7 +118,7 @@ func (c *Clock) NewTimer(d time.Duration) clock.Timer {
 	t := &timer{c: c, ch: make(chan time.Time, 1)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.armLocked(t, d)
+	c.armLocked(t, c.Now().Add(d))
 	return t
 }
 
@@ -127,7 +127,7 @@ func (c *Clock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	t := &timer{c: c, f: f}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.armLocked(t, d)
+	c.armLocked(t, c.Now().Add(d))
 	return t
 }
 
@@ -139,7 +139,7 @@ func (c *Clock) NewTicker(d time.Duration) clock.Ticker {
 	t := &timer{c: c, ch: make(chan time.Time, 1), period: d}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.armLocked(t, d)
+	c.armLocked(t, c.Now().Add(d))
 	return ticker{t}
 }
 
@@ -155,18 +155,19 @@ type timer struct {
 	gen    uint64         // a wake of an earlier arming is ignored
 }
 
-// armLocked arms t to fire d from now; d ≤ 0 fires it at once.
-func (c *Clock) armLocked(t *timer, d time.Duration) {
+// armLocked arms t to fire when the clock reaches when; at once when it
+// has.
+func (c *Clock) armLocked(t *timer, when time.Time) {
 	now := c.Now()
-	t.when = now.Add(d)
+	t.when = when
 	c.armed[t] = struct{}{}
 	close(c.change)
 	c.change = make(chan struct{})
-	if d <= 0 {
+	if !when.After(now) {
 		c.fireLocked(t, now)
 		return
 	}
-	c.armRealLocked(t, d)
+	c.armRealLocked(t, when.Sub(now))
 }
 
 // armRealLocked starts the system's timer that fires t in d, unless the
@@ -255,7 +256,15 @@ func (t *timer) Reset(d time.Duration) bool {
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()
 	was := t.c.stopLocked(t)
-	t.c.armLocked(t, d)
+	t.c.armLocked(t, t.c.Now().Add(d))
+	return was
+}
+
+func (t *timer) ResetAt(at time.Time) bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.c.stopLocked(t)
+	t.c.armLocked(t, at)
 	return was
 }
 
@@ -275,5 +284,5 @@ func (k ticker) Reset(d time.Duration) {
 	defer k.t.c.mu.Unlock()
 	k.t.c.stopLocked(k.t)
 	k.t.period = d
-	k.t.c.armLocked(k.t, d)
+	k.t.c.armLocked(k.t, k.t.c.Now().Add(d))
 }

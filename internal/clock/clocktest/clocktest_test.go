@@ -227,6 +227,44 @@ func TestStopAndReset(t *testing.T) {
 	})
 }
 
+// TestResetAtKeepsTheDeadline: a loop that computes its wait from Now and
+// then resets its timer loses a jump made between the two (the wait runs
+// whole after it); ResetAt to the deadline does not.
+func TestResetAtKeepsTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := clocktest.New()
+		deadline := c.Now().Add(time.Hour)
+		relative, absolute := c.NewTimer(time.Hour), c.NewTimer(time.Hour)
+		relative.Stop()
+		absolute.Stop()
+
+		wait := deadline.Sub(c.Now()) // the loop computes its wait…
+		c.Advance(time.Hour)           // …the test jumps…
+		relative.Reset(wait)           // …and the loop resets its timer
+		if absolute.ResetAt(deadline) {
+			t.Error("ResetAt of a stopped timer said it was armed")
+		}
+		if at, ok := received(absolute.C()); !ok || !at.Equal(c.Now()) {
+			t.Errorf("ResetAt a deadline the clock has reached: %v, %v; want fired at once", at, ok)
+		}
+		if _, ok := received(relative.C()); ok {
+			t.Fatal("Reset with a wait computed before the jump fired at once (the test shows nothing)")
+		}
+		if !relative.ResetAt(c.Now().Add(time.Minute)) {
+			t.Error("ResetAt of an armed timer said it was not")
+		}
+		c.Advance(59 * time.Second)
+		if _, ok := received(relative.C()); ok {
+			t.Error("ResetAt fired before its deadline")
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if _, ok := received(relative.C()); !ok {
+			t.Error("ResetAt did not fire at its deadline")
+		}
+	})
+}
+
 func TestAfterFunc(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := clocktest.New()
