@@ -239,8 +239,8 @@ func TestResetAtKeepsTheDeadline(t *testing.T) {
 		absolute.Stop()
 
 		wait := deadline.Sub(c.Now()) // the loop computes its wait…
-		c.Advance(time.Hour)           // …the test jumps…
-		relative.Reset(wait)           // …and the loop resets its timer
+		c.Advance(time.Hour)          // …the test jumps…
+		relative.Reset(wait)          // …and the loop resets its timer
 		if absolute.ResetAt(deadline) {
 			t.Error("ResetAt of a stopped timer said it was armed")
 		}
