@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
 )
 
 // Sink receives every change. Its methods are called one at a time, in the
@@ -99,7 +100,7 @@ type Registry struct {
 	listed     bool
 	listedC    chan struct{} // closed with the first list
 	seq        uint64
-	now        func() time.Time
+	now        func() time.Time // the clock's Now (clock.go)
 
 	changes, saved uint64 // changes made, and how many of them Save has seen
 	// listChanges counts the changes of the list, definitions and scene
@@ -109,8 +110,12 @@ type Registry struct {
 }
 
 // New returns an empty registry that reports changes to sink.
-func New(sink Sink, log zerolog.Logger) *Registry {
-	return &Registry{sink: sink, log: log, devices: make(map[capability.Key]*device), listedC: make(chan struct{}), now: time.Now}
+func New(sink Sink, log zerolog.Logger, opts ...Option) *Registry {
+	r := &Registry{sink: sink, log: log, devices: make(map[capability.Key]*device), listedC: make(chan struct{}), now: clock.Real.Now}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
 }
 
 // ListChange is what a new device list changed.
