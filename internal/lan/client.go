@@ -28,6 +28,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
+
+	"cloud2mqtt/internal/clock"
 )
 
 // Config configures a Client. The zero value of every member but Logger
@@ -43,8 +45,6 @@ type Config struct {
 	// the devices' port for commands and status requests (4003). Tests set
 	// free loopback ports.
 	ScanPort, CommandPort int
-	// ScanWindow is how long after a scan its answers are accepted (3 s).
-	ScanWindow time.Duration
 	// ConfirmTimeout is how long one try waits for a status answer
 	// (300 ms); Tries how many tries a command or a status read makes (3),
 	// so a silent device is given up after about a second.
@@ -56,17 +56,30 @@ type Config struct {
 	// goes out at once). A negative Pace switches pacing off.
 	Pace      time.Duration
 	PaceBurst int
-	// ConflictLogEvery spaces the warnings about a device whose id is
-	// claimed by a second address (1 min, per device); RejectLogEvery the
-	// log lines about dropped datagrams (1 s, per source address, at any
-	// level: each line counts the ones left out).
-	ConflictLogEvery, RejectLogEvery time.Duration
-	Logger                           zerolog.Logger
+	Logger    zerolog.Logger
 	// OnDevice hears a device found, moved, or changing reachability (from
 	// the reader, or from the Send or Status call that found it silent); it
 	// must not block or call the client either.
 	OnDevice func(d Device)
+	// Clock is the client's time: scan windows, confirmation timeouts,
+	// pacing, the scan and poll rounds and the log limits (nil:
+	// clock.Real). Tests jump it (clocktest) over a silent device's
+	// timeouts instead of shortening them.
+	Clock clock.Clock
 }
+
+// Timings no setting changes (docs/lan.md): tests jump Config.Clock over
+// them.
+const (
+	// scanAnswerWindow is how long after a scan its answers are accepted.
+	scanAnswerWindow = 3 * time.Second
+	// conflictLogEvery spaces the warnings about a device whose id is
+	// claimed by a second address (per device); rejectLogEvery the log
+	// lines about dropped datagrams (per source address, at any level:
+	// each line counts the ones left out).
+	conflictLogEvery = time.Minute
+	rejectLogEvery   = time.Second
+)
 
 func (c Config) withDefaults() Config {
 	if c.Listen == "" {
@@ -81,9 +94,6 @@ func (c Config) withDefaults() Config {
 	if c.CommandPort == 0 {
 		c.CommandPort = CommandPort
 	}
-	if c.ScanWindow <= 0 {
-		c.ScanWindow = 3 * time.Second
-	}
 	if c.ConfirmTimeout <= 0 {
 		c.ConfirmTimeout = 300 * time.Millisecond
 	}
@@ -96,12 +106,7 @@ func (c Config) withDefaults() Config {
 	if c.PaceBurst <= 0 {
 		c.PaceBurst = 4
 	}
-	if c.ConflictLogEvery <= 0 {
-		c.ConflictLogEvery = time.Minute
-	}
-	if c.RejectLogEvery <= 0 {
-		c.RejectLogEvery = time.Second
-	}
+	c.Clock = clock.Or(c.Clock)
 	return c
 }
 
@@ -148,7 +153,6 @@ type Client struct {
 	stats    Stats
 	trace    func(event string)        // tests: every datagram's fate
 	onStatus func(id string, s Status) // tests: every accepted status answer
-	now      func() time.Time          // the log limits' clock (tests move it)
 	scanMsg  []byte
 	stateMsg []byte
 	failLog  *rate.Limiter // "receive failed" lines
@@ -181,10 +185,10 @@ func New(cfg Config) (*Client, error) {
 		cfg: cfg, log: cfg.Logger.With().Str("component", "lan").Logger(),
 		conn: pc.(*net.UDPConn), closed: make(chan struct{}),
 		known: map[string]string{}, devices: map[string]*device{}, byAddr: map[netip.Addr]*device{},
-		unknown: map[string]bool{}, trace: func(string) {}, now: time.Now,
-		rejects: rejectLog{every: cfg.RejectLogEvery},
+		unknown: map[string]bool{}, trace: func(string) {},
+		rejects: rejectLog{every: rejectLogEvery},
 		scanMsg: AppendScan(nil), stateMsg: AppendStatusRequest(nil),
-		failLog: rate.NewLimiter(rate.Every(cfg.RejectLogEvery), 1),
+		failLog: rate.NewLimiter(rate.Every(rejectLogEvery), 1),
 	}
 	c.wg.Add(1)
 	go c.read()
@@ -240,7 +244,7 @@ func (c *Client) read() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			if c.failLog.Allow() {
+			if c.failLog.AllowN(c.cfg.Clock.Now(), 1) {
 				c.log.Debug().Err(err).Msg("receive failed")
 			}
 			continue
@@ -276,17 +280,17 @@ func (c *Client) handle(b []byte, from netip.AddrPort) {
 }
 
 // dropLocked counts a dropped datagram and returns its log line, when the
-// source's limit lets it through (RejectLogEvery).
+// source's limit lets it through (rejectLogEvery).
 func (c *Client) dropLocked(counter *uint64, event string, from netip.Addr, why string) (string, func()) {
 	*counter++
 	return event, c.rejectLineLocked(from, event, why)
 }
 
 // rejectLineLocked is the debug line about something a source sent that was
-// refused, or nil when that source had its line in the last RejectLogEvery.
+// refused, or nil when that source had its line in the last rejectLogEvery.
 // The line counts the refusals left out since the source's last line.
 func (c *Client) rejectLineLocked(from netip.Addr, event, why string) func() {
-	ok, left, shared := c.rejects.allow(from, c.now())
+	ok, left, shared := c.rejects.allow(from, c.cfg.Clock.Now())
 	if !ok {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"cloud2mqtt/internal/clock/clocktest"
 	"cloud2mqtt/internal/lan"
 	"cloud2mqtt/internal/lansim"
 )
@@ -387,12 +388,34 @@ func TestSendsOnlyToScanTargetsAndAnsweringAddresses(t *testing.T) {
 	}
 }
 
+// jumpWhileWaiting jumps clk by d whenever something waits on one of its
+// timers, until the returned stop is called (it returns once the jumping
+// has stopped): waits for a silent address pass at once instead of taking
+// their ConfirmTimeout each. Only while nothing else waits on the clock
+// (no RunScans, RunPolls, no answer awaited).
+func jumpWhileWaiting(clk *clocktest.Clock, d time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for clk.WaitPending(ctx, 1) == nil {
+			clk.Advance(d)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// TestDeviceMovesToANewAddress: a light answering a scan from a new
+// address moves there once its known address no longer answers (three
+// unanswered status requests of a second each, jumped over).
 func TestDeviceMovesToANewAddress(t *testing.T) {
-	n := newNet(t, lan.Config{})
+	clk := clocktest.New()
+	n := newNet(t, lan.Config{Clock: clk})
 	n.found(t)
 	if err := n.sim.Move(strip, moveAddr); err != nil {
 		t.Fatal(err)
 	}
+	stop := jumpWhileWaiting(clk, time.Second)
 	if err := n.client.Scan(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -401,6 +424,7 @@ func TestDeviceMovesToANewAddress(t *testing.T) {
 			break
 		}
 	}
+	stop()
 	if _, err := n.client.Send(context.Background(), strip, lan.Brightness(99)); err != nil {
 		t.Fatal(err)
 	}
@@ -448,5 +472,49 @@ func TestListenPortTakenSaysWhatToDo(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+}
+
+// TestPaceIsOnTheClock: a device's datagrams are paced on Config.Clock (at
+// most 4 at once, then one every 50 ms): on a frozen clock the fifth and
+// the sixth wait until the clock moves on.
+func TestPaceIsOnTheClock(t *testing.T) {
+	clk := clocktest.NewFrozen(time.Unix(1_800_000_000, 0))
+	n := newNet(t, lan.Config{Clock: clk})
+	n.found(t)
+	id := strings.ToLower(lamp)
+	for _, b := range []int{10, 20} { // a command and its status request each: 4 datagrams
+		if _, err := n.client.Send(context.Background(), id, lan.Brightness(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := n.client.Send(context.Background(), id, lan.Brightness(30))
+		done <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, what := range []string{"command", "status request"} {
+		if err := clk.WaitPending(ctx, 1); err != nil { // the pace's timer
+			t.Fatalf("the %s did not wait for the pace: %v", what, err)
+		}
+		if what == "command" { // the two before were confirmed: the lamp has them
+			if c := n.sim.Counts(lamp)[lan.CmdBrightness]; c != 2 {
+				t.Fatalf("the lamp took in %d brightness commands while the third waited, want 2", c)
+			}
+		}
+		clk.Advance(50 * time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the third command was not confirmed")
+	}
+	if s, _ := n.sim.State(lamp); s.Brightness != 30 {
+		t.Errorf("lamp shows %+v", s)
 	}
 }

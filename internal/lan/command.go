@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"cloud2mqtt/internal/clock"
 )
 
 // Scan sends the scan to every target and opens the window in which
@@ -16,11 +18,11 @@ import (
 func (c *Client) Scan(ctx context.Context) error {
 	r, errs := resolve(ctx, c.cfg.Targets, c.cfg.ScanPort, localBroadcasts)
 	c.mu.Lock()
-	now := time.Now()
+	now := c.cfg.Clock.Now()
 	if now.After(c.window.until) {
 		c.window = scanWindow{from: map[netip.Addr]bool{}}
 	}
-	c.window.until = now.Add(c.cfg.ScanWindow)
+	c.window.until = now.Add(scanAnswerWindow)
 	c.scanned = now
 	c.window.anySource = c.window.anySource || r.anySource
 	for _, d := range r.dests {
@@ -39,19 +41,19 @@ func (c *Client) Scan(ctx context.Context) error {
 // devices found: for wait at most, less once every known device answered.
 func (c *Client) Discover(ctx context.Context, wait time.Duration) ([]Device, error) {
 	err := c.Scan(ctx)
-	t := time.NewTimer(wait)
+	t := c.cfg.Clock.NewTimer(wait)
 	defer t.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
+	tick := c.cfg.Clock.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for !c.allFound() {
 		select {
-		case <-t.C:
+		case <-t.C():
 			return c.Devices(), err
 		case <-ctx.Done():
 			return c.Devices(), err
 		case <-c.closed:
 			return c.Devices(), err
-		case <-tick.C:
+		case <-tick.C():
 		}
 	}
 	return c.Devices(), err
@@ -73,7 +75,7 @@ func (c *Client) allFound() bool {
 // RunScans scans at once and then every interval until ctx ends, logging
 // failures; the caller owns the goroutine. An interval under 1 s is 1 s.
 func (c *Client) RunScans(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(max(interval, time.Second))
+	t := c.cfg.Clock.NewTicker(max(interval, time.Second))
 	defer t.Stop()
 	for {
 		if err := c.Scan(ctx); err != nil && ctx.Err() == nil {
@@ -84,7 +86,7 @@ func (c *Client) RunScans(ctx context.Context, interval time.Duration) {
 			return
 		case <-c.closed:
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }
@@ -98,7 +100,7 @@ func (c *Client) RunScans(ctx context.Context, interval time.Duration) {
 // Status (one try while it already is, so a silent device costs one
 // datagram a round).
 func (c *Client) RunPolls(ctx context.Context, interval time.Duration, read func(ctx context.Context, id string)) {
-	t := time.NewTicker(max(interval, 100*time.Millisecond))
+	t := c.cfg.Clock.NewTicker(max(interval, 100*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -106,7 +108,7 @@ func (c *Client) RunPolls(ctx context.Context, interval time.Duration, read func
 			return
 		case <-c.closed:
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		var wg sync.WaitGroup
 		for _, d := range c.Devices() {
@@ -242,9 +244,15 @@ func (c *Client) confirm(ctx context.Context, d *device, answers <-chan Status, 
 	if _, err := c.paced(ctx, d, c.stateMsg); err != nil {
 		return Status{}, false, false, err
 	}
-	t := time.NewTimer(c.cfg.ConfirmTimeout)
+	t := c.cfg.Clock.NewTimer(c.cfg.ConfirmTimeout)
 	defer t.Stop()
 	var again <-chan time.Time
+	var againT clock.Timer
+	defer func() {
+		if againT != nil {
+			againT.Stop()
+		}
+	}()
 	asked := 1
 	for {
 		select {
@@ -254,7 +262,12 @@ func (c *Client) confirm(ctx context.Context, d *device, answers <-chan Status, 
 				return s, true, true, nil
 			}
 			if again == nil && asked < 3 {
-				again = time.After(c.cfg.ConfirmTimeout / 5)
+				if againT == nil {
+					againT = c.cfg.Clock.NewTimer(c.cfg.ConfirmTimeout / 5)
+				} else {
+					againT.Reset(c.cfg.ConfirmTimeout / 5)
+				}
+				again = againT.C()
 			}
 		case <-again:
 			again = nil
@@ -262,7 +275,7 @@ func (c *Client) confirm(ctx context.Context, d *device, answers <-chan Status, 
 			if _, err := c.paced(ctx, d, c.stateMsg); err != nil {
 				return s, got, false, err
 			}
-		case <-t.C:
+		case <-t.C():
 			return s, got, false, nil
 		case <-ctx.Done():
 			return s, got, false, ctx.Err()
@@ -274,12 +287,12 @@ func (c *Client) confirm(ctx context.Context, d *device, answers <-chan Status, 
 
 // await waits one ConfirmTimeout for any answer; ok false when none came.
 func (c *Client) await(ctx context.Context, answers <-chan Status) (Status, bool, error) {
-	t := time.NewTimer(c.cfg.ConfirmTimeout)
+	t := c.cfg.Clock.NewTimer(c.cfg.ConfirmTimeout)
 	defer t.Stop()
 	select {
 	case s := <-answers:
 		return s, true, nil
-	case <-t.C:
+	case <-t.C():
 		return Status{}, false, nil
 	case <-ctx.Done():
 		return Status{}, false, ctx.Err()
@@ -290,7 +303,7 @@ func (c *Client) await(ctx context.Context, answers <-chan Status) (Status, bool
 
 // paced sends one datagram to the device's command port within its pace.
 func (c *Client) paced(ctx context.Context, d *device, msg []byte) (netip.AddrPort, error) {
-	if err := d.pace.Wait(ctx); err != nil {
+	if err := clock.Wait(ctx, c.cfg.Clock, d.pace); err != nil {
 		return netip.AddrPort{}, err
 	}
 	c.mu.Lock()

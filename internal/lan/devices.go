@@ -103,7 +103,7 @@ func (c *Client) Reachable(id string) bool {
 // address) is located at once; one located elsewhere is contested
 // (guard.go): it moves only when its known address no longer answers.
 func (c *Client) onScanLocked(a ScanAnswer, from netip.Addr) (string, func()) {
-	now := time.Now()
+	now := c.cfg.Clock.Now()
 	w := c.window
 	if now.After(w.until) || (!w.anySource && !w.from[from]) {
 		return c.dropLocked(&c.stats.Unsolicited, "unsolicited", from, "scan answer outside a scan's window or from an address not scanned")
@@ -115,7 +115,7 @@ func (c *Client) onScanLocked(a ScanAnswer, from netip.Addr) (string, func()) {
 	}
 	var said func()
 	if a.IP.IsValid() && a.IP != from {
-		if ok, _, _ := c.rejects.allow(from, c.now()); ok {
+		if ok, _, _ := c.rejects.allow(from, now); ok {
 			said = func() {
 				c.log.Debug().Str("device", id).Stringer("says", a.IP).Stringer("from", from).
 					Msg("scan answer names another address than it came from; using the sender's")
@@ -143,7 +143,7 @@ func (c *Client) unknownLineLocked(a ScanAnswer, from netip.Addr) func() {
 	if c.unknown[key] || len(c.unknown) >= maxUnknownLogged {
 		return nil
 	}
-	if ok, _, _ := c.rejects.allow(from, c.now()); !ok {
+	if ok, _, _ := c.rejects.allow(from, c.cfg.Clock.Now()); !ok {
 		return nil
 	}
 	c.unknown[key] = true
@@ -249,7 +249,7 @@ func (c *Client) onStatusLocked(s Status, from netip.Addr) (string, func()) {
 		return c.dropLocked(&c.stats.Spoofed, "spoofed", from, "status answer from an address no scan answer gave: dropped")
 	}
 	was := d.Reachable
-	d.Reachable, d.Seen = true, time.Now()
+	d.Reachable, d.Seen = true, c.cfg.Clock.Now()
 	if !was {
 		c.log.Info().Str("device", d.ID).Stringer("addr", d.Addr).Msg("reachable on the LAN again")
 	}

@@ -1,7 +1,5 @@
 package lan
 
-import "time"
-
 // SetTrace makes the client report every datagram's fate ("scan",
 // "status", "malformed", "oversized", "unsolicited", "spoofed", "unknown")
 // after handling it, from its reader goroutine. Set before any datagram
@@ -10,14 +8,6 @@ func SetTrace(c *Client, f func(event string)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.trace = f
-}
-
-// SetClock replaces the clock of the client's log limits (RejectLogEvery,
-// ConflictLogEvery); set it before any datagram arrives.
-func SetClock(c *Client, now func() time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = now
 }
 
 // SetOnStatus makes the client report every accepted status answer (polls,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock/clocktest"
 )
 
 var answerSeeds = []string{
@@ -107,7 +108,9 @@ func FuzzClientDatagram(f *testing.F) {
 		f.Add([]byte(s), true)
 		f.Add([]byte(s), false)
 	}
-	c, err := New(Config{Listen: "127.0.0.1:0", Targets: []Target{{Host: "127.0.0.2"}}, ScanWindow: time.Hour})
+	// A frozen clock: the scan's window stays open however long the fuzzing.
+	clk := clocktest.NewFrozen(time.Unix(1_800_000_000, 0))
+	c, err := New(Config{Listen: "127.0.0.1:0", Targets: []Target{{Host: "127.0.0.2"}}, Clock: clk})
 	if err != nil {
 		f.Fatal(err)
 	}

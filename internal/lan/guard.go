@@ -23,7 +23,7 @@ type claim struct {
 // probed for it already), a status request goes there first, from a
 // goroutine of the client's (probe), and the claim waits for its outcome.
 // A claim while a probe is under way, or against an address that answers,
-// is refused: counted (Contested) and logged once a ConflictLogEvery.
+// is refused: counted (Contested) and logged once a conflictLogEvery.
 func (c *Client) contestLocked(d *device, a ScanAnswer, from netip.Addr, now time.Time) (string, func()) {
 	if !d.probing && !d.Seen.After(c.scanned) && d.probed.Before(c.scanned) {
 		d.probing, d.probed = true, now
@@ -55,7 +55,7 @@ func (c *Client) probe(d *device, cl claim) {
 		c.stats.Contested++
 		event, notice = "contested", c.conflictLineLocked(d, cl.from)
 	} else {
-		event, notice = c.locateLocked(d, cl.answer, cl.from, time.Now())
+		event, notice = c.locateLocked(d, cl.answer, cl.from, c.cfg.Clock.Now())
 	}
 	trace := c.trace
 	c.mu.Unlock()
@@ -89,10 +89,10 @@ func (c *Client) ask(ctx context.Context, d *device, tries int) (s Status, answe
 }
 
 // conflictLineLocked is the warning about a refused claim, or nil when the
-// device had one in the last ConflictLogEvery; it counts those left out.
+// device had one in the last conflictLogEvery; it counts those left out.
 func (c *Client) conflictLineLocked(d *device, other netip.Addr) func() {
-	now := c.now()
-	if !d.conflictAt.IsZero() && now.Sub(d.conflictAt) < c.cfg.ConflictLogEvery {
+	now := c.cfg.Clock.Now()
+	if !d.conflictAt.IsZero() && now.Sub(d.conflictAt) < conflictLogEvery {
 		d.conflictsLeft++
 		return nil
 	}
@@ -113,11 +113,11 @@ func (c *Client) conflictLineLocked(d *device, other netip.Addr) func() {
 
 // maxSources bounds the source addresses the datagram log limit
 // remembers: a flood from more addresses (spoofed ones) shares one line a
-// RejectLogEvery among the rest.
+// rejectLogEvery among the rest.
 const maxSources = 1024
 
 // rejectLog limits the log lines about refused datagrams: one per source
-// address each RejectLogEvery, at any level, each counting the ones left
+// address each rejectLogEvery, at any level, each counting the ones left
 // out since the last. Guarded by Client.mu.
 type rejectLog struct {
 	every time.Duration

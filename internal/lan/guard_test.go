@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/clock/clocktest"
 	"cloud2mqtt/internal/lan"
 	"cloud2mqtt/internal/lansim"
 )
@@ -69,11 +70,12 @@ func startForger(t *testing.T, n *testNet) *lansim.Sim {
 // moved to the forger's address at its first answer: the forger got the
 // light's commands and its status was taken for the light's. Now the
 // light's known address is asked first; it answers, so it keeps its
-// commands and reads, and the conflict is logged once a ConflictLogEvery
-// with both addresses.
+// commands and reads, and the conflict is logged once a minute with both
+// addresses, the next line counting those left out.
 func TestForgerCannotTakeOverALight(t *testing.T) {
 	logs := &logLines{}
-	n := newNet(t, lan.Config{Logger: zerolog.New(logs), ConflictLogEvery: time.Hour})
+	clk := clocktest.New()
+	n := newNet(t, lan.Config{Logger: zerolog.New(logs), Clock: clk})
 	n.found(t) // the real lamp, before the forger turns up
 	forger := startForger(t, n)
 	id := strings.ToLower(lamp)
@@ -106,7 +108,22 @@ func TestForgerCannotTakeOverALight(t *testing.T) {
 	}
 	warned := logs.with(`"level":"warn"`, "two addresses answer", lampAddr.String(), forgerAddr.String())
 	if len(warned) != 1 {
-		t.Errorf("%d conflict warnings naming both addresses over %d scans, want 1 a ConflictLogEvery:\n%s", len(warned), scans, strings.Join(logs.with("two addresses"), ""))
+		t.Errorf("%d conflict warnings naming both addresses over %d scans, want 1 a minute:\n%s", len(warned), scans, strings.Join(logs.with("two addresses"), ""))
+	}
+
+	// A minute later the forger's next claim is logged again, with the
+	// count of those left out.
+	clk.Advance(time.Minute)
+	if err := n.client.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n.waitEvent(t, "contested")
+	warned = logs.with(`"level":"warn"`, "two addresses answer", lampAddr.String(), forgerAddr.String())
+	if len(warned) != 2 || !strings.Contains(warned[1], `"not_logged":`+strconv.Itoa(scans-1)) {
+		t.Errorf("a minute later: %d conflict warnings, want a second one counting the %d left out:\n%s", len(warned), scans-1, strings.Join(warned, ""))
+	}
+	if d, _ := n.client.Device(id); d.Addr != lampAddr {
+		t.Errorf("lamp after the forger's answer a minute later: %+v", d)
 	}
 }
 
@@ -139,18 +156,14 @@ func TestMovedLightIsFollowedWithinOneScan(t *testing.T) {
 
 // TestDatagramFloodLogsOnceASecondPerSource: garbage, oversized, spoofed
 // and unsolicited datagrams are counted each, but logged (at debug, the
-// level that wrote 10 MB/s during a flood) once a RejectLogEvery per
+// level that wrote 10 MB/s during a flood) once a second per
 // source address, the next line counting those left out.
 func TestDatagramFloodLogsOnceASecondPerSource(t *testing.T) {
 	logs := &logLines{}
-	n := newNet(t, lan.Config{Logger: zerolog.New(logs).Level(zerolog.DebugLevel)})
-	var mu sync.Mutex
-	now := time.Unix(1_700_000_000, 0)
-	lan.SetClock(n.client, func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return now
-	})
+	// A frozen clock: however long the flood takes on a loaded machine,
+	// it all comes within one second of the log limit.
+	clk := clocktest.NewFrozen(time.Unix(1_700_000_000, 0))
+	n := newNet(t, lan.Config{Logger: zerolog.New(logs).Level(zerolog.DebugLevel), Clock: clk})
 	n.found(t)
 	to := net.UDPAddrFromAddrPort(n.client.Addr())
 	sources := []netip.Addr{trapAddr, netip.MustParseAddr("127.0.0.10")}
@@ -182,9 +195,7 @@ func TestDatagramFloodLogsOnceASecondPerSource(t *testing.T) {
 		}
 	}
 
-	mu.Lock()
-	now = now.Add(time.Second)
-	mu.Unlock()
+	clk.Advance(time.Second)
 	c := udp(t, sources[0], 0)
 	if _, err := c.WriteToUDP([]byte("garbage"), to); err != nil {
 		t.Fatal(err)

@@ -39,7 +39,9 @@ type Reads interface {
 // Config configures a Router.
 type Config struct {
 	// Client is the LAN client's configuration (LAN_LISTEN,
-	// LAN_SCAN_TARGETS; the demo and tests set ports).
+	// LAN_SCAN_TARGETS; the demo and tests set ports). Its Clock is the
+	// router's time too: the router keeps none of its own (its scan and
+	// poll rounds are the client's RunScans and RunPolls).
 	Client lan.Config
 	// ScanInterval (LAN_SCAN_INTERVAL) is how often the LAN is scanned; it
 	// is also how often the cloud reads a local light that has instances

@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
@@ -43,6 +44,18 @@ func (s *instantScheduler) DIYScenes(sku, device string, report func(cloud.Scene
 	return nil
 }
 
+// handClock is a clock a test or a benchmark sets by hand, for those that
+// drive the loop's cycle themselves: Run is not called, so nothing makes a
+// timer.
+type handClock struct{ now time.Time }
+
+func (c *handClock) Now() time.Time                       { return c.now }
+func (c *handClock) NewTimer(time.Duration) clock.Timer   { panic("handClock: no timers") }
+func (c *handClock) NewTicker(time.Duration) clock.Ticker { panic("handClock: no tickers") }
+func (c *handClock) AfterFunc(time.Duration, func()) clock.Timer {
+	panic("handClock: no timers")
+}
+
 // BenchmarkIdleWake measures one wake of the poller's loop on an idle
 // account of 1000 devices at the default interval: the previous batch's
 // answers are applied and the 16 or 17 devices due at this grid instant
@@ -57,29 +70,28 @@ func BenchmarkIdleWake(b *testing.B) {
 		list[i] = dev(fmt.Sprintf("B%04d", i), i%2 == 0)
 	}
 	s := &instantScheduler{state: mkState("H6072", "any", true, map[string]any{capability.InstancePower: 1, capability.InstanceBrightness: 40})}
-	p := New(s, registry.New(zerolog.Nop()), Config{Interval: DefaultInterval, ListInterval: 365 * day}, zerolog.Nop())
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := &handClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	p := New(s, registry.New(zerolog.Nop()), Config{Interval: DefaultInterval, ListInterval: 365 * day, Clock: clk}, zerolog.Nop())
 	p.mu.Lock()
-	p.onList(now, list, nil)
+	p.onList(clk.now, list, nil)
 	p.effects = nil
-	p.nextList = now.Add(365 * day)
+	p.nextList = clk.now.Add(365 * day)
 	p.mu.Unlock()
 
 	// The loop wakes a little after the grid instant it asked for, as a
 	// timer does.
 	const late = 50 * time.Microsecond
-	now = now.Add(late)
-	clock := func() time.Time { return now }
-	// cycle is one wake of the loop at now; it returns the next.
+	clk.now = clk.now.Add(late)
+	// cycle is one wake of the loop at clk.now; it returns the next.
 	cycle := func() time.Time {
-		next := p.cycle(clock)
+		next := p.cycle()
 		// The answers of this wake's reads came at once (on the caller's
 		// goroutine) and kicked the loop: as Run does, it looks again at
 		// the same instant to apply them.
 		for kicked := true; kicked; {
 			select {
 			case <-p.kick:
-				next = p.cycle(clock)
+				next = p.cycle()
 			default:
 				kicked = false
 			}
@@ -88,16 +100,16 @@ func BenchmarkIdleWake(b *testing.B) {
 	}
 	wake := func() {
 		next := cycle()
-		if next.Sub(now) != readGrid-late {
-			b.Fatalf("next wake %v after this one, want the next grid instant", next.Sub(now))
+		if next.Sub(clk.now) != readGrid-late {
+			b.Fatalf("next wake %v after this one, want the next grid instant", next.Sub(clk.now))
 		}
-		now = next.Add(late)
+		clk.now = next.Add(late)
 	}
 	// Three intervals first: every device has had its first read (which
 	// reports all values), its second at its place in the spread (the
 	// interval after the first's) and the first scene round.
-	for end := now.Add(3 * DefaultInterval); now.Before(end); {
-		now = cycle().Add(late)
+	for end := clk.now.Add(3 * DefaultInterval); clk.now.Before(end); {
+		clk.now = cycle().Add(late)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

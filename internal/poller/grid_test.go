@@ -237,31 +237,29 @@ func (s *recordingScheduler) State(sku, device string, p scheduler.Priority, rep
 func TestLateWakesKeepTheGrid(t *testing.T) {
 	const n, late = 1000, 7 * time.Millisecond
 	list := numbered(n)
-	var now time.Time
-	s := &recordingScheduler{now: &now}
-	s.state = mkState("H6072", "any", true, map[string]any{capability.InstancePower: 1})
-	p := New(s, registry.New(zerolog.Nop()), Config{Interval: DefaultInterval, ListInterval: 365 * day}, zerolog.Nop())
 	first := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	now = first.Add(-300 * time.Millisecond) // the list arrives off the grid, before first
+	clk := &handClock{now: first.Add(-300 * time.Millisecond)} // the list arrives off the grid, before first
+	s := &recordingScheduler{now: &clk.now}
+	s.state = mkState("H6072", "any", true, map[string]any{capability.InstancePower: 1})
+	p := New(s, registry.New(zerolog.Nop()), Config{Interval: DefaultInterval, ListInterval: 365 * day, Clock: clk}, zerolog.Nop())
 	p.mu.Lock()
-	p.onList(now, list, nil)
+	p.onList(clk.now, list, nil)
 	p.effects = nil
-	p.nextList = now.Add(365 * day)
+	p.nextList = clk.now.Add(365 * day)
 	p.mu.Unlock()
 
 	end := first.Add(4 * DefaultInterval)
-	clock := func() time.Time { return now }
-	now = first.Add(late)
-	for now.Before(end) {
-		next := p.cycle(clock)
+	clk.now = first.Add(late)
+	for clk.now.Before(end) {
+		next := p.cycle()
 		// The answers arrive and are applied before the next batch is due
 		// (after the first batch, which reads every device, only they tell
 		// the loop when to wake next).
-		now = now.Add(200 * time.Millisecond)
-		if wake := p.cycle(clock); wake.Before(next) {
+		clk.now = clk.now.Add(200 * time.Millisecond)
+		if wake := p.cycle(); wake.Before(next) {
 			next = wake
 		}
-		now = next.Add(late)
+		clk.now = next.Add(late)
 	}
 	at := func(c call) time.Time {
 		if c.at.Sub(c.at.Truncate(readGrid)) != late {

@@ -50,7 +50,7 @@ func (p *Poller) SetLocal(k capability.Key, local bool, cloudEvery time.Duration
 	was := d.local
 	d.local = l
 	p.replan()
-	now := time.Now()
+	now := p.cfg.Clock.Now()
 	p.rescheduleAll(now)
 	if was.local && !local && !d.lastSent.IsZero() {
 		d.nextPoll = onGrid(now) // back to the cloud: read it now

@@ -25,6 +25,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
@@ -128,6 +129,10 @@ type Config struct {
 	// (SetDeviceOptions): the plan counts their reads as a fixed cost and
 	// spreads the rest over the other devices. Set by the poller.
 	OwnIntervals []time.Duration
+	// Clock is the poller's time: when reads are due and the loop's
+	// timer (nil: clock.Real). Tests of the whole bridge jump it
+	// (clocktest) over an interval instead of shortening it.
+	Clock clock.Clock
 }
 
 func (c Config) withDefaults() Config {
@@ -154,6 +159,7 @@ func (c Config) withDefaults() Config {
 	if c.StatelessRecheck <= 0 {
 		c.StatelessRecheck = DefaultStatelessRecheck
 	}
+	c.Clock = clock.Or(c.Clock)
 	return c
 }
 
@@ -334,12 +340,12 @@ func (p *Poller) Run(ctx context.Context) error {
 		return errors.New("poller: Run called twice; create a new poller instead")
 	}
 	p.running = true
-	now := time.Now()
+	now := p.cfg.Clock.Now()
 	p.progress = now
 	p.nextList = now
 	p.mu.Unlock()
 
-	timer := time.NewTimer(0)
+	timer := p.cfg.Clock.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
@@ -347,24 +353,22 @@ func (p *Poller) Run(ctx context.Context) error {
 			p.stop()
 			return nil
 		case <-p.kick:
-		case <-timer.C:
+		case <-timer.C():
 		}
-		wake := p.cycle(time.Now)
-		timer.Reset(time.Until(wake))
+		timer.ResetAt(p.cycle())
 	}
 }
 
 // cycle applies the scheduler's reports, sends what is due and runs the
-// callbacks; it returns when it next has something to do. clock is
-// time.Now but for benchmarks.
-func (p *Poller) cycle(clock func() time.Time) time.Time {
+// callbacks; it returns when it next has something to do.
+func (p *Poller) cycle() time.Time {
 	p.qmu.Lock()
 	q := p.queue
 	p.queue = p.drained[:0]
 	p.qmu.Unlock()
 
 	p.mu.Lock()
-	now := clock()
+	now := p.cfg.Clock.Now()
 	p.lookQuota(now)
 	for _, apply := range q {
 		apply(now)

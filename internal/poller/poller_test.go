@@ -304,7 +304,7 @@ func TestOfflineBackoffAndRecovery(t *testing.T) {
 		f.setState(func(device string, n int) (cloud.DeviceState, error) {
 			return mkState("H6072", device, n >= 7, map[string]any{capability.InstancePower: 0}), nil
 		})
-		h := start(t, f, Config{Interval: time.Minute, OfflineMaxInterval: 10 * time.Minute})
+		h := start(t, f, Config{Interval: time.Minute}) // OfflineMaxInterval: 10 min
 		time.Sleep(2000 * time.Second)
 		if st := h.reg.Stats(); st.Offline != 1 {
 			t.Errorf("stats while offline: %+v, want 1 offline", st)

@@ -33,7 +33,7 @@ func (p *Poller) Confirm(sku, device string) {
 	if err != nil {
 		return
 	}
-	now := time.Now()
+	now := p.cfg.Clock.Now()
 	if d.confirmDue.IsZero() {
 		d.confirmFirst = now
 	}
@@ -63,7 +63,7 @@ func (p *Poller) ReadNow(sku, device string, done func(error)) error {
 	if d.disabled {
 		return fmt.Errorf("%w: %s", ErrDisabled, d.dev)
 	}
-	if h, held := p.s.Held(d.dev.SKU, d.dev.Device); held && time.Until(h.Until) > MinInterval {
+	if h, held := p.s.Held(d.dev.SKU, d.dev.Device); held && h.Until.Sub(p.cfg.Clock.Now()) > MinInterval {
 		if !d.inFlight { // a read in flight is the one that waits: it will do
 			d.readNow, d.heldUntil = true, h.Until
 			p.schedule(d)
@@ -192,7 +192,7 @@ func (p *Poller) SetDeviceOptions(k capability.Key, o DeviceOptions) {
 	wasDisabled := d.disabled
 	d.own, d.disabled = o.Interval, o.Disabled
 	p.replan()
-	now := time.Now()
+	now := p.cfg.Clock.Now()
 	p.rescheduleAll(now)
 	if wasDisabled && !d.disabled {
 		d.nextPoll = onGrid(now) // at once, not at its place on the grid
@@ -212,7 +212,7 @@ func (p *Poller) SetConfig(c Config) {
 	cfg.Interval, cfg.DailyLimit, cfg.ListInterval, cfg.SceneInterval = c.Interval, c.DailyLimit, c.ListInterval, c.SceneInterval
 	p.cfg = cfg.withDefaults()
 	p.replan()
-	now := time.Now()
+	now := p.cfg.Clock.Now()
 	if !p.listInFlight {
 		p.nextList = scheduler.Earliest(p.nextList, now.Add(p.cfg.ListInterval))
 	}

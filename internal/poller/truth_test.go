@@ -33,7 +33,7 @@ func TestStatelessDeviceLearnedOnce(t *testing.T) {
 			}
 			return mkState("H6072", device, true, map[string]any{capability.InstancePower: 1}), nil
 		})
-		h := start(t, f, Config{Interval: 5 * time.Second, ListInterval: time.Hour, StatelessRecheck: time.Minute})
+		h := start(t, f, Config{Interval: 5 * time.Second, ListInterval: time.Hour}) // StatelessRecheck: 30 min
 		time.Sleep(40 * time.Second)
 		if n := len(f.reads("D01")); n != 1 {
 			t.Errorf("the group was read %d times in 40 s at a 5 s interval, want once", n)
@@ -68,7 +68,7 @@ func TestStatelessDeviceLearnedOnce(t *testing.T) {
 		}
 
 		readable.Store(true)
-		time.Sleep(time.Minute)
+		time.Sleep(DefaultStatelessRecheck)
 		refresh(t, h)
 		time.Sleep(11 * time.Second)
 		reads := f.reads("D01")

@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
 )
 
 // View is one device as the registry knows it, handed to the observers. Values
@@ -78,7 +79,7 @@ type Registry struct {
 	listed     bool
 	listedC    chan struct{} // closed with the first list
 	seq        uint64
-	now        func() time.Time
+	now        func() time.Time // the clock's Now (clock.go)
 
 	changes, saved uint64 // changes made, and how many of them Save has seen
 	// listChanges counts the changes of the list, definitions and scene
@@ -87,10 +88,15 @@ type Registry struct {
 	listChanges, listSaved, valuesSaved uint64
 }
 
-// New returns an empty registry that tells its changes to the observers,
-// in the order given (Observer has the contract).
-func New(log zerolog.Logger, obs ...Observer) *Registry {
-	return &Registry{tell: obs, log: log, devices: make(map[capability.Key]*device), listedC: make(chan struct{}), now: time.Now}
+// New returns an empty registry on the real clock that tells its changes
+// to the observers, in the order given (Observer has the contract).
+func New(log zerolog.Logger, obs ...Observer) *Registry { return NewOn(nil, log, obs...) }
+
+// NewOn is New on the clock c (nil: clock.Real): when a device's values
+// were last read (Stats' OldestState) and the instants of what Save and the
+// state files say. The registry keeps no timers.
+func NewOn(c clock.Clock, log zerolog.Logger, obs ...Observer) *Registry {
+	return &Registry{tell: obs, log: log, devices: make(map[capability.Key]*device), listedC: make(chan struct{}), now: clock.Or(c).Now}
 }
 
 // ListChange is what a new device list changed.

@@ -13,6 +13,8 @@ import (
 	"go.uber.org/goleak"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
+	"cloud2mqtt/internal/clock/clocktest"
 	"cloud2mqtt/internal/cloud"
 )
 
@@ -126,9 +128,11 @@ func state(online bool, values map[string]any) cloud.DeviceState {
 	return st
 }
 
-func newRegistry() (*Registry, *sink) {
+func newRegistry() (*Registry, *sink) { return newRegistryOn(nil) }
+
+func newRegistryOn(clk clock.Clock) (*Registry, *sink) {
 	s := &sink{}
-	return New(zerolog.Nop(), s.observer()), s
+	return NewOn(clk, zerolog.Nop(), s.observer()), s
 }
 
 func TestDeviceListChanges(t *testing.T) {
@@ -329,14 +333,13 @@ func TestScenesMergedAndToldWhenChanged(t *testing.T) {
 }
 
 func TestOldestState(t *testing.T) {
-	r, _ := newRegistry()
-	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	r.now = func() time.Time { return now }
+	clk := clocktest.NewFrozen(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
+	r, _ := newRegistryOn(clk)
 	a, b := light("A"), light("B")
 	r.SetDevices([]capability.Device{a, b})
-	now = now.Add(time.Minute)
+	clk.Advance(time.Minute)
 	r.ApplyState(a.Key(), state(true, nil), r.Seq())
-	now = now.Add(30 * time.Second)
+	clk.Advance(30 * time.Second)
 	if got := r.Stats().OldestState; got != 90*time.Second {
 		t.Errorf("oldest state %s, want 1m30s (B, never read, counts from its listing)", got)
 	}

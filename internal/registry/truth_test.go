@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock/clocktest"
 )
 
 // TestValuesSavedApart: a new value marks only the values unsaved (the
 // small file), a list change the whole; values saved after the whole win
 // at a restore, older ones do not.
 func TestValuesSavedApart(t *testing.T) {
-	r, _ := newRegistry()
-	clock := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	r.now = func() time.Time { return clock }
+	clk := clocktest.NewFrozen(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	r, _ := newRegistryOn(clk)
 	a := light("A")
 	r.SetDevices([]capability.Device{a})
 	if !r.ListUnsaved() || !r.Unsaved() {
@@ -36,7 +36,7 @@ func TestValuesSavedApart(t *testing.T) {
 		string(streamed.Devices[0].Values[capability.InstanceBrightness]) != "10" {
 		t.Fatalf("WriteSaved: %s (%v)", whole.Bytes(), err)
 	}
-	clock = clock.Add(time.Second)
+	clk.Advance(time.Second)
 	r.SetOptimistic(a.Key(), capability.InstanceBrightness, 55)
 	if r.ListUnsaved() || !r.ValuesUnsaved() || !r.Unsaved() {
 		t.Errorf("a value: list unsaved %v, values unsaved %v; want values only", r.ListUnsaved(), r.ValuesUnsaved())
@@ -90,7 +90,8 @@ func TestValuesSavedApart(t *testing.T) {
 // available once, takes commands' values as its state, and a read that
 // works later makes it ordinary.
 func TestStatelessShownOnline(t *testing.T) {
-	r, s := newRegistry()
+	clk := clocktest.New()
+	r, s := newRegistryOn(clk)
 	g := light("G")
 	r.SetDevices([]capability.Device{g})
 	s.take()
@@ -104,7 +105,7 @@ func TestStatelessShownOnline(t *testing.T) {
 	if calls := s.take(); len(calls) != 1 || !capability.Equal(calls[0].changed[capability.InstancePower], int64(1)) {
 		t.Errorf("a command's value: %+v, want it published", calls)
 	}
-	r.now = func() time.Time { return time.Now().Add(time.Hour) }
+	clk.Advance(time.Hour)
 	if st := r.Stats(); st.OldestState != 0 || st.Online != 1 {
 		t.Errorf("stats %+v: a device without state has no age and counts online", st)
 	}

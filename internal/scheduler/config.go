@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"cloud2mqtt/internal/clock"
 )
 
 // Limit is one token bucket: Rate tokens per second refill, at most Burst
@@ -60,15 +62,11 @@ type Config struct {
 	// burst of reads never delays a command by more than one request time.
 	CommandSlots int
 
-	// MaxAttempts bounds the attempts of a request failing with transient
-	// errors (5xx, timeouts) before its failure is reported (default 4).
+	// MaxAttempts bounds the attempts of a read failing with transient
+	// errors (5xx, timeouts) before its failure is reported (default 4);
+	// commands are retried for CommandMaxAge instead.
 	// Rate-limited (429) attempts do not count: they are retried until sent.
 	MaxAttempts int
-	// CommandMaxAge is how long a command failing with transient errors
-	// (the cloud unreachable, 5xx, timeouts) is retried, from when it was
-	// queued, instead of MaxAttempts times (default 2 min): a user's
-	// command outlives a short outage of the cloud.
-	CommandMaxAge time.Duration
 
 	// RequestsToday and RequestsDay (yyyymmdd, local time) seed the count
 	// of requests sent today, as a previous run left it in the state
@@ -107,9 +105,11 @@ type Config struct {
 	// it was counted: the same requests, for a history by hour. It is
 	// called with the scheduler locked: it must not block nor call it.
 	OnCounted func(endpoint string, at time.Time)
-	// ShutdownTimeout is how long Run waits, after its context ends, for
-	// requests on the wire before cancelling them (default 10 s).
-	ShutdownTimeout time.Duration
+
+	// Clock is the scheduler's time: its buckets, back-offs, hold-offs
+	// and the loop's timer (nil: clock.Real). Tests of the whole bridge
+	// jump it (clocktest) instead of shortening the durations above.
+	Clock clock.Clock
 }
 
 // Defaults of Config, the spec's rate-limit table.
@@ -126,17 +126,25 @@ var (
 // the wire at once, and so the connections worth keeping open to the cloud.
 const DefaultMaxInFlight = 8
 
+// CommandMaxAge is how long a command failing with transient errors (the
+// cloud unreachable, 5xx, timeouts) is retried, from when it was queued,
+// instead of MaxAttempts times: a user's command outlives a short outage of
+// the cloud.
+const CommandMaxAge = 2 * time.Minute
+
+// ShutdownTimeout is how long Run waits, after its context ends, for the
+// requests on the wire before cancelling them.
+const ShutdownTimeout = 10 * time.Second
+
 const (
 	defaultCommandSlots      = 1
 	defaultMaxAttempts       = 4
-	defaultCommandMaxAge     = 2 * time.Minute
 	defaultRetryBase         = time.Second
 	defaultRetryMax          = 30 * time.Second
 	defaultMaxQueuedCommands = 1000
 	defaultMaxQueuedReads    = 2000
 	defaultAuthHoldoff       = time.Minute
 	defaultMaxRetryAfter     = 5 * time.Minute
-	defaultShutdownTimeout   = 10 * time.Second
 	maxSafetyMargin          = 0.5
 )
 
@@ -168,7 +176,7 @@ func (c Config) Validate() error {
 		{"MaxAttempts", int64(c.MaxAttempts)}, {"RetryBase", int64(c.RetryBase)},
 		{"RetryMax", int64(c.RetryMax)}, {"MaxQueuedCommands", int64(c.MaxQueuedCommands)},
 		{"MaxQueuedReads", int64(c.MaxQueuedReads)}, {"AuthHoldoff", int64(c.AuthHoldoff)},
-		{"MaxRetryAfter", int64(c.MaxRetryAfter)}, {"ShutdownTimeout", int64(c.ShutdownTimeout)},
+		{"MaxRetryAfter", int64(c.MaxRetryAfter)},
 	}
 	for _, f := range nonNegative {
 		if f.v < 0 {
@@ -211,9 +219,6 @@ func (c Config) withDefaults() Config {
 	}
 	positive(&c.MaxInFlight, DefaultMaxInFlight)
 	positive(&c.MaxAttempts, defaultMaxAttempts)
-	if c.CommandMaxAge <= 0 {
-		c.CommandMaxAge = defaultCommandMaxAge
-	}
 	positive(&c.MaxQueuedCommands, defaultMaxQueuedCommands)
 	positive(&c.MaxQueuedReads, defaultMaxQueuedReads)
 	positive(&c.CommandSlots, defaultCommandSlots)
@@ -235,7 +240,7 @@ func (c Config) withDefaults() Config {
 	}
 	dur(&c.AuthHoldoff, defaultAuthHoldoff)
 	dur(&c.MaxRetryAfter, defaultMaxRetryAfter)
-	dur(&c.ShutdownTimeout, defaultShutdownTimeout)
+	c.Clock = clock.Or(c.Clock)
 	return c
 }
 

@@ -126,7 +126,7 @@ func TestRateLimitedRetriedUntilSent(t *testing.T) {
 }
 
 // A command failing with transient errors is retried with a growing
-// back-off until it is CommandMaxAge old, then the failure is reported
+// back-off until it is CommandMaxAge (2 min) old, then the failure is reported
 // (reads: at most MaxAttempts times, TestReadFailures); rejected requests
 // (400, 404) are never retried.
 func TestFailures(t *testing.T) {
@@ -147,13 +147,13 @@ func TestFailures(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := newFake()
 				f.fail = func(call, int) error { return tc.err }
-				const maxAge = 20 * time.Second
-				s := newScheduler(f, scheduler.Config{CommandMaxAge: maxAge})
+				const maxAge = scheduler.CommandMaxAge
+				s := newScheduler(f, scheduler.Config{})
 				rep := newReports(t)
 				stop := run(t, s)
 				start := time.Now()
 				id := rep.submit(s, ctl("lamp", "brightness", 150))
-				time.Sleep(time.Minute)
+				time.Sleep(maxAge + time.Minute)
 				stop()
 				r := rep.result(id)
 				if !tc.check(r.Err) || !errors.Is(r.Err, tc.err) {
@@ -177,7 +177,8 @@ func TestFailures(t *testing.T) {
 					if tc.attempts == 0 && i == len(calls)-1 {
 						break // the last try is when the command gives up, sooner than the back-off
 					}
-					if gap, min := calls[i].at.Sub(calls[i-1].at), time.Second<<(i-1)/2; gap < min {
+					// RetryBase 1 s doubling to RetryMax 30 s, jitter half to all.
+					if gap, min := calls[i].at.Sub(calls[i-1].at), scheduler.Backoff(time.Second, 30*time.Second, i)/2; gap < min {
 						t.Errorf("retry %d after %v, want at least %v", i, gap, min)
 					}
 				}
@@ -202,7 +203,7 @@ func TestAuthHoldoff(t *testing.T) {
 			}
 			return nil
 		}
-		s := newScheduler(f, scheduler.Config{AuthHoldoff: time.Minute})
+		s := newScheduler(f, scheduler.Config{}) // AuthHoldoff: 1 min
 		rep := newReports(t)
 		stop := run(t, s)
 		first := rep.submit(s, ctl("a", "powerSwitch", 1))
@@ -261,7 +262,7 @@ func TestAuthProbeAfterHoldoff(t *testing.T) {
 			}
 			return nil
 		}
-		s := newScheduler(f, scheduler.Config{AuthHoldoff: time.Minute})
+		s := newScheduler(f, scheduler.Config{}) // AuthHoldoff: 1 min
 		rep := newReports(t)
 		stop := run(t, s)
 		rep.submit(s, ctl("a", "powerSwitch", 1))

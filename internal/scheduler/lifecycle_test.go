@@ -4,12 +4,15 @@ package scheduler_test
 // and counters.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
@@ -94,6 +97,36 @@ func TestShutdown(t *testing.T) {
 		if readErr != nil || !readDone {
 			// both reads went out at once (their buckets were full)
 			t.Errorf("reads: list %v, diy done %v", readErr, readDone)
+		}
+		rep.checkOnce()
+	})
+}
+
+// hungCloud answers no control request until its context is cancelled.
+type hungCloud struct{ *fakeCloud }
+
+func (h hungCloud) Control(ctx context.Context, req cloud.ControlRequest) (cloud.ControlResult, error) {
+	<-ctx.Done()
+	return cloud.ControlResult{}, ctx.Err()
+}
+
+// A request still on the wire ShutdownTimeout (10 s) after Run's context
+// ended is cancelled and reported: a hung cloud does not hold up the
+// bridge's shutdown.
+func TestShutdownCancelsAHungRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := scheduler.New(hungCloud{newFake()}, scheduler.Config{}, zerolog.Nop())
+		rep := newReports(t)
+		stop := run(t, s)
+		id := rep.submit(s, ctl("a", "powerSwitch", 1))
+		synctest.Wait()
+		t0 := time.Now()
+		stop()
+		if d := time.Since(t0); d != scheduler.ShutdownTimeout {
+			t.Errorf("Run returned %v after cancel, want after ShutdownTimeout (%v)", d, scheduler.ShutdownTimeout)
+		}
+		if r := rep.result(id); !errors.Is(r.Err, context.Canceled) {
+			t.Errorf("the hung request: %v, want cancelled", r.Err)
 		}
 		rep.checkOnce()
 	})

@@ -19,7 +19,7 @@ const sweepEvery = time.Minute
 // Run sends the queued requests until ctx ends. Then it stops intake
 // (submissions fail with ErrClosed), reports every queued request with
 // ErrNotSent, lets the requests on the wire finish (cancelling them after
-// Config.ShutdownTimeout) and returns nil. It may be called once.
+// ShutdownTimeout) and returns nil. It may be called once.
 func (s *Scheduler) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.started {
@@ -33,7 +33,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	// Requests on the wire outlive ctx: shutdown lets them finish.
 	reqCtx, cancelReq := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelReq()
-	timer := time.NewTimer(time.Hour)
+	timer := s.cfg.Clock.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 
@@ -88,13 +88,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if wakeAt.IsZero() {
 			timer.Stop()
 		} else {
-			timer.Reset(wakeAt.Sub(now))
+			timer.ResetAt(wakeAt)
 		}
 		select {
 		case <-ctx.Done():
 			return s.shutdown(cancelReq)
 		case <-s.wake:
-		case <-timer.C:
+		case <-timer.C():
 		}
 	}
 }
@@ -116,12 +116,12 @@ func (s *Scheduler) shutdown(cancelReq context.CancelFunc) error {
 		s.wg.Wait()
 		close(done)
 	}()
-	t := time.NewTimer(s.cfg.ShutdownTimeout)
+	t := s.cfg.Clock.NewTimer(ShutdownTimeout)
 	defer t.Stop()
 	select {
 	case <-done:
-	case <-t.C:
-		s.log.Warn().Int("in_flight", inflight).Dur("waited", s.cfg.ShutdownTimeout).
+	case <-t.C():
+		s.log.Warn().Int("in_flight", inflight).Dur("waited", ShutdownTimeout).
 			Msg("scheduler: cancelling requests still on the wire at shutdown")
 		cancelReq()
 		<-done

@@ -208,9 +208,10 @@ func (s *Scheduler) signal() {
 	}
 }
 
-// nowLocked is time.Now, never earlier than an instant already used.
+// nowLocked is the clock's time, never earlier than an instant already
+// used.
 func (s *Scheduler) nowLocked() time.Time {
-	now := time.Now()
+	now := s.cfg.Clock.Now()
 	if now.Before(s.last) {
 		return s.last
 	}
@@ -279,7 +280,7 @@ func (s *Scheduler) Control(req cloud.ControlRequest, report func(CommandResult)
 		// holds); the new command has not been sent yet.
 		c.req, c.report, c.queued = req, report, now
 		c.sent, c.failures, c.lastSent = 0, 0, time.Time{}
-		c.giveUpAt = now.Add(s.cfg.CommandMaxAge)
+		c.giveUpAt = now.Add(CommandMaxAge)
 		s.counts.coalesced++
 		s.counts.superseded++
 		s.signal()
@@ -289,7 +290,7 @@ func (s *Scheduler) Control(req cloud.ControlRequest, report func(CommandResult)
 		return fmt.Errorf("control %s/%s %s: %w", req.SKU, req.Device, req.Instance, ErrOverloaded)
 	}
 	c := &command{req: req, report: report, dev: d, queued: now}
-	c.giveUpAt = now.Add(s.cfg.CommandMaxAge)
+	c.giveUpAt = now.Add(CommandMaxAge)
 	d.commands = append(d.commands, c)
 	s.queuedCommands++
 	if !d.inRing {

@@ -130,7 +130,8 @@ func TestRetryAfterCapped(t *testing.T) {
 		}
 		var logs bytes.Buffer
 		var told []scheduler.Hold
-		s := scheduler.New(f, scheduler.Config{MaxRetryAfter: 30 * time.Second, OnHeld: func(sku, device string, h scheduler.Hold) {
+		const capped = 5 * time.Minute // MaxRetryAfter's default
+		s := scheduler.New(f, scheduler.Config{OnHeld: func(sku, device string, h scheduler.Hold) {
 			told = append(told, h)
 		}}, zerolog.New(&logs))
 		stop := run(t, s)
@@ -140,8 +141,8 @@ func TestRetryAfterCapped(t *testing.T) {
 		_ = s.State("H6008", "lamp", scheduler.PriorityPoll, func(_ cloud.DeviceState, err error) { done <- err })
 		synctest.Wait()
 		h, held := s.Held("H6008", "lamp")
-		if !held || !h.Until.Equal(t0.Add(30*time.Second)) {
-			t.Fatalf("Held = %+v, %v; want until the capped Retry-After, 30 s", h, held)
+		if !held || !h.Until.Equal(t0.Add(capped)) {
+			t.Fatalf("Held = %+v, %v; want until the capped Retry-After, %v", h, held, capped)
 		}
 		if _, ok := cloud.IsRateLimited(h.Err); !ok {
 			t.Errorf("hold's error %v, want the 429", h.Err)
@@ -156,8 +157,8 @@ func TestRetryAfterCapped(t *testing.T) {
 			t.Fatal(err)
 		}
 		calls := f.Calls()
-		if len(calls) != 3 || calls[1].at.Sub(calls[0].at) != 30*time.Second || calls[2].at.Sub(calls[1].at) != 30*time.Second {
-			t.Errorf("attempts %v, want 30 s apart (the cap), not 999999 s", calls)
+		if len(calls) != 3 || calls[1].at.Sub(calls[0].at) != capped || calls[2].at.Sub(calls[1].at) != capped {
+			t.Errorf("attempts %v, want %v apart (the cap), not 999999 s", calls, capped)
 		}
 		if n := strings.Count(logs.String(), "waiting the most it waits"); n != 1 {
 			t.Errorf("the cap was logged %d times, want once:\n%s", n, logs.String())
@@ -176,7 +177,7 @@ func TestHeldDuringAuthHoldoff(t *testing.T) {
 		f.fail = func(c call, n int) error {
 			return &cloud.APIError{Kind: cloud.ErrAuth, Endpoint: c.ep, HTTPStatus: 401, Msg: "unauthorized"}
 		}
-		s := newScheduler(f, scheduler.Config{AuthHoldoff: 10 * time.Second})
+		s := newScheduler(f, scheduler.Config{}) // AuthHoldoff: 1 min
 		stop := run(t, s)
 		defer stop()
 		t0 := time.Now()
@@ -184,10 +185,10 @@ func TestHeldDuringAuthHoldoff(t *testing.T) {
 		_ = s.State("H6008", "lamp", scheduler.PriorityPoll, func(_ cloud.DeviceState, err error) { done <- err })
 		<-done
 		h, held := s.Held("H6008", "any")
-		if !held || !h.Until.Equal(t0.Add(10*time.Second)) || !errors.Is(h.Err, scheduler.ErrAuthHoldoff) || !cloud.IsAuth(h.Err) {
-			t.Errorf("Held = %+v, %v; want the auth hold-off for 10 s", h, held)
+		if !held || !h.Until.Equal(t0.Add(time.Minute)) || !errors.Is(h.Err, scheduler.ErrAuthHoldoff) || !cloud.IsAuth(h.Err) {
+			t.Errorf("Held = %+v, %v; want the auth hold-off for 1 min", h, held)
 		}
-		time.Sleep(11 * time.Second)
+		time.Sleep(61 * time.Second)
 		if _, held := s.Held("H6008", "any"); held {
 			t.Errorf("held after the hold-off")
 		}

@@ -1,0 +1,288 @@
+// Package clocktest is a clock.Clock a test can jump forward, for the tests
+// testing/synctest cannot serve: those with real sockets, whose goroutines
+// blocked on network I/O are not durably blocked, so a bubble's time never
+// advances while they wait. Only tests import it.
+//
+// New's clock runs with the system's time and Advance jumps it forward: a
+// test waits out a 60 s hold-off or a poll interval in no time, while
+// answers over the network still take the time they take. Every timer due
+// by the new instant fires at once, the others are re-armed for what is
+// left of them. NewFrozen's clock stands
+// still but for Advance: for a test that must see no time pass at all
+// (rate limits of log lines over a flood of datagrams).
+package clocktest
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"cloud2mqtt/internal/clock"
+)
+
+// Clock is a clock.Clock whose time a test moves forward with Advance.
+// Its methods are safe for concurrent use.
+type Clock struct {
+	frozen bool
+	start  time.Time    // a frozen clock's time before any Advance
+	offset atomic.Int64 // nanoseconds jumped, read without the lock by Now
+
+	mu     sync.Mutex
+	armed  map[*timer]struct{}
+	change chan struct{} // closed and replaced whenever a timer is armed
+}
+
+// New is a clock that runs with the system's time, Advance jumping it
+// forward.
+func New() *Clock { return &Clock{armed: map[*timer]struct{}{}, change: make(chan struct{})} }
+
+// NewFrozen is a clock standing at start; only Advance moves it. Its
+// timers fire only when an Advance reaches them.
+func NewFrozen(start time.Time) *Clock {
+	c := New()
+	c.frozen, c.start = true, start
+	return c
+}
+
+var _ clock.Clock = (*Clock)(nil)
+
+// Now is the system's time (a frozen clock's start) plus every Advance.
+func (c *Clock) Now() time.Time {
+	off := time.Duration(c.offset.Load())
+	if c.frozen {
+		return c.start.Add(off)
+	}
+	return time.Now().Add(off)
+}
+
+// Advance jumps the clock d forward. Every timer and ticker due by then
+// fires before Advance returns (a ticker once, however many of its periods
+// were jumped over, as a real ticker's slow receiver sees), with the new
+// time as its value; AfterFunc's
+// functions are started in goroutines of their own. The others fire when
+// what is left of their durations has passed. A negative d panics: time
+// does not go back.
+func (c *Clock) Advance(d time.Duration) {
+	if d < 0 {
+		panic("clocktest: Advance(" + d.String() + "): time does not go back")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset.Add(int64(d))
+	now := c.Now()
+	var due []*timer
+	for t := range c.armed {
+		t.disarmReal()
+		if !t.when.After(now) {
+			due = append(due, t)
+		}
+	}
+	for _, t := range due {
+		c.fireLocked(t, now)
+	}
+	for t := range c.armed {
+		c.armRealLocked(t, t.when.Sub(now))
+	}
+}
+
+// Pending is how many timers and tickers are armed: made or reset, and not
+// yet fired (a ticker until it is stopped) nor stopped.
+func (c *Clock) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.armed)
+}
+
+// WaitPending waits until at least n timers or tickers are armed (the code
+// under test has started waiting), or ctx ends. A test jumps a wait only
+// once it has begun: a timer made after an Advance runs its whole duration.
+func (c *Clock) WaitPending(ctx context.Context, n int) error {
+	for {
+		c.mu.Lock()
+		k, change := len(c.armed), c.change
+		c.mu.Unlock()
+		if k >= n {
+			return nil
+		}
+		select {
+		case <-change:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// NewTimer is time.NewTimer on c.
+func (c *Clock) NewTimer(d time.Duration) clock.Timer {
+	t := &timer{c: c, ch: make(chan time.Time, 1)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.armLocked(t, c.Now().Add(d))
+	return t
+}
+
+// AfterFunc is time.AfterFunc on c.
+func (c *Clock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	t := &timer{c: c, f: f}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.armLocked(t, c.Now().Add(d))
+	return t
+}
+
+// NewTicker is time.NewTicker on c; d must be positive.
+func (c *Clock) NewTicker(d time.Duration) clock.Ticker {
+	if d <= 0 {
+		panic("clocktest: non-positive interval for NewTicker")
+	}
+	t := &timer{c: c, ch: make(chan time.Time, 1), period: d}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.armLocked(t, c.Now().Add(d))
+	return ticker{t}
+}
+
+// timer is a timer, an AfterFunc or (period > 0) a ticker of a Clock. Its
+// fields are guarded by the clock's lock.
+type timer struct {
+	c      *Clock
+	ch     chan time.Time // nil for AfterFunc
+	f      func()         // AfterFunc's
+	period time.Duration  // tickers'
+	when   time.Time      // the deadline on the clock, while armed
+	real   *time.Timer    // wakes it when the system's time reaches when
+	gen    uint64         // a wake of an earlier arming is ignored
+}
+
+// armLocked arms t to fire when the clock reaches when; at once when it
+// has.
+func (c *Clock) armLocked(t *timer, when time.Time) {
+	now := c.Now()
+	t.when = when
+	c.armed[t] = struct{}{}
+	close(c.change)
+	c.change = make(chan struct{})
+	if !when.After(now) {
+		c.fireLocked(t, now)
+		return
+	}
+	c.armRealLocked(t, when.Sub(now))
+}
+
+// armRealLocked starts the system's timer that fires t in d, unless the
+// clock is frozen.
+func (c *Clock) armRealLocked(t *timer, d time.Duration) {
+	t.gen++
+	if c.frozen {
+		return
+	}
+	gen := t.gen
+	t.real = time.AfterFunc(d, func() { c.wake(t, gen) })
+}
+
+// disarmReal stops t's system timer; a wake already on its way is ignored.
+func (t *timer) disarmReal() {
+	t.gen++
+	if t.real != nil {
+		t.real.Stop()
+		t.real = nil
+	}
+}
+
+// wake is t's system timer: t is due unless it was stopped, reset or
+// jumped meanwhile.
+func (c *Clock) wake(t *timer, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, armed := c.armed[t]; !armed || t.gen != gen {
+		return
+	}
+	t.real = nil
+	now := c.Now()
+	c.fireLocked(t, now)
+	if _, ticking := c.armed[t]; ticking {
+		c.armRealLocked(t, t.when.Sub(now))
+	}
+}
+
+// fireLocked fires t at now: a timer or an AfterFunc is done, a ticker is
+// due again at its next period after now (its caller arms it for that).
+func (c *Clock) fireLocked(t *timer, now time.Time) {
+	if t.ch != nil {
+		select {
+		case t.ch <- now:
+		default: // a ticker's receiver has not taken the last tick yet
+		}
+	}
+	if t.period <= 0 {
+		delete(c.armed, t)
+		if t.f != nil {
+			go t.f()
+		}
+		return
+	}
+	missed := now.Sub(t.when) / t.period
+	t.when = t.when.Add((missed + 1) * t.period)
+}
+
+// stopLocked disarms t and takes back a value it sent and nobody received;
+// it says whether t was armed or its value unreceived, as time.Timer.Stop
+// does since Go 1.23 (its channel is unbuffered: a value not received was
+// never sent).
+func (c *Clock) stopLocked(t *timer) bool {
+	_, was := c.armed[t]
+	t.disarmReal()
+	delete(c.armed, t)
+	if t.ch != nil {
+		select {
+		case <-t.ch:
+			was = true
+		default:
+		}
+	}
+	return was
+}
+
+func (t *timer) C() <-chan time.Time { return t.ch }
+
+func (t *timer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	return t.c.stopLocked(t)
+}
+
+func (t *timer) Reset(d time.Duration) bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.c.stopLocked(t)
+	t.c.armLocked(t, t.c.Now().Add(d))
+	return was
+}
+
+func (t *timer) ResetAt(at time.Time) bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.c.stopLocked(t)
+	t.c.armLocked(t, at)
+	return was
+}
+
+// ticker is a timer with a period, behind clock.Ticker's methods.
+type ticker struct{ t *timer }
+
+func (k ticker) C() <-chan time.Time { return k.t.ch }
+func (k ticker) Stop()               { k.t.Stop() }
+
+// Reset is time.Ticker.Reset: the period becomes d, the next tick d from
+// now; d must be positive.
+func (k ticker) Reset(d time.Duration) {
+	if d <= 0 {
+		panic("clocktest: non-positive interval for Ticker.Reset")
+	}
+	k.t.c.mu.Lock()
+	defer k.t.c.mu.Unlock()
+	k.t.c.stopLocked(k.t)
+	k.t.period = d
+	k.t.c.armLocked(k.t, k.t.c.Now().Add(d))
+}
