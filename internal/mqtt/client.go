@@ -124,8 +124,6 @@ type Client struct {
 	// released: when the last one ran.
 	releasing bool
 	released  time.Time
-	// targets is dispatch's scratch list of matching subscriptions.
-	targets []*subscription
 	// redelivered holds the packet ids of QoS 1 messages handled after
 	// their connection was lost: the broker sends them again.
 	redelivered map[uint16]bool
@@ -209,7 +207,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		SetMaxReconnectInterval(cfg.MaxReconnectInterval).
 		SetConnectRetry(!cfg.FailFast).
 		SetConnectRetryInterval(cfg.ConnectRetryInterval).
-		SetDefaultPublishHandler(c.dispatch).
+		SetDefaultPublishHandler(c.dispatchPaho).
 		SetOnConnectHandler(func(paho.Client) {
 			select {
 			case c.connected <- struct{}{}:
@@ -393,7 +391,7 @@ func (c *Client) Subscribe(filter string, qos byte, handler Handler) error {
 
 // subscribe sends one SUBSCRIBE and waits for the SUBACK.
 func (c *Client) subscribe(filter string, qos byte, gen uint64) error {
-	tok := c.pc.Subscribe(filter, qos, nil) // nil: messages go to c.dispatch
+	tok := c.pc.Subscribe(filter, qos, nil) // nil: messages paho reads go to c.dispatchPaho
 	if err := c.wait(tok, gen); err != nil {
 		return fmt.Errorf("mqtt: subscribe to %q: %w (it is retried on the next connect)", filter, err)
 	}

@@ -21,12 +21,13 @@ import (
 // process); cpu-ns/op counts both sides.
 func BenchmarkInbound(b *testing.B) {
 	for _, bc := range []struct {
-		name             string
-		buffered, onDone bool
-	}{{"bare-ack-queued", false, false}, {"buffered-ack-queued", true, false}, {"buffered-ack-handled", true, true}} {
+		name                     string
+		buffered, onDone, intake bool
+	}{{"bare-ack-queued", false, false, false}, {"buffered-ack-queued", true, false, false}, {"buffered-ack-handled", true, true, false},
+		{"intake-ack-handled", true, true, true}} {
 		b.Run(bc.name, func(b *testing.B) {
-			bufferReads, ackWhenHandled = bc.buffered, bc.onDone
-			defer func() { bufferReads, ackWhenHandled = true, true }()
+			bufferReads, ackWhenHandled, readPublishes = bc.buffered, bc.onDone, bc.intake
+			defer func() { bufferReads, ackWhenHandled, readPublishes = true, true, true }()
 			wb := mqtttest.NewWindowBroker(b, 20)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
