@@ -8,12 +8,13 @@
 // It knows nothing about topics' meaning or payloads (package topic and the
 // bridge do). Messages flow like this:
 //
-//   - Inbound: paho reads through a buffer (conn.go) and hands each message
-//     to a dispatcher that puts it on the queue of every matching
-//     subscription; one goroutine per subscription runs its handler in
-//     arrival order and then acknowledges the message (QoS 1), so a crash
-//     loses nothing the broker counts as delivered, and what it sends again
-//     is newer than everything handled. The broker never has more than its
+//   - Inbound: the connection is read through a buffer (conn.go); each
+//     PUBLISH is taken off it under paho (intake.go) and put on the queue of
+//     every matching subscription; one goroutine per subscription runs its
+//     handler in arrival order and then acknowledges the message (QoS 1: a
+//     PUBACK written on the connection it came in on), so a crash loses
+//     nothing the broker counts as delivered, and what it sends again is
+//     newer than everything handled. The broker never has more than its
 //     window (mosquitto: 20) of unacknowledged messages on the way, so the
 //     queues fill only with QoS 0 floods or behind a stuck handler (which
 //     delays only its own subscription, never the connection): then a

@@ -6,6 +6,11 @@ package mqtt
 // system calls a message, and during a flood of commands the broker's
 // window of unacknowledged messages (mosquitto: 20) empties no faster than
 // the bridge reads. Buffered, one read takes in every packet that arrived.
+// Once the broker accepted the connection, the PUBLISH packets are read off
+// it for the Client (intake.go) and paho reads the others.
+//
+// Writes, paho's and the acknowledgements of handled messages, go one at a
+// time (gorilla's WebSocket allows no concurrent write and deadline).
 //
 // Each connection keeps a record (wire) of what the server sent first and
 // how the connection ended: a failed attempt is explained from it (a TLS
@@ -32,7 +37,7 @@ import (
 const readBuffer = 32 << 10
 
 // bufferReads is false only in the benchmark that measures what the buffer
-// brings.
+// brings (without the intake, which reads through it).
 var bufferReads = true
 
 // headSize is how many of the server's first bytes a wire keeps.

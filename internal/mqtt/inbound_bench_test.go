@@ -12,13 +12,15 @@ import (
 
 // BenchmarkInbound is the client's intake of QoS 1 messages from a broker
 // that keeps at most 20 unacknowledged (mosquitto's default window), with
-// a handler that does nothing: paho's reading and acknowledging, the
-// dispatcher and the subscription's queue. "bare" reads the socket as paho
-// does by itself, "buffered" through the Client's read buffer;
+// a handler that does nothing: the reading and acknowledging, the
+// dispatcher and the subscription's queue. "bare" has paho read the socket
+// as it does by itself, "buffered" through the Client's read buffer;
 // "ack-queued" acknowledges each message once queued (as before
-// 2026-11-25), "ack-handled" once its handler returned. msgs/s is what the
-// window lets through in wall time (the server's side runs in the same
-// process); cpu-ns/op counts both sides.
+// 2026-11-25), "ack-handled" once its handler returned; "intake" reads the
+// PUBLISH packets under paho and writes each PUBACK from the handler's
+// goroutine (intake.go, since issue 32). msgs/s is what the window lets
+// through in wall time (the server's side runs in the same process);
+// cpu-ns/op counts both sides.
 func BenchmarkInbound(b *testing.B) {
 	for _, bc := range []struct {
 		name                     string

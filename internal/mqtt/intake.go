@@ -1,20 +1,22 @@
 package mqtt
 
-// The intake: QoS 0 and 1 PUBLISH packets are read off the connection under
-// paho and handed to the Client's dispatcher on the reading goroutine, and
-// acknowledged by writing the PUBACK on the connection they came in on once
-// handled. paho sees every other packet (CONNACK, SUBACK, PUBACK of the
-// bridge's own publishes, PINGRESP, and QoS 2 PUBLISHes, which no
-// subscription of the bridge asks for).
+// The intake: PUBLISH packets are read off the connection under paho and
+// handed to the Client's dispatcher on the reading goroutine; once a
+// message is handled, the goroutine that handled it writes its
+// acknowledgement (PUBACK, or PUBREC at QoS 2) on the connection the
+// message came in on. paho sees every other packet: CONNACK, SUBACK, the
+// acknowledgements of the bridge's own publishes, PUBREL (it answers
+// PUBCOMP), PINGRESP.
 //
 // Why: mosquitto sends a client at most 20 QoS 1 messages it has not
 // acknowledged and drops what does not fit in its queue of 1000, so during
 // a flood of commands what the broker drops for the bridge depends on how
-// soon after a message arrives its PUBACK leaves. Through paho a message
-// passes five goroutines before its handler and its PUBACK two more (each
-// a channel hand-over, and a timer for each acknowledgement); here it
-// passes one (the subscription's), and the PUBACK is written by the
-// goroutine that handled it.
+// soon after a message arrives its acknowledgement leaves. Through paho a
+// message passes five goroutines before its handler and its PUBACK two
+// more (each a channel hand-over, and a timer for each acknowledgement):
+// the bridge took fewer messages than mosquitto_sub beside it and, in long
+// floods, missed last commands that mosquitto_sub received. Here a message
+// passes one goroutine (its subscription's).
 
 import (
 	"errors"
@@ -40,9 +42,9 @@ type publish struct {
 var errMalformed = errors.New("mqtt: malformed packet from the broker")
 
 // nextPacket reads one whole packet from the buffered connection: its
-// first byte, and the rest (the remaining length's bytes and the body)
-// as raw bytes after it.
-func (c *bufConn) nextPacket() (first byte, raw []byte, body []byte, err error) {
+// first byte, the packet as it came (raw) and its body, the part of raw
+// after the remaining length.
+func (c *bufConn) nextPacket() (first byte, raw, body []byte, err error) {
 	first, err = c.r.ReadByte()
 	if err != nil {
 		return 0, nil, nil, err
@@ -50,10 +52,13 @@ func (c *bufConn) nextPacket() (first byte, raw []byte, body []byte, err error) 
 	var lenBytes [4]byte
 	length, mult := 0, 1
 	for i := 0; ; i++ {
-		if i == 4 {
+		if i == len(lenBytes) {
 			return 0, nil, nil, errMalformed
 		}
 		b, err := c.r.ReadByte()
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
 		if err != nil {
 			return 0, nil, nil, err
 		}
@@ -61,7 +66,7 @@ func (c *bufConn) nextPacket() (first byte, raw []byte, body []byte, err error) 
 		length += int(b&0x7f) * mult
 		mult *= 128
 		if b&0x80 == 0 {
-			raw = make([]byte, 1+i+1+length)
+			raw = make([]byte, 2+i+length)
 			raw[0] = first
 			copy(raw[1:], lenBytes[:i+1])
 			body = raw[2+i:]
@@ -77,12 +82,14 @@ func (c *bufConn) nextPacket() (first byte, raw []byte, body []byte, err error) 
 	return first, raw, body, nil
 }
 
-// publishOf decodes a QoS 0 or 1 PUBLISH packet; false for any other
-// packet, which paho reads.
+// publishOf decodes a PUBLISH packet; false for any other packet.
 func publishOf(first byte, body []byte) (publish, bool, error) {
-	qos := (first >> 1) & 3
-	if first>>4 != 3 || qos > 1 {
+	if first>>4 != 3 {
 		return publish{}, false, nil
+	}
+	qos := (first >> 1) & 3
+	if qos == 3 {
+		return publish{}, false, errMalformed
 	}
 	if len(body) < 2 {
 		return publish{}, false, errMalformed
@@ -107,18 +114,17 @@ func publishOf(first byte, body []byte) (publish, bool, error) {
 func (c *bufConn) readPackets(p []byte) (int, error) {
 	for len(c.rest) == 0 {
 		first, raw, body, err := c.nextPacket()
+		if err == nil {
+			var pub publish
+			var ok bool
+			if pub, ok, err = publishOf(first, body); ok {
+				c.take(c, pub)
+				continue
+			}
+		}
 		if err != nil {
 			c.w.failed(err)
 			return 0, err
-		}
-		pub, ok, err := publishOf(first, body)
-		if err != nil {
-			c.w.failed(err)
-			return 0, err
-		}
-		if ok {
-			c.take(c, pub)
-			continue
 		}
 		c.rest = raw
 	}
@@ -127,22 +133,24 @@ func (c *bufConn) readPackets(p []byte) (int, error) {
 	return n, nil
 }
 
-// puback acknowledges a QoS 1 message on this connection, waiting
-// writeTimeout at most (a broker that stopped reading); a failure (the
-// connection is gone) is left to the broker, which sends the message again
-// on the next one.
-func (c *bufConn) puback(mid uint16) {
+// acknowledge answers a handled message on this connection: PUBACK at QoS
+// 1, PUBREC at QoS 2. It waits writeTimeout at most (a broker that stopped
+// reading); a failure (the connection is gone) is left to the broker,
+// which sends the message again on the next connection.
+func (c *bufConn) acknowledge(qos byte, mid uint16) {
+	kind := byte(0x40) // PUBACK
+	if qos == 2 {
+		kind = 0x50 // PUBREC
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	limit := time.Now().Add(c.writeTimeout)
-	if !c.deadline.IsZero() && c.deadline.Before(limit) {
-		limit = c.deadline
-	}
 	if c.writeTimeout > 0 {
+		limit := time.Now().Add(c.writeTimeout)
+		if !c.deadline.IsZero() && c.deadline.Before(limit) {
+			limit = c.deadline
+		}
 		_ = c.Conn.SetWriteDeadline(limit)
+		defer func() { _ = c.Conn.SetWriteDeadline(c.deadline) }()
 	}
-	_, _ = c.Conn.Write([]byte{0x40, 0x02, byte(mid >> 8), byte(mid)})
-	if c.writeTimeout > 0 {
-		_ = c.Conn.SetWriteDeadline(c.deadline)
-	}
+	_, _ = c.Conn.Write([]byte{kind, 0x02, byte(mid >> 8), byte(mid)})
 }
