@@ -32,13 +32,26 @@ import (
 // Issue 32's flood: commands over many lights through mosquitto at its
 // defaults (20 QoS 1 messages in flight to each client, 1000 more queued,
 // the rest dropped), with mosquitto's own mosquitto_sub -q 1 subscribed to
-// the same command topics beside the bridge. The broker drops for each
-// client what that client did not take in time; the bridge must end at the
-// last command of every light at least as often as mosquitto_sub receives
-// it, and must lose none of what the broker delivered to it.
+// the same command topics beside the bridge (the release binary, as its own
+// process). The broker drops for each client what that client did not take
+// in time. Each client reaches the broker through a tap that records what
+// the broker delivered to it, so a run fails when:
+//
+//   - the bridge did not take exactly one command for each message the
+//     broker delivered to it (none lost, none twice);
+//   - a light did not end, in the cloud and on <id>/state, at the last
+//     command the broker delivered to the bridge;
+//   - the broker dropped more of the flood for the bridge than for
+//     mosquitto_sub, beyond dropMargin: the bridge takes messages in slower;
+//   - mosquitto_sub received a light's last command and the bridge did not
+//     end at it, unless the broker did not deliver it to the bridge and
+//     dropped no more for the bridge than for mosquitto_sub (judgeMissed).
+//
+// The runs' counts of lights at their last command, side by side, are the
+// figures of docs/benchmarks.md ("The flood beside mosquitto_sub"):
 //
 //	go test -tags mosquitto ./internal/soak -run TestFloodBesideMosquittoSub -v \
-//	    -flood.paces 5000,20000,0 -flood.runs 3
+//	    -flood.commands 50000 -flood.paces 20000,40000,0 -flood.runs 3
 
 var (
 	floodLights   = flag.Int("flood.lights", 13, "lights the flood's commands go to, round-robin")
@@ -92,6 +105,7 @@ type floodResult struct {
 	dropWarnings          int           // the bridge's "message dropped" warnings
 	loadBefore, loadAfter string
 	problems              []string // what makes the run fail
+	notes                 []string // what is worth knowing and is no failure
 }
 
 func (r floodResult) String() string {
@@ -124,6 +138,9 @@ func TestFloodBesideMosquittoSub(t *testing.T) {
 				r := flood(t, pace)
 				t.Log(r)
 				results = append(results, r)
+				for _, n := range r.notes {
+					t.Log(n)
+				}
 				for _, p := range r.problems {
 					t.Error(p)
 				}
@@ -252,7 +269,12 @@ func flood(t *testing.T, pace int) floodResult {
 		if r.handled != r.toBridge {
 			r.problems = append(r.problems, fmt.Sprintf("the broker delivered %d commands to the bridge and it took %d", r.toBridge, r.handled))
 		}
+		if extra := r.toSub - r.toBridge; float64(extra) > dropMargin*float64(r.sent) {
+			r.problems = append(r.problems, fmt.Sprintf("the broker dropped %d more of the flood's %d commands for the bridge than for mosquitto_sub (over %.0f %%): the bridge takes messages in slower",
+				extra, r.sent, 100*dropMargin))
+		}
 	}
+	var missed []string // lights whose last command mosquitto_sub got and the bridge was not delivered
 	for _, l := range g.lights {
 		id := topic.DeviceID(l.SKU, l.Device)
 		set := g.layout.Set(id)
@@ -263,9 +285,8 @@ func flood(t *testing.T, pace int) floodResult {
 		}
 		if toSub[set] == lastSent[set] {
 			r.subRight++
-			if !right {
-				r.problems = append(r.problems, fmt.Sprintf("mosquitto_sub received the last command of %s (%s) and the bridge did not end at it: the cloud has %d, %s says %d",
-					id, lastSent[set], cloud, g.layout.State(id), state))
+			if !right && (!r.tapped || toBridge[set] != lastSent[set]) { // delivered and lost: a failure below
+				missed = append(missed, fmt.Sprintf("%s (sent last %s; the cloud has %d, %s says %d)", id, lastSent[set], cloud, g.layout.State(id), state))
 			}
 		}
 		if r.tapped {
@@ -277,10 +298,48 @@ func flood(t *testing.T, pace int) floodResult {
 			}
 		}
 	}
+	r.problems = append(r.problems, r.judgeMissed(missed)...)
 	g.d.alive()
 	r.dropWarnings = g.d.logs.warned("MQTT queue full; message dropped")
 	r.loadAfter = loadAverage()
 	return r
+}
+
+// dropMargin is how many more of the flood's commands, as a share of
+// those sent, the broker may drop for the bridge than for mosquitto_sub.
+// Which messages it drops for a client depends on the moment that client
+// was late by a queue's length (the machine's other work, a collection):
+// two clients as fast as each other lose different ones, and either may
+// be the one that loses a light's last command. The bridge's speed shows
+// in how many the broker drops for it: before the intake (issue 32) it
+// dropped 3 to 28 % of the flood more for the bridge in every run that
+// dropped; since, the difference is within ±0.6 %.
+const dropMargin = 0.02
+
+// judgeMissed judges the lights whose last command mosquitto_sub received
+// and the bridge did not end at. Untapped, each is a failure: nothing
+// tells whether the broker delivered it. Tapped, the bridge ended at the
+// last command delivered to it (checked apart), so the broker did not
+// deliver that one: a failure when the broker dropped more for the bridge
+// than for mosquitto_sub (the bridge took messages in slower), else the
+// broker's choice of what to drop, and reported as such.
+func (r *floodResult) judgeMissed(missed []string) []string {
+	if len(missed) == 0 {
+		return nil
+	}
+	list := strings.Join(missed, "; ")
+	if !r.tapped {
+		return []string{"mosquitto_sub received the last command of " + strconv.Itoa(len(missed)) + " lights the bridge did not end at: " + list}
+	}
+	extra := (r.sent - r.toBridge) - (r.sent - r.toSub)
+	if float64(extra) > dropMargin*float64(r.sent) {
+		return []string{fmt.Sprintf("mosquitto_sub received the last command of %d lights the broker did not deliver to the bridge, "+
+			"and the broker dropped %d more of the flood for the bridge than for mosquitto_sub (over %.0f %%): the bridge takes messages in slower: %s",
+			len(missed), extra, 100*dropMargin, list)}
+	}
+	r.notes = append(r.notes, fmt.Sprintf("the broker did not deliver to the bridge the last command of %d lights that mosquitto_sub received, "+
+		"having dropped %d more of the flood for mosquitto_sub than for the bridge: %s", len(missed), -extra, list))
+	return nil
 }
 
 // commandsTaken is how many commands the bridge has taken: reported
