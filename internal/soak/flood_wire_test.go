@@ -5,7 +5,6 @@ package soak
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -363,5 +362,3 @@ func (p *publisher) publishOne(t testing.TB, topic, payload string) {
 		t.Fatalf("soak: publisher: %v", err)
 	}
 }
-
-func (d delivery) String() string { return fmt.Sprintf("%s %s", d.topic, d.payload) }
