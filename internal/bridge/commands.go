@@ -1,10 +1,7 @@
 package bridge
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"io"
 	"strings"
 	"sync"
 
@@ -151,46 +148,6 @@ func (b *Bridge) handleSetObject(id string, dev capability.Device, payload []byt
 	for i, k := range keys {
 		b.command(id, dev, k, vals[i])
 	}
-}
-
-// orderedObject decodes a JSON object keeping its members in order, values
-// normalised.
-func orderedObject(payload []byte) ([]string, []any, error) {
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		return nil, nil, errors.New("not a JSON object")
-	}
-	var keys []string
-	var vals []any
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, nil, err
-		}
-		k, ok := tok.(string)
-		if !ok {
-			return nil, nil, errors.New("not a JSON object")
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, nil, err
-		}
-		v, err := capability.Normalize(raw)
-		if err != nil {
-			return nil, nil, err
-		}
-		keys = append(keys, k)
-		vals = append(vals, v)
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, nil, errors.New("trailing data after the JSON object")
-	}
-	return keys, vals, nil
 }
 
 // command validates one instance's value and queues it.

@@ -8,12 +8,13 @@
 // It knows nothing about topics' meaning or payloads (package topic and the
 // bridge do). Messages flow like this:
 //
-//   - Inbound: paho reads through a buffer (conn.go) and hands each message
-//     to a dispatcher that puts it on the queue of every matching
-//     subscription; one goroutine per subscription runs its handler in
-//     arrival order and then acknowledges the message (QoS 1), so a crash
-//     loses nothing the broker counts as delivered, and what it sends again
-//     is newer than everything handled. The broker never has more than its
+//   - Inbound: the connection is read through a buffer (conn.go); each
+//     PUBLISH is taken off it under paho (intake.go) and put on the queue of
+//     every matching subscription; one goroutine per subscription runs its
+//     handler in arrival order and then acknowledges the message (QoS 1: a
+//     PUBACK written on the connection it came in on), so a crash loses
+//     nothing the broker counts as delivered, and what it sends again is
+//     newer than everything handled. The broker never has more than its
 //     window (mosquitto: 20) of unacknowledged messages on the way, so the
 //     queues fill only with QoS 0 floods or behind a stuck handler (which
 //     delays only its own subscription, never the connection): then a
@@ -124,8 +125,6 @@ type Client struct {
 	// released: when the last one ran.
 	releasing bool
 	released  time.Time
-	// targets is dispatch's scratch list of matching subscriptions.
-	targets []*subscription
 	// redelivered holds the packet ids of QoS 1 messages handled after
 	// their connection was lost: the broker sends them again.
 	redelivered map[uint16]bool
@@ -209,7 +208,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		SetMaxReconnectInterval(cfg.MaxReconnectInterval).
 		SetConnectRetry(!cfg.FailFast).
 		SetConnectRetryInterval(cfg.ConnectRetryInterval).
-		SetDefaultPublishHandler(c.dispatch).
+		SetDefaultPublishHandler(c.dispatchPaho).
 		SetOnConnectHandler(func(paho.Client) {
 			select {
 			case c.connected <- struct{}{}:
@@ -393,7 +392,7 @@ func (c *Client) Subscribe(filter string, qos byte, handler Handler) error {
 
 // subscribe sends one SUBSCRIBE and waits for the SUBACK.
 func (c *Client) subscribe(filter string, qos byte, gen uint64) error {
-	tok := c.pc.Subscribe(filter, qos, nil) // nil: messages go to c.dispatch
+	tok := c.pc.Subscribe(filter, qos, nil) // nil: messages paho reads go to c.dispatchPaho
 	if err := c.wait(tok, gen); err != nil {
 		return fmt.Errorf("mqtt: subscribe to %q: %w (it is retried on the next connect)", filter, err)
 	}

@@ -6,6 +6,11 @@ package mqtt
 // system calls a message, and during a flood of commands the broker's
 // window of unacknowledged messages (mosquitto: 20) empties no faster than
 // the bridge reads. Buffered, one read takes in every packet that arrived.
+// Once the broker accepted the connection, the PUBLISH packets are read off
+// it for the Client (intake.go) and paho reads the others.
+//
+// Writes, paho's and the acknowledgements of handled messages, go one at a
+// time (gorilla's WebSocket allows no concurrent write and deadline).
 //
 // Each connection keeps a record (wire) of what the server sent first and
 // how the connection ended: a failed attempt is explained from it (a TLS
@@ -32,7 +37,7 @@ import (
 const readBuffer = 32 << 10
 
 // bufferReads is false only in the benchmark that measures what the buffer
-// brings.
+// brings (without the intake, which reads through it).
 var bufferReads = true
 
 // headSize is how many of the server's first bytes a wire keeps.
@@ -73,6 +78,12 @@ func (w *wire) answered(p []byte) bool {
 	return true
 }
 
+func (w *wire) isAccepted() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.accepted.IsZero()
+}
+
 // failed records the read error that ended the connection.
 func (w *wire) failed(err error) {
 	w.mu.Lock()
@@ -103,13 +114,19 @@ func (c *Client) open(uri *url.URL, o paho.ClientOptions) (net.Conn, error) {
 	if closed {
 		return nil, ErrClosed
 	}
-	return openConn(uri, o, w)
+	var take func(*bufConn, publish)
+	if readPublishes {
+		take = c.take
+	}
+	return openConn(uri, o, w, take)
 }
 
 // openConn dials the broker as paho's own openConnection does (tcp, ssl
 // and its aliases, ws, wss; a proxy from the environment as paho honours
-// it), buffers the reads and records them in w.
-func openConn(uri *url.URL, o paho.ClientOptions, w *wire) (net.Conn, error) {
+// it), buffers the reads and records them in w. With take, the PUBLISH
+// packets that arrive once the broker accepted the connection go to take
+// rather than to paho (intake.go).
+func openConn(uri *url.URL, o paho.ClientOptions, w *wire, take func(*bufConn, publish)) (net.Conn, error) {
 	var conn net.Conn
 	var err error
 	dialer := o.Dialer
@@ -157,8 +174,8 @@ func openConn(uri *url.URL, o paho.ClientOptions, w *wire) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	bc := &bufConn{Conn: conn, w: w}
-	if bufferReads {
+	bc := &bufConn{Conn: conn, w: w, take: take, writeTimeout: o.WriteTimeout}
+	if bufferReads || take != nil {
 		bc.r = bufio.NewReaderSize(conn, readBuffer)
 	}
 	return bc, nil
@@ -182,15 +199,50 @@ func (r *sniffer) Read(p []byte) (int, error) {
 
 // bufConn is the connection paho reads MQTT from: through a buffer (unless
 // a benchmark measures without), noting the CONNACK and the read error
-// that ends it.
+// that ends it. Once the broker accepted the connection, the PUBLISH
+// packets go to take (intake.go), when set.
 type bufConn struct {
 	net.Conn
 	r      *bufio.Reader // nil: unbuffered
 	w      *wire
 	looked bool // the CONNACK is behind
+	take   func(*bufConn, publish)
+	intake bool   // reading whole packets: PUBLISH to take, the rest to paho
+	rest   []byte // what paho has not read yet of the packet for it
+
+	// Writes come from paho and from the handlers' acknowledgements
+	// (intake.go): one at a time, each with a deadline. paho sets one for
+	// its publishes (deadline; zero: none) and the acknowledgements take
+	// writeTimeout at most.
+	wmu          sync.Mutex
+	deadline     time.Time
+	writeTimeout time.Duration
+}
+
+func (c *bufConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func (c *bufConn) SetWriteDeadline(t time.Time) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.deadline = t
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *bufConn) SetDeadline(t time.Time) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.deadline = t
+	return c.Conn.SetDeadline(t)
 }
 
 func (c *bufConn) Read(p []byte) (int, error) {
+	if c.intake {
+		return c.readPackets(p)
+	}
 	var n int
 	var err error
 	if c.r != nil {
@@ -200,6 +252,9 @@ func (c *bufConn) Read(p []byte) (int, error) {
 	}
 	if n > 0 && !c.looked {
 		c.looked = c.w.answered(p[:n])
+		// The CONNACK is read to its end (paho reads exactly its four
+		// bytes): what follows starts with a whole packet.
+		c.intake = c.looked && c.take != nil && c.w.isAccepted()
 	}
 	if err != nil {
 		c.w.failed(err)

@@ -13,29 +13,50 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 )
 
-// dispatch is paho's handler for every message: it only queues, for each
-// subscription the message matches, or in the pending buffer when none does
-// yet; it never blocks paho. QoS 1 messages are acknowledged only once
-// handled, so the broker never has more than its window (mosquitto: 20)
-// unacknowledged on the way: a queue (Config.QueueSize, 1024) fills only
-// with QoS 0 messages or behind a stuck handler, and then the message is
-// dropped, counted and logged.
-func (c *Client) dispatch(_ paho.Client, m paho.Message) {
+// take is the intake's dispatcher (intake.go): a PUBLISH read off conn.
+// A QoS 1 or 2 message is acknowledged on conn, once handled.
+func (c *Client) take(conn *bufConn, p publish) {
+	a := &ack{qos: p.qos, mid: p.mid}
+	if p.qos > 0 {
+		a.conn = conn
+	}
+	c.dispatch(inMsg{topic: p.topic, payload: p.payload, qos: p.qos, retained: p.retained, dup: p.dup, mid: p.mid}, a)
+}
+
+// dispatchPaho is paho's handler, for the messages it reads itself: none
+// but in the benchmark that measures without the intake.
+func (c *Client) dispatchPaho(_ paho.Client, m paho.Message) {
+	a := &ack{fn: m.Ack}
+	if !ackWhenHandled {
+		a.fn = func() {} // paho acknowledges when dispatchPaho returns
+	}
+	c.dispatch(inMsg{topic: m.Topic(), payload: m.Payload(), qos: m.Qos(), retained: m.Retained(), dup: m.Duplicate(), mid: m.MessageID()}, a)
+}
+
+// dispatch queues a message for each subscription it matches, or in the
+// pending buffer when none does yet; it never blocks the connection's
+// reading. QoS 1 messages are acknowledged only once handled, so the
+// broker never has more than its window (mosquitto: 20) unacknowledged on
+// the way: a queue (Config.QueueSize, 1024) fills only with QoS 0 messages
+// or behind a stuck handler, and then the message is dropped, counted and
+// logged.
+func (c *Client) dispatch(msg inMsg, a *ack) {
 	c.received.Add(1)
+	if !ackWhenHandled {
+		a.send() // at once, as paho's automatic acknowledgement does
+		a.conn, a.fn = nil, func() {}
+	}
+	var matched [4]*subscription
+	targets := matched[:0]
 	c.mu.Lock()
-	msg := inMsg{topic: m.Topic(), payload: m.Payload(), qos: m.Qos(), retained: m.Retained(), dup: m.Duplicate(), mid: m.MessageID(), gen: c.gen}
-	targets := c.targets[:0]
+	msg.gen = c.gen
 	for _, s := range c.subs {
 		if match(s.filter, msg.topic) {
 			targets = append(targets, s)
 		}
 	}
-	c.targets = targets
-	ackFn := m.Ack
-	if !ackWhenHandled {
-		ackFn = func() {} // paho acknowledges when dispatch returns
-	}
-	msg.ack = newAck(ackFn, max(len(targets), 1))
+	a.left.Store(int32(max(len(targets), 1)))
+	msg.ack = a
 	if len(targets) == 0 {
 		if len(c.pending) == pendingMax {
 			c.drop("pending", c.pending[0])
@@ -50,7 +71,6 @@ func (c *Client) dispatch(_ paho.Client, m paho.Message) {
 	for _, s := range targets {
 		c.enqueue(s, msg)
 	}
-	clear(targets)
 }
 
 func (c *Client) enqueue(s *subscription, msg inMsg) {
@@ -69,25 +89,32 @@ func (c *Client) drop(queue string, m inMsg) {
 }
 
 // ackWhenHandled is false only in the benchmark that measures what
-// acknowledging after the handler costs: paho then acknowledges each
-// message as soon as it is queued.
+// acknowledging after the handler costs: each message is then
+// acknowledged as soon as it is read.
 var ackWhenHandled = true
 
 // ack acknowledges a message once every subscription it went to has
-// handled it.
+// handled it: on the connection it came in on (the intake), or through
+// paho (fn); a QoS 0 message has neither.
 type ack struct {
 	left atomic.Int32
+	conn *bufConn
+	qos  byte
+	mid  uint16
 	fn   func()
-}
-
-func newAck(fn func(), n int) *ack {
-	a := &ack{fn: fn}
-	a.left.Store(int32(n))
-	return a
 }
 
 func (a *ack) done() {
 	if a != nil && a.left.Add(-1) == 0 {
+		a.send()
+	}
+}
+
+func (a *ack) send() {
+	switch {
+	case a.conn != nil:
+		a.conn.acknowledge(a.qos, a.mid)
+	case a.fn != nil:
 		a.fn()
 	}
 }

@@ -12,21 +12,24 @@ import (
 
 // BenchmarkInbound is the client's intake of QoS 1 messages from a broker
 // that keeps at most 20 unacknowledged (mosquitto's default window), with
-// a handler that does nothing: paho's reading and acknowledging, the
-// dispatcher and the subscription's queue. "bare" reads the socket as paho
-// does by itself, "buffered" through the Client's read buffer;
+// a handler that does nothing: the reading and acknowledging, the
+// dispatcher and the subscription's queue. "bare" has paho read the socket
+// as it does by itself, "buffered" through the Client's read buffer;
 // "ack-queued" acknowledges each message once queued (as before
-// 2026-11-25), "ack-handled" once its handler returned. msgs/s is what the
-// window lets through in wall time (the server's side runs in the same
-// process); cpu-ns/op counts both sides.
+// 2026-11-25), "ack-handled" once its handler returned; "intake" reads the
+// PUBLISH packets under paho and writes each PUBACK from the handler's
+// goroutine (intake.go, since issue 32). msgs/s is what the window lets
+// through in wall time (the server's side runs in the same process);
+// cpu-ns/op counts both sides.
 func BenchmarkInbound(b *testing.B) {
 	for _, bc := range []struct {
-		name             string
-		buffered, onDone bool
-	}{{"bare-ack-queued", false, false}, {"buffered-ack-queued", true, false}, {"buffered-ack-handled", true, true}} {
+		name                     string
+		buffered, onDone, intake bool
+	}{{"bare-ack-queued", false, false, false}, {"buffered-ack-queued", true, false, false}, {"buffered-ack-handled", true, true, false},
+		{"intake-ack-handled", true, true, true}} {
 		b.Run(bc.name, func(b *testing.B) {
-			bufferReads, ackWhenHandled = bc.buffered, bc.onDone
-			defer func() { bufferReads, ackWhenHandled = true, true }()
+			bufferReads, ackWhenHandled, readPublishes = bc.buffered, bc.onDone, bc.intake
+			defer func() { bufferReads, ackWhenHandled, readPublishes = true, true, true }()
 			wb := mqtttest.NewWindowBroker(b, 20)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
