@@ -1,0 +1,214 @@
+//go:build soak
+
+package soak
+
+import (
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/mqtttest"
+	"cloud2mqtt/internal/topic"
+)
+
+var (
+	bins         binList
+	firstSizes   = flag.String("first-devices", "18,100,1000", "TestFirstStates: account sizes (lights), comma-separated")
+	firstRuns    = flag.Int("first-runs", 5, "TestFirstStates: starts of each binary at each size")
+	firstTimeout = flag.Duration("first-timeout", 60*time.Second, "TestFirstStates: how long a start may take before the run fails")
+)
+
+func init() {
+	flag.Var(&bins, "bins", "TestFirstStates, TestIdleRatio: bridge binaries to alternate in one run (A/B), comma-separated; default -bin or the checkout's release build")
+}
+
+// firstRun is one start of the bridge, timed from its exec.
+type firstRun struct {
+	list, last  time.Duration // the device list's publication; the last first state
+	conns, open int           // connections opened to the cloud during the start; open at its end
+	requests    string        // the cloud requests the daemon counted by then
+	load        string
+}
+
+// TestFirstStates is issue 32's first figure: the time from the bridge's
+// exec to the last of the N <id>/state messages (and from the device
+// list's publication to it), for accounts of N lights, with cmd/cloudsim,
+// mosquitto and the bridge's release binary each its own process; the
+// binaries of -bins alternate, start after start, so that before and after
+// share the sitting:
+//
+//	go test -tags soak ./internal/soak -run TestFirstStates -v -count=1 \
+//	    -args -bins=/tmp/before/bridge,/tmp/after/bridge -first-runs=5
+//
+// Each start gets a fresh simulator and broker (nothing retained from the
+// run before). It also counts the TCP connections the bridge opened to the
+// cloud from its exec to its last first state (ss -E at the simulator's
+// port) and those still open then.
+func TestFirstStates(t *testing.T) {
+	paths, labels := bridgeBins(t)
+	tools := t.TempDir()
+	simBin := buildTool(t, "cloud2mqtt/cmd/cloudsim", tools, true)
+	var sizes []int
+	for s := range strings.SplitSeq(*firstSizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			t.Fatalf("-first-devices %q: give positive numbers, e.g. 18,100,1000", *firstSizes)
+		}
+		sizes = append(sizes, n)
+	}
+	t.Logf("load average at the start: %s", loadAverage())
+	for _, n := range sizes {
+		catalogue := filepath.Join(tools, fmt.Sprintf("lights-%d.json", n))
+		writeCatalogue(t, lightsCatalogue(t, n), catalogue)
+		runs := make([][]firstRun, len(paths))
+		for r := range *firstRuns {
+			for k := range paths {
+				// ABBA...: neither binary always goes first.
+				b := k
+				if r%2 == 1 {
+					b = len(paths) - 1 - k
+				}
+				fr := startOnce(t, paths[b], simBin, catalogue, n, fmt.Sprintf("%s-%d-%d", strings.ReplaceAll(labels[b], "/", "_"), n, r))
+				runs[b] = append(runs[b], fr)
+				t.Logf("%d lights, %s, start %d: device list %.3f s, last first state %.3f s after exec (%.3f s after the list); %d connections opened, %d open; %s; load %s",
+					n, labels[b], r+1, fr.list.Seconds(), fr.last.Seconds(), (fr.last - fr.list).Seconds(), fr.conns, fr.open, fr.requests, fr.load)
+			}
+		}
+		for b := range paths {
+			var last, after, conns []float64
+			for _, fr := range runs[b] {
+				last = append(last, fr.last.Seconds())
+				after = append(after, (fr.last - fr.list).Seconds())
+				conns = append(conns, float64(fr.conns))
+			}
+			l0, l1, l2 := spread(last)
+			a0, a1, a2 := spread(after)
+			c0, _, c2 := spread(conns)
+			t.Logf("SUMMARY %d lights, %s, %d starts: last first state after exec min %.3f / median %.3f / max %.3f s; after the device list %.3f / %.3f / %.3f s; connections %.0f–%.0f",
+				n, labels[b], len(runs[b]), l0, l1, l2, a0, a1, a2, c0, c2)
+		}
+	}
+	t.Logf("load average at the end: %s", loadAverage())
+}
+
+// startOnce starts one bridge against a fresh simulator and broker and
+// times its first states.
+func startOnce(t *testing.T, bin, simBin, catalogue string, n int, name string) firstRun {
+	t.Helper()
+	sim := startCloudsim(t, simBin, catalogue)
+	defer sim.stop()
+	broker := mqtttest.Start(t)
+	defer broker.Stop()
+	watch := newStateWatcher(t, broker.URL(), lightsCatalogue(t, n))
+	defer watch.close()
+
+	conns := countConns(sim.port)
+	fr := firstRun{load: loadAverage()}
+	env := map[string]string{
+		"CLOUD_BASE_URL": sim.url,
+		"CLOUD_API_KEY":  soakKey,
+		"MQTT_URL":       broker.URL(),
+		"MQTT_CLIENT_ID": "soak-bridge",
+		"POLL_INTERVAL":  "60s",
+	}
+	d := startDaemonBin(t, bin, env, filepath.Join(artifacts(t), name+".log"))
+	select {
+	case <-watch.all:
+	case <-d.exited:
+		t.Fatalf("bridge exited early: %v; log:\n%s", d.waitErr, d.logs.tail())
+	case <-time.After(*firstTimeout):
+		t.Fatalf("%d of %d first states within %s; log:\n%s", watch.count(), n, *firstTimeout, d.logs.tail())
+	}
+	fr.open = established(sim.port)
+	list, last := watch.times()
+	fr.list, fr.last = list.Sub(d.started), last.Sub(d.started)
+	if m, err := d.metrics(); err == nil {
+		var parts []string
+		for _, ep := range []string{"devices", "state", "scenes", "diy-scenes"} {
+			var sum float64
+			for k, v := range m {
+				if strings.HasPrefix(k, `cloud2mqtt_cloud_requests_total{endpoint="`+ep+`"`) {
+					sum += v
+				}
+			}
+			parts = append(parts, fmt.Sprintf("%s %.0f", ep, sum))
+		}
+		fr.requests = "requests: " + strings.Join(parts, ", ")
+	}
+	d.stop()
+	fr.conns = conns.stop()
+	if e := d.logs.count("error"); e != 0 {
+		t.Errorf("%s: %d error log lines", name, e)
+	}
+	return fr
+}
+
+// stateWatcher notes when each device's first <id>/state message and the
+// device list arrive, and says when every state has.
+type stateWatcher struct {
+	c    paho.Client
+	all  chan struct{} // closed when every state has arrived
+	mu   sync.Mutex
+	want map[string]bool // state topics not yet seen
+	n    int
+	list time.Time
+	last time.Time
+}
+
+func newStateWatcher(t testing.TB, url string, c *cloudsim.Catalogue) *stateWatcher {
+	t.Helper()
+	w := &stateWatcher{all: make(chan struct{}), want: map[string]bool{}}
+	for _, d := range c.Devices {
+		w.want[baseTopic+"/"+topic.DeviceID(d.SKU, d.Device.Device)+"/state"] = true
+	}
+	w.n = len(w.want)
+	devices := baseTopic + "/bridge/devices"
+	opts := paho.NewClientOptions().AddBroker(url).SetClientID("soak-first-states").SetCleanSession(true).SetOrderMatters(false)
+	w.c = paho.NewClient(opts)
+	if tok := w.c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("soak: watcher connect: %v", tok.Error())
+	}
+	tok := w.c.SubscribeMultiple(map[string]byte{baseTopic + "/+/state": 1, devices: 1}, func(_ paho.Client, m paho.Message) {
+		now := time.Now()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		switch {
+		case m.Topic() == devices:
+			if w.list.IsZero() {
+				w.list = now
+			}
+		case w.want[m.Topic()] && len(m.Payload()) > 0:
+			delete(w.want, m.Topic())
+			if len(w.want) == 0 {
+				w.last = now
+				close(w.all)
+			}
+		}
+	})
+	if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		t.Fatalf("soak: watcher subscribe: %v", tok.Error())
+	}
+	return w
+}
+
+func (w *stateWatcher) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n - len(w.want)
+}
+
+func (w *stateWatcher) times() (list, last time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.list, w.last
+}
+
+func (w *stateWatcher) close() { w.c.Disconnect(100) }
