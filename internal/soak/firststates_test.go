@@ -32,7 +32,8 @@ func init() {
 
 // firstRun is one start of the bridge, timed from its exec.
 type firstRun struct {
-	list, last  time.Duration // the device list's publication; the last first state
+	list        time.Duration // the device list's publication (bridge/devices)
+	first, last time.Duration // the first and the last device's first state
 	conns, open int           // connections opened to the cloud during the start; open at its end
 	requests    string        // the cloud requests the daemon counted by then
 	load        string
@@ -78,8 +79,8 @@ func TestFirstStates(t *testing.T) {
 				}
 				fr := startOnce(t, paths[b], simBin, catalogue, n, fmt.Sprintf("%s-%d-%d", strings.ReplaceAll(labels[b], "/", "_"), n, r))
 				runs[b] = append(runs[b], fr)
-				t.Logf("%d lights, %s, start %d: device list %.3f s, last first state %.3f s after exec (%.3f s after the list); %d connections opened, %d open; %s; load %s",
-					n, labels[b], r+1, fr.list.Seconds(), fr.last.Seconds(), (fr.last - fr.list).Seconds(), fr.conns, fr.open, fr.requests, fr.load)
+				t.Logf("%d lights, %s, start %d: device list %.3f s, first state %.3f s, last first state %.3f s after exec (%.3f s after the list); %d connections opened, %d open; %s; load %s",
+					n, labels[b], r+1, fr.list.Seconds(), fr.first.Seconds(), fr.last.Seconds(), (fr.last - fr.list).Seconds(), fr.conns, fr.open, fr.requests, fr.load)
 			}
 		}
 		for b := range paths {
@@ -128,8 +129,12 @@ func startOnce(t *testing.T, bin, simBin, catalogue string, n int, name string) 
 		t.Fatalf("%d of %d first states within %s; log:\n%s", watch.count(), n, *firstTimeout, d.logs.tail())
 	}
 	fr.open = established(sim.port)
-	list, last := watch.times()
-	fr.list, fr.last = list.Sub(d.started), last.Sub(d.started)
+	list, first, last := watch.times()
+	if list.IsZero() {
+		t.Errorf("%s: every first state arrived before the device list (bridge/devices)", name)
+		list = last
+	}
+	fr.list, fr.first, fr.last = list.Sub(d.started), first.Sub(d.started), last.Sub(d.started)
 	if m, err := d.metrics(); err == nil {
 		var parts []string
 		for _, ep := range []string{"devices", "state", "scenes", "diy-scenes"} {
@@ -159,8 +164,9 @@ type stateWatcher struct {
 	mu   sync.Mutex
 	want map[string]bool // state topics not yet seen
 	n    int
-	list time.Time
-	last time.Time
+	list  time.Time
+	first time.Time
+	last  time.Time
 }
 
 func newStateWatcher(t testing.TB, url string, c *cloudsim.Catalogue) *stateWatcher {
@@ -186,6 +192,9 @@ func newStateWatcher(t testing.TB, url string, c *cloudsim.Catalogue) *stateWatc
 				w.list = now
 			}
 		case w.want[m.Topic()] && len(m.Payload()) > 0:
+			if len(w.want) == w.n {
+				w.first = now
+			}
 			delete(w.want, m.Topic())
 			if len(w.want) == 0 {
 				w.last = now
@@ -205,10 +214,10 @@ func (w *stateWatcher) count() int {
 	return w.n - len(w.want)
 }
 
-func (w *stateWatcher) times() (list, last time.Time) {
+func (w *stateWatcher) times() (list, first, last time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.list, w.last
+	return w.list, w.first, w.last
 }
 
 func (w *stateWatcher) close() { w.c.Disconnect(100) }
