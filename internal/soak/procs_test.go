@@ -41,7 +41,7 @@ func (b *binList) Set(v string) error {
 
 // bridgeBins are the binaries to alternate: -bins, else -bin or the
 // checkout's release build. Each comes with a label for the tables: its
-// file name, or its directory's when two share a name.
+// directory's name and its own ("before/bridge"), or "checkout".
 func bridgeBins(t *testing.T) (paths, labels []string) {
 	t.Helper()
 	paths = slices.Clone(bins)
@@ -52,14 +52,9 @@ func bridgeBins(t *testing.T) (paths, labels []string) {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("soak: -bins: %v", err)
 		}
-		l := filepath.Base(p)
+		l := filepath.Base(filepath.Dir(p)) + "/" + filepath.Base(p)
 		if *binary == "" && len(bins) == 0 {
 			l = "checkout"
-		}
-		for _, q := range paths {
-			if q != p && filepath.Base(q) == filepath.Base(p) {
-				l = filepath.Base(filepath.Dir(p)) + "/" + filepath.Base(p)
-			}
 		}
 		labels = append(labels, l)
 	}
