@@ -23,6 +23,7 @@ var (
 	bins         binList
 	firstSizes   = flag.String("first-devices", "18,100,1000", "TestFirstStates: account sizes (lights), comma-separated")
 	firstRuns    = flag.Int("first-runs", 5, "TestFirstStates: starts of each binary at each size")
+	firstLatency = flag.String("first-latency", "0,5ms", "TestFirstStates: the simulated cloud's delay before each answer (cmd/cloudsim -latency), comma-separated: each is a series of its own")
 	firstTimeout = flag.Duration("first-timeout", 60*time.Second, "TestFirstStates: how long a start may take before the run fails")
 )
 
@@ -50,7 +51,10 @@ type firstRun struct {
 //	    -args -bins=/tmp/before/bridge,/tmp/after/bridge -first-runs=5
 //
 // Each start gets a fresh simulator and broker (nothing retained from the
-// run before). It also counts the TCP connections the bridge opened to the
+// run before). -first-latency delays every answer of the simulator: the
+// issue asks for the figure against a cloud that answers in a few ms, where
+// the number of reads in flight at once shows; 0 shows the bridge's own
+// part. It also counts the TCP connections the bridge opened to the
 // cloud from its exec to its last first state (ss -E at the simulator's
 // port) and those still open then.
 func TestFirstStates(t *testing.T) {
@@ -65,46 +69,65 @@ func TestFirstStates(t *testing.T) {
 		}
 		sizes = append(sizes, n)
 	}
-	t.Logf("load average at the start: %s", loadAverage())
-	for _, n := range sizes {
-		catalogue := filepath.Join(tools, fmt.Sprintf("lights-%d.json", n))
-		writeCatalogue(t, lightsCatalogue(t, n), catalogue)
-		runs := make([][]firstRun, len(paths))
-		for r := range *firstRuns {
-			for k := range paths {
-				// ABBA...: neither binary always goes first.
-				b := k
-				if r%2 == 1 {
-					b = len(paths) - 1 - k
-				}
-				fr := startOnce(t, paths[b], simBin, catalogue, n, fmt.Sprintf("%s-%d-%d", strings.ReplaceAll(labels[b], "/", "_"), n, r))
-				runs[b] = append(runs[b], fr)
-				t.Logf("%d lights, %s, start %d: device list %.3f s, first state %.3f s, last first state %.3f s after exec (%.3f s after the list); %d connections opened, %d open; %s; load %s",
-					n, labels[b], r+1, fr.list.Seconds(), fr.first.Seconds(), fr.last.Seconds(), (fr.last - fr.list).Seconds(), fr.conns, fr.open, fr.requests, fr.load)
-			}
+	var latencies []time.Duration
+	for s := range strings.SplitSeq(*firstLatency, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil || d < 0 {
+			t.Fatalf("-first-latency %q: give durations of 0 or more, e.g. 0,5ms", *firstLatency)
 		}
-		for b := range paths {
-			var last, after, conns []float64
-			for _, fr := range runs[b] {
-				last = append(last, fr.last.Seconds())
-				after = append(after, (fr.last - fr.list).Seconds())
-				conns = append(conns, float64(fr.conns))
-			}
-			l0, l1, l2 := spread(last)
-			a0, a1, a2 := spread(after)
-			c0, _, c2 := spread(conns)
-			t.Logf("SUMMARY %d lights, %s, %d starts: last first state after exec min %.3f / median %.3f / max %.3f s; after the device list %.3f / %.3f / %.3f s; connections %.0f–%.0f",
-				n, labels[b], len(runs[b]), l0, l1, l2, a0, a1, a2, c0, c2)
+		latencies = append(latencies, d)
+	}
+	t.Logf("load average at the start: %s", loadAverage())
+	for _, lat := range latencies {
+		for _, n := range sizes {
+			firstStatesOf(t, paths, labels, simBin, filepath.Join(tools, fmt.Sprintf("lights-%d.json", n)), n, lat)
 		}
 	}
 	t.Logf("load average at the end: %s", loadAverage())
 }
 
+// firstStatesOf alternates the binaries' starts on an account of n lights
+// with the simulator's latency, and logs each start and each binary's
+// spread.
+func firstStatesOf(t *testing.T, paths, labels []string, simBin, catalogue string, n int, latency time.Duration) {
+	t.Helper()
+	writeCatalogue(t, lightsCatalogue(t, n), catalogue)
+	runs := make([][]firstRun, len(paths))
+	for r := range *firstRuns {
+		for k := range paths {
+			// ABBA...: neither binary always goes first.
+			b := k
+			if r%2 == 1 {
+				b = len(paths) - 1 - k
+			}
+			fr := startOnce(t, paths[b], simBin, catalogue, n, latency, fmt.Sprintf("%s-%d-%s-%d", strings.ReplaceAll(labels[b], "/", "_"), n, latency, r))
+			runs[b] = append(runs[b], fr)
+			t.Logf("%d lights, latency %s, %s, start %d: device list %.3f s, first state %.3f s, last first state %.3f s after exec (%.3f s after the list); %d connections opened, %d open; %s; load %s",
+				n, latency, labels[b], r+1, fr.list.Seconds(), fr.first.Seconds(), fr.last.Seconds(), (fr.last - fr.list).Seconds(), fr.conns, fr.open, fr.requests, fr.load)
+		}
+	}
+	for b := range paths {
+		var list, last, after, conns []float64
+		for _, fr := range runs[b] {
+			list = append(list, fr.list.Seconds())
+			last = append(last, fr.last.Seconds())
+			after = append(after, (fr.last - fr.list).Seconds())
+			conns = append(conns, float64(fr.conns))
+		}
+		l0, l1, l2 := spread(last)
+		a0, a1, a2 := spread(after)
+		c0, _, c2 := spread(conns)
+		_, d1, _ := spread(list)
+		t.Logf("SUMMARY %d lights, latency %s, %s, %d starts: last first state after exec min %.3f / median %.3f / max %.3f s; after the device list %.3f / %.3f / %.3f s (the list: median %.3f s after exec); connections %.0f–%.0f",
+			n, latency, labels[b], len(runs[b]), l0, l1, l2, a0, a1, a2, d1, c0, c2)
+	}
+}
+
 // startOnce starts one bridge against a fresh simulator and broker and
 // times its first states.
-func startOnce(t *testing.T, bin, simBin, catalogue string, n int, name string) firstRun {
+func startOnce(t *testing.T, bin, simBin, catalogue string, n int, latency time.Duration, name string) firstRun {
 	t.Helper()
-	sim := startCloudsim(t, simBin, catalogue)
+	sim := startCloudsim(t, simBin, catalogue, "-latency", latency.String())
 	defer sim.stop()
 	broker := mqtttest.Start(t)
 	defer broker.Stop()
@@ -159,11 +182,11 @@ func startOnce(t *testing.T, bin, simBin, catalogue string, n int, name string) 
 // stateWatcher notes when each device's first <id>/state message and the
 // device list arrive, and says when every state has.
 type stateWatcher struct {
-	c    paho.Client
-	all  chan struct{} // closed when every state has arrived
-	mu   sync.Mutex
-	want map[string]bool // state topics not yet seen
-	n    int
+	c     paho.Client
+	all   chan struct{} // closed when every state has arrived
+	mu    sync.Mutex
+	want  map[string]bool // state topics not yet seen
+	n     int
 	list  time.Time
 	first time.Time
 	last  time.Time

@@ -121,9 +121,9 @@ type simProc struct {
 
 // startCloudsim serves the catalogue file from a cmd/cloudsim process on a
 // free loopback port and returns once it listens.
-func startCloudsim(t testing.TB, bin, catalogue string) *simProc {
+func startCloudsim(t testing.TB, bin, catalogue string, args ...string) *simProc {
 	t.Helper()
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-key", soakKey, "-catalogue", catalogue)
+	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0", "-key", soakKey, "-catalogue", catalogue}, args...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
