@@ -77,13 +77,13 @@ func TestFirstStates(t *testing.T) {
 		}
 		latencies = append(latencies, d)
 	}
-	t.Logf("load average at the start: %s", loadAverage())
+	t.Logf("load average at the start: %s", loadAverages())
 	for _, lat := range latencies {
 		for _, n := range sizes {
 			firstStatesOf(t, paths, labels, simBin, filepath.Join(tools, fmt.Sprintf("lights-%d.json", n)), n, lat)
 		}
 	}
-	t.Logf("load average at the end: %s", loadAverage())
+	t.Logf("load average at the end: %s", loadAverages())
 }
 
 // firstStatesOf alternates the binaries' starts on an account of n lights
@@ -131,11 +131,11 @@ func startOnce(t *testing.T, bin, simBin, catalogue string, n int, latency time.
 	defer sim.stop()
 	broker := mqtttest.Start(t)
 	defer broker.Stop()
-	watch := newStateWatcher(t, broker.URL(), lightsCatalogue(t, n))
+	watch := newFirstWatcher(t, broker.URL(), lightsCatalogue(t, n))
 	defer watch.close()
 
 	conns := countConns(sim.port)
-	fr := firstRun{load: loadAverage()}
+	fr := firstRun{load: loadAverages()}
 	env := map[string]string{
 		"CLOUD_BASE_URL": sim.url,
 		"CLOUD_API_KEY":  soakKey,
@@ -179,9 +179,9 @@ func startOnce(t *testing.T, bin, simBin, catalogue string, n int, latency time.
 	return fr
 }
 
-// stateWatcher notes when each device's first <id>/state message and the
+// firstWatcher notes when each device's first <id>/state message and the
 // device list arrive, and says when every state has.
-type stateWatcher struct {
+type firstWatcher struct {
 	c     paho.Client
 	all   chan struct{} // closed when every state has arrived
 	mu    sync.Mutex
@@ -192,9 +192,9 @@ type stateWatcher struct {
 	last  time.Time
 }
 
-func newStateWatcher(t testing.TB, url string, c *cloudsim.Catalogue) *stateWatcher {
+func newFirstWatcher(t testing.TB, url string, c *cloudsim.Catalogue) *firstWatcher {
 	t.Helper()
-	w := &stateWatcher{all: make(chan struct{}), want: map[string]bool{}}
+	w := &firstWatcher{all: make(chan struct{}), want: map[string]bool{}}
 	for _, d := range c.Devices {
 		w.want[baseTopic+"/"+topic.DeviceID(d.SKU, d.Device.Device)+"/state"] = true
 	}
@@ -231,16 +231,16 @@ func newStateWatcher(t testing.TB, url string, c *cloudsim.Catalogue) *stateWatc
 	return w
 }
 
-func (w *stateWatcher) count() int {
+func (w *firstWatcher) count() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.n - len(w.want)
 }
 
-func (w *stateWatcher) times() (list, first, last time.Time) {
+func (w *firstWatcher) times() (list, first, last time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.list, w.first, w.last
 }
 
-func (w *stateWatcher) close() { w.c.Disconnect(100) }
+func (w *firstWatcher) close() { w.c.Disconnect(100) }

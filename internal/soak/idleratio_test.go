@@ -62,7 +62,7 @@ func TestIdleRatio(t *testing.T) {
 		subjects = append(subjects, subject{label: "bridge " + labels[i], bin: p})
 	}
 	t.Logf("%d devices, 60 s poll, window %s from %s after exec, %d rounds; perf stat: %v; load average at the start: %s",
-		n, *idleWindow, *idleSettle, *idleRounds, usePerf, loadAverage())
+		n, *idleWindow, *idleSettle, *idleRounds, usePerf, loadAverages())
 	results := make([][]idleFigures, len(subjects))
 	for r := range *idleRounds {
 		for k := range subjects {
@@ -71,7 +71,7 @@ func TestIdleRatio(t *testing.T) {
 				i = len(subjects) - 1 - k
 			}
 			s := subjects[i]
-			load := loadAverage()
+			load := loadAverages()
 			f, sim := measureIdle(t, s, simBin, catalogue, n, usePerf, fmt.Sprintf("idle-%d-%d", r, i))
 			results[i] = append(results[i], f)
 			t.Logf("round %d, %s: cpu %.3f %% of a core (utime+stime %.3f %%), %.1f wake-ups/s (voluntary switches; %.1f forced), perf %s; %d state reads (%.2f/s); simulator cpu %.3f %%; load %s",
@@ -79,7 +79,7 @@ func TestIdleRatio(t *testing.T) {
 		}
 	}
 	report(t, subjects, results)
-	t.Logf("load average at the end: %s", loadAverage())
+	t.Logf("load average at the end: %s", loadAverages())
 }
 
 // measureIdle runs one subject against a fresh simulator and returns its

@@ -333,8 +333,8 @@ func established(port string) int {
 	return strings.Count(string(out), "\n")
 }
 
-// loadAverage is /proc/loadavg's first three fields.
-func loadAverage() string {
+// loadAverages is /proc/loadavg's first three fields.
+func loadAverages() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return "?"
