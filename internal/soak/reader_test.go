@@ -134,7 +134,7 @@ func TestBareReader(t *testing.T) {
 			sim := cloudsim.New(cloudsim.Options{APIKey: soakKey, Catalogue: generateCatalogue(t, n)})
 			srv := httptest.NewServer(sim)
 			t.Cleanup(srv.Close)
-			p := startReader(t, bin, srv.URL, 300*time.Millisecond, mode, nil)
+			p := startReader(t, bin, srv.URL, 500*time.Millisecond, mode, nil)
 			perDevice := func() map[string]int {
 				m := map[string]int{}
 				for _, r := range sim.Requests() {
@@ -156,7 +156,7 @@ func TestBareReader(t *testing.T) {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("not every device was read twice within 20 s at a 300 ms interval: %v", m)
+					t.Fatalf("not every device was read twice within 20 s at a 500 ms interval: %v", m)
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
