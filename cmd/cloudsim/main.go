@@ -4,6 +4,11 @@
 //	cloudsim -addr 127.0.0.1:8081 -key mykey [-catalogue devices.json] [-errors-as-200]
 //	         [-events-addr 127.0.0.1:8883 -event-every 30s]
 //	         [-quota 10000 -quota-window 24h -quota-reset seconds] [-short-quota 100 -short-window 1m]
+//	         [-latency 5ms]
+//
+// With -latency every answer is delayed by that much, as a cloud some
+// way off answers (the benchmarks of docs/benchmarks.md time the bridge's
+// start against one that answers in a few milliseconds).
 //
 // With -quota the account has a request quota, as the live service is
 // reported to: every answer says what is left in the API-RateLimit-*
@@ -73,6 +78,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		eventEvery, err = config.ParseDurationFor("-event-every", v)
 		return err
 	})
+	var latency time.Duration
+	fs.Func("latency", "delay every answer by this much: a duration (5ms) or seconds; default 0", func(v string) (err error) {
+		latency, err = config.ParseDurationFor("-latency", v)
+		return err
+	})
 	var quota, short cloudsim.Quota
 	quota.Window, short.Window = 24*time.Hour, time.Minute
 	fs.IntVar(&quota.Limit, "quota", 0, "the account's request quota: requests per -quota-window, told in the API-RateLimit-* headers; 0: none")
@@ -105,6 +115,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("cloudsim: unexpected arguments %q: every setting is a flag (see -h)", fs.Args())
 	}
+	if latency < 0 {
+		return fmt.Errorf("cloudsim: -latency %s: give a delay of 0 or more", latency)
+	}
 	if *key == "" {
 		return errors.New("cloudsim: -key is empty: give the key clients must send")
 	}
@@ -133,6 +146,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		ErrorsAs200: *errorsAs200, EmptyRateLimitBody: *empty429, Seed: *seed,
 		Quota: quota, ShortQuota: short,
 	})
+	sim.Faults().SetLatency(cloudsim.AnyEndpoint, latency)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("cloudsim: listen on %s: %w; choose another -addr", *addr, err)
@@ -140,6 +154,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "cloudsim: serving %d devices at http://%s\n", len(sim.Devices()), ln.Addr())
 	fmt.Fprintf(stdout, "cloudsim: for the bridge: %s\n", bridgeEnv(ln.Addr().String(), *header, *key))
+	if latency > 0 {
+		fmt.Fprintf(stdout, "cloudsim: every answer delayed by %s\n", config.FormatDuration(latency))
+	}
 	if quota.Limit > 0 {
 		fmt.Fprintf(stdout, "cloudsim: a quota of %d requests per %s (API-RateLimit-* headers)\n", quota.Limit, config.FormatDuration(quota.Window))
 	}

@@ -146,6 +146,25 @@ func TestRunQuota(t *testing.T) {
 	}
 }
 
+// -latency: no answer comes sooner than the delay.
+func TestRunLatency(t *testing.T) {
+	const latency = 120 * time.Millisecond
+	url, stop := serve(t, "-key", "k4", "-latency", "120ms")
+	for range 2 {
+		start := time.Now()
+		if got := get(t, url, "k4"); got != 200 {
+			t.Fatalf("list: %d", got)
+		}
+		if took := time.Since(start); took < latency {
+			t.Errorf("answered after %s; -latency is %s", took, latency)
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRunErrors(t *testing.T) {
 	cases := map[string][]string{
 		"unknown flag":      {"-nope"},
@@ -158,6 +177,8 @@ func TestRunErrors(t *testing.T) {
 		"bad quota window":  {"-quota", "10", "-quota-window", "soon"},
 		"zero short window": {"-short-quota", "10", "-short-window", "0s"},
 		"bad reset format":  {"-quota", "10", "-quota-reset", "fortnights"},
+		"negative latency":  {"-latency", "-5ms"},
+		"bad latency":       {"-latency", "soon"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

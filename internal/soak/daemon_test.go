@@ -85,7 +85,12 @@ type daemon struct {
 // HOME), its JSON log written to logPath and counted.
 func startDaemon(t testing.TB, env map[string]string, logPath string) *daemon {
 	t.Helper()
-	bin := bridgeBinary(t)
+	return startDaemonBin(t, bridgeBinary(t), env, logPath)
+}
+
+// startDaemonBin is startDaemon with the binary to run.
+func startDaemonBin(t testing.TB, bin string, env map[string]string, logPath string) *daemon {
+	t.Helper()
 	addr := freeAddr(t)
 	full := map[string]string{
 		"PATH":       os.Getenv("PATH"),
