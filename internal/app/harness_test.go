@@ -16,13 +16,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/app"
+	"cloud2mqtt/internal/clock/clocktest"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/logging"
-	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/mqtttest"
-	"cloud2mqtt/internal/poller"
-	"cloud2mqtt/internal/scheduler"
 )
 
 // harness is one whole daemon started in-process against a test broker and
@@ -40,9 +38,10 @@ type harness struct {
 	logs   *mqtttest.SyncBuffer
 	cancel context.CancelFunc
 	done   chan error
-	// sched and poll are harnessOptions', applied to every daemon h starts.
-	sched func(*scheduler.Config)
-	poll  func(*poller.Config)
+	// clock is the time of every daemon h starts and of the simulated
+	// cloud (its buckets, its log): it runs with the system's time, and a
+	// test jumps it over an interval, a hold-off or a delay (jumpUntil).
+	clock *clocktest.Clock
 }
 
 type harnessOptions struct {
@@ -52,18 +51,13 @@ type harnessOptions struct {
 	noStart bool
 	// proxy connects the bridge to the broker through an mqtttest.Proxy.
 	proxy bool
-	// sched and poll, when set, change the scheduler's and the poller's
-	// configuration: a test that waits out a hold-off or back-offs sets
-	// them short.
-	sched func(*scheduler.Config)
-	poll  func(*poller.Config)
 }
 
 const testKey = "test-key-5f3a9c1e77"
 
 func startHarness(t *testing.T, o harnessOptions) *harness {
 	t.Helper()
-	h := &harness{t: t, logs: &mqtttest.SyncBuffer{}, sched: o.sched, poll: o.poll}
+	h := &harness{t: t, logs: &mqtttest.SyncBuffer{}, clock: clocktest.New()}
 	h.broker = mqtttest.Start(t, o.broker...)
 	mqttURL := h.broker.URL()
 	if o.proxy {
@@ -72,6 +66,9 @@ func startHarness(t *testing.T, o harnessOptions) *harness {
 	}
 	if o.sim.APIKey == "" {
 		o.sim.APIKey = testKey
+	}
+	if o.sim.Now == nil {
+		o.sim.Now = h.clock.Now
 	}
 	h.sim = cloudsim.New(o.sim)
 	h.cloud = httptest.NewServer(h.sim)
@@ -113,23 +110,12 @@ func startHarness(t *testing.T, o harnessOptions) *harness {
 	return h
 }
 
-// newMain is a daemon logging to h.logs, with its warnings and errors
-// forwarded to bridge/logging as cmd/bridge does.
+// newMain is a daemon on h's clock logging to h.logs, with its warnings
+// and errors forwarded to bridge/logging as cmd/bridge does.
 func (h *harness) newMain(cfg config.Config) *app.Main {
 	forward := logging.NewForwarder()
 	log := zerolog.New(zerolog.MultiLevelWriter(h.logs, forward)).With().Timestamp().Logger()
-	m := &app.Main{Config: cfg, Version: "test", Log: log, LogForward: forward}
-	if h.sched != nil || h.poll != nil {
-		m.TuneConfigs(func(s *scheduler.Config, p *poller.Config, _ *mqtt.Config) {
-			if h.sched != nil {
-				h.sched(s)
-			}
-			if h.poll != nil {
-				h.poll(p)
-			}
-		})
-	}
-	return m
+	return &app.Main{Config: cfg, Version: "test", Log: log, LogForward: forward, Clock: h.clock}
 }
 
 func (h *harness) start() {
@@ -265,6 +251,58 @@ func (w *watcher) until(timeout time.Duration, what string, cond func() bool) {
 		}
 	}
 }
+
+// jumpSettle is how long jumpUntil lets the daemon work after a jump
+// before it jumps again.
+const jumpSettle = 20 * time.Millisecond
+
+// jumpUntil waits for cond as watch.until does, jumping the daemon's clock
+// by step whenever jumpSettle passed without it: what falls due meanwhile
+// (reads, retries, hold-offs, the stats' and the state directory's delays)
+// happens at once instead of after its real duration, and whatever a test
+// counts per interval counts on the clock as it did in real time. A step
+// is short beside the windows the test counts in: a jump makes every due
+// read go out at once.
+func (h *harness) jumpUntil(timeout, step time.Duration, what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out after %s (the clock jumping %s at a time, %s in all) waiting for %s", timeout, step, h.jumped(), what)
+		}
+		h.clock.Advance(step)
+		settle := time.NewTimer(jumpSettle)
+	settling:
+		for {
+			select {
+			case <-h.watch.cond:
+				if cond() {
+					settle.Stop()
+					return
+				}
+			case <-settle.C:
+				break settling
+			}
+		}
+	}
+}
+
+// jumpStats waits for bridge/stats to satisfy cond, jumping the clock a
+// second at a time: the stats follow a change within a second after a
+// quiet while, within five while changes keep coming.
+func (h *harness) jumpStats(cond func(map[string]any) bool) map[string]any {
+	h.t.Helper()
+	var got map[string]any
+	h.jumpUntil(wait, time.Second, "a matching payload on cloud2mqtt/bridge/stats", func() bool {
+		p, _ := h.watch.get("cloud2mqtt/bridge/stats")
+		got = nil
+		return json.Unmarshal([]byte(p), &got) == nil && cond(got)
+	})
+	return got
+}
+
+// jumped is how far h's clock is ahead of the system's time.
+func (h *harness) jumped() time.Duration { return h.clock.Now().Sub(time.Now()).Round(time.Second) }
 
 // waitJSON waits for the topic's last payload to be JSON satisfying cond.
 func (w *watcher) waitJSON(timeout time.Duration, topic string, cond func(map[string]any) bool) map[string]any {

@@ -20,6 +20,7 @@ import (
 // answers), its commands and reads; MQTT shows only its values; the
 // conflict is logged with both addresses.
 func TestLANForgerCannotTakeOverALight(t *testing.T) {
+	t.Parallel()
 	const forgerAddr = "127.0.0.99"
 	const forgedBrightness = 3
 	var forger *lansim.Sim
@@ -49,7 +50,7 @@ func TestLANForgerCannotTakeOverALight(t *testing.T) {
 		return m["brightness"] == 40.0 && m["connection"] == "local"
 	})
 	polls := h.received(lanQuietLight, lan.CmdStatus)
-	w.until(10*time.Second, "two more LAN polls of the light", func() bool { return h.received(lanQuietLight, lan.CmdStatus) >= polls+2 })
+	h.jumpUntil(wait, 500*time.Millisecond, "two more LAN polls of the light", func() bool { return h.received(lanQuietLight, lan.CmdStatus) >= polls+2 })
 
 	if st, _ := h.lan.State(lanQuietLight); st.Brightness != 40 {
 		t.Errorf("the light shows %+v, want the brightness 40 sent to it", st)

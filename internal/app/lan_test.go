@@ -98,6 +98,7 @@ func cloudRequests(sim *cloudsim.Sim, endpoint, dev string) (n int, instances []
 func (h *lanHarness) received(dev, cmd string) int { return h.lan.Counts(dev)[cmd] }
 
 func TestLocalControl(t *testing.T) {
+	t.Parallel()
 	h := startLANHarness(t, nil)
 	w := h.watch
 
@@ -187,8 +188,9 @@ func TestLocalControl(t *testing.T) {
 		}
 		w.waitJSON(3*time.Second, h.stateTopic(lanQuietLight), func(m map[string]any) bool { return m["brightness"] == 77.0 })
 		// A window: three LAN polls of the local lights, and the cloud
-		// light read by the cloud meanwhile.
-		w.until(15*time.Second, "three LAN polls and a cloud read of the cloud light", func() bool {
+		// light read by the cloud meanwhile (the clock jumping half a
+		// second at a time: LAN polls every second, cloud reads every 3).
+		h.jumpUntil(wait, 500*time.Millisecond, "three LAN polls and a cloud read of the cloud light", func() bool {
 			n, _ := cloudRequests(h.sim, cloud.EndpointState, lanCloudLight)
 			return h.received(lanQuietLight, lan.CmdStatus) >= polls+3 && n > 0
 		})
@@ -257,7 +259,7 @@ func TestLocalControl(t *testing.T) {
 		})
 		// The next LAN poll leaves the state as it was.
 		polls := h.received(lanQuietLight, lan.CmdStatus)
-		w.until(5*time.Second, "a LAN poll", func() bool { return h.received(lanQuietLight, lan.CmdStatus) > polls })
+		h.jumpUntil(wait, 500*time.Millisecond, "a LAN poll", func() bool { return h.received(lanQuietLight, lan.CmdStatus) > polls })
 		if after, _ := w.get(h.stateTopic(lanQuietLight)); after != before {
 			t.Errorf("state changed:\n%s\n%s", before, after)
 		}
@@ -278,16 +280,18 @@ func TestLocalControl(t *testing.T) {
 		if err := h.lan.SetOff(lanToggleLight, true); err != nil {
 			t.Fatal(err)
 		}
-		sent := time.Now()
+		// Not jumped: the LAN's tries (three of 300 ms) and the cloud's
+		// answer in the time they take.
+		sent := h.clock.Now()
 		h.publish("cloud2mqtt/"+h.ids[lanToggleLight]+"/set/brightness", `23`)
 		var took time.Duration
 		w.until(5*time.Second, "the brightness through the cloud", func() bool {
 			_, inst := cloudRequests(h.sim, cloud.EndpointControl, lanToggleLight)
-			took = time.Since(sent)
+			took = h.clock.Now().Sub(sent)
 			return strings.Contains(strings.Join(inst, ","), "brightness")
 		})
 		if took > 3*time.Second {
-			t.Errorf("the cloud got the command after %s, want within 3 s", took)
+			t.Errorf("the cloud got the command %s after it was sent (on the clock), want within 3 s", took)
 		}
 		w.waitJSON(5*time.Second, h.stateTopic(lanToggleLight), func(m map[string]any) bool {
 			return m["brightness"] == 23.0 && m["connection"] == "cloud"
@@ -334,6 +338,7 @@ func TestLocalControl(t *testing.T) {
 // still finds the local lights, switches and reads them, and keeps them
 // available.
 func TestLocalControlWithoutTheCloud(t *testing.T) {
+	t.Parallel()
 	h := startLANHarness(t, map[string]string{"STATE_DIR": t.TempDir()})
 	w := h.watch
 	h.waitConnection(lanQuietLight, "local")
