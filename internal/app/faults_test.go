@@ -410,9 +410,12 @@ func TestRateLimitStorm(t *testing.T) {
 	if n := h.sim.DrainControl(1000); n == 0 {
 		t.Fatal("DrainControl took no token")
 	}
-	// The clock jumps a second at a time: the cloud's bucket refills (on
-	// the same clock) and the scheduler's waits end at once.
-	h.waitCommandsJumping(time.Second, "every command applied despite the drained bucket", burst(0xA00000))
+	cmds := burst(0xA00000)
+	// The first refusal, before the clock moves on (its bucket refills on
+	// the same clock); then it jumps a second at a time, so that the
+	// scheduler's waits end at once.
+	h.watch.until(wait, "a command refused by the drained bucket", func() bool { return refused() > 0 || len(missing(h.sim, cmds, commandKey)) == 0 })
+	h.waitCommandsJumping(time.Second, "every command applied despite the drained bucket", cmds)
 	drained := refused()
 	if drained == 0 {
 		t.Error("the drained bucket refused nothing: the test did not run into the limit")

@@ -301,8 +301,9 @@ func TestStateSavedWithinSeconds(t *testing.T) {
 	h.waitCommands("the command", []command{{h.sim.Devices()[0].Device, ids[0], "brightness", int64(33)}})
 	sent := h.clock.Now()
 	saved := func(name string) string { b, _ := os.ReadFile(filepath.Join(dir, name)); return string(b) }
-	// The clock jumps over the writer's delay once; the rest is counted on
-	// it as it flows.
+	// Once the value is the registry's (the bridge shows it), the clock
+	// jumps over the writer's delay; the rest is counted on it as it flows.
+	h.watch.waitJSON(wait, "cloud2mqtt/"+ids[0]+"/state", func(m map[string]any) bool { return m["brightness"] == float64(33) })
 	h.clock.Advance(app.SaveDelay)
 	h.watch.until(wait, "the value sent in the state directory", func() bool {
 		return strings.Contains(saved("states.json")+saved("devices.json"), `"brightness":33`)
