@@ -7,8 +7,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +44,10 @@ type harness struct {
 	// cloud (its buckets, its log): it runs with the system's time, and a
 	// test jumps it over an interval, a hold-off or a delay (jumpUntil).
 	clock *clocktest.Clock
+	// requests are the simulated cloud's requests being answered; lastRequest
+	// when one last began or ended (UnixNano): jumpUntil's sign of a busy
+	// daemon.
+	requests, lastRequest atomic.Int64
 }
 
 type harnessOptions struct {
@@ -71,7 +77,12 @@ func startHarness(t *testing.T, o harnessOptions) *harness {
 		o.sim.Now = h.clock.Now
 	}
 	h.sim = cloudsim.New(o.sim)
-	h.cloud = httptest.NewServer(h.sim)
+	h.cloud = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.requests.Add(1)
+		h.lastRequest.Store(time.Now().UnixNano())
+		defer func() { h.lastRequest.Store(time.Now().UnixNano()); h.requests.Add(-1) }()
+		h.sim.ServeHTTP(w, r)
+	}))
 	t.Cleanup(h.cloud.Close)
 
 	env := map[string]string{
@@ -167,6 +178,8 @@ type watcher struct {
 	count map[string]int
 	all   []msg
 	cond  chan struct{}
+	// lastMessage is when the last message came (UnixNano).
+	lastMessage atomic.Int64
 }
 
 type msg struct{ topic, payload string }
@@ -189,6 +202,7 @@ func newNamedWatcher(t *testing.T, url, clientID string) *watcher {
 			w.count[m.Topic()]++
 			w.all = append(w.all, msg{m.Topic(), string(m.Payload())})
 			w.mu.Unlock()
+			w.lastMessage.Store(time.Now().UnixNano())
 			select {
 			case w.cond <- struct{}{}:
 			default:
@@ -252,17 +266,23 @@ func (w *watcher) until(timeout time.Duration, what string, cond func() bool) {
 	}
 }
 
-// jumpSettle is how long jumpUntil lets the daemon work after a jump
-// before it jumps again.
-const jumpSettle = 20 * time.Millisecond
+// jumpQuiet is how long the daemon must be quiet (no request at the
+// simulated cloud, no message on the broker) before jumpUntil jumps again,
+// and jumpSettle the most it waits for that.
+const (
+	jumpQuiet  = 25 * time.Millisecond
+	jumpSettle = time.Second
+)
 
 // jumpUntil waits for cond as watch.until does, jumping the daemon's clock
-// by step whenever jumpSettle passed without it: what falls due meanwhile
-// (reads, retries, hold-offs, the stats' and the state directory's delays)
-// happens at once instead of after its real duration, and whatever a test
-// counts per interval counts on the clock as it did in real time. A step
-// is short beside the windows the test counts in: a jump makes every due
-// read go out at once.
+// by step whenever the daemon is quiet and cond does not hold: what falls
+// due meanwhile (reads, retries, hold-offs, the stats' and the state
+// directory's delays) happens at once instead of after its real duration,
+// and whatever a test counts per interval counts on the clock as it did
+// in real time. A jump waits for the work the last one set off (requests
+// answered, messages out), so a slow machine slows the clock down rather
+// than letting it run ahead of the daemon. A step is short beside the
+// windows the test counts in: a jump makes every due read go out at once.
 func (h *harness) jumpUntil(timeout, step time.Duration, what string, cond func() bool) {
 	h.t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -271,18 +291,31 @@ func (h *harness) jumpUntil(timeout, step time.Duration, what string, cond func(
 			h.t.Fatalf("timed out after %s (the clock jumping %s at a time, %s in all) waiting for %s", timeout, step, h.jumped(), what)
 		}
 		h.clock.Advance(step)
-		settle := time.NewTimer(jumpSettle)
-	settling:
-		for {
-			select {
-			case <-h.watch.cond:
-				if cond() {
-					settle.Stop()
-					return
-				}
-			case <-settle.C:
-				break settling
+		if h.settle(cond) {
+			return
+		}
+	}
+}
+
+// settle waits until the daemon is quiet (jumpQuiet without a request at
+// the simulated cloud or a message on the broker, none in flight) or
+// jumpSettle passed; true when cond held meanwhile.
+func (h *harness) settle(cond func() bool) bool {
+	start := time.Now()
+	tick := time.NewTicker(jumpQuiet / 5)
+	defer tick.Stop()
+	for {
+		select {
+		case <-h.watch.cond:
+			if cond() {
+				return true
 			}
+		case <-tick.C:
+		}
+		last := max(h.lastRequest.Load(), h.watch.lastMessage.Load())
+		busy := h.requests.Load() > 0 || time.Since(time.Unix(0, last)) < jumpQuiet || time.Since(start) < jumpQuiet
+		if !busy || time.Since(start) > jumpSettle {
+			return cond()
 		}
 	}
 }
