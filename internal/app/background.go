@@ -42,13 +42,18 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listen
 		lastCheck = clk.Now()
 		t.Reset(5 * time.Second)
 	}
-	// Until ready, look often: the first device list should show at once.
+	// Until ready, look when the first device list is in, and often: the
+	// list should show at once (the connection may be back only later).
+	listed := p.reg.FirstList()
 	fast := clk.NewTicker(200 * time.Millisecond)
 	defer fast.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-listed:
+			listed = nil
+			check()
 		case <-fast.C():
 			if b.readySent {
 				fast.Stop()

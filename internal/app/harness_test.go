@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +57,9 @@ type harnessOptions struct {
 	noStart bool
 	// proxy connects the bridge to the broker through an mqtttest.Proxy.
 	proxy bool
+	// frozen stops the clock (clocktest.NewFrozen): only the test's jumps
+	// move it. What happens then needed no time to pass on it.
+	frozen bool
 }
 
 const testKey = "test-key-5f3a9c1e77"
@@ -64,6 +67,9 @@ const testKey = "test-key-5f3a9c1e77"
 func startHarness(t *testing.T, o harnessOptions) *harness {
 	t.Helper()
 	h := &harness{t: t, logs: &mqtttest.SyncBuffer{}, clock: clocktest.New()}
+	if o.frozen {
+		h.clock = clocktest.NewFrozen(time.Now())
+	}
 	h.broker = mqtttest.Start(t, o.broker...)
 	mqttURL := h.broker.URL()
 	if o.proxy {

@@ -42,11 +42,11 @@ func TestLANForgerCannotTakeOverALight(t *testing.T) {
 	})
 	w := h.watch
 	h.waitConnection(lanQuietLight, "local")
-	w.until(10*time.Second, "the forger's scan answer refused", func() bool { return h.main.LAN().Stats().Contested >= 1 })
+	w.until(wait, "the forger's scan answer refused", func() bool { return h.main.LAN().Stats().Contested >= 1 })
 
 	id := h.ids[lanQuietLight]
 	h.publish("cloud2mqtt/"+id+"/set/brightness", `40`)
-	w.waitJSON(5*time.Second, h.stateTopic(lanQuietLight), func(m map[string]any) bool {
+	w.waitJSON(wait, h.stateTopic(lanQuietLight), func(m map[string]any) bool {
 		return m["brightness"] == 40.0 && m["connection"] == "local"
 	})
 	polls := h.received(lanQuietLight, lan.CmdStatus)
