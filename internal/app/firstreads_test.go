@@ -100,7 +100,8 @@ func TestThousandDevicesFirstReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: cat}, env: map[string]string{"POLL_INTERVAL": "10m", "LOG_LEVEL": "info"}, frozen: true})
+	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: cat}, env: map[string]string{"POLL_INTERVAL": "10m", "LOG_LEVEL": "info"}, frozen: true,
+		watch: "cloud2mqtt/+/state"})
 	took := h.firstStates(3*time.Minute, start)
 	t.Logf("1000 devices: every first state %v after start", took.Round(time.Millisecond))
 	if n := rateLimited(h.sim); n != 0 {

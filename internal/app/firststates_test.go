@@ -48,7 +48,8 @@ func lights(t *testing.T, n int) *cloudsim.Catalogue {
 func TestFirstStatesOf100Lights(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: lights(t, 100)}, env: map[string]string{"POLL_INTERVAL": "60s"}, frozen: true})
+	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: lights(t, 100)}, env: map[string]string{"POLL_INTERVAL": "60s"}, frozen: true,
+		watch: "cloud2mqtt/#"})
 	devs := h.sim.Devices()
 	var listed time.Time
 	h.watch.until(time.Minute, "every first state", func() bool {

@@ -60,6 +60,11 @@ type harnessOptions struct {
 	// frozen stops the clock (clocktest.NewFrozen): only the test's jumps
 	// move it. What happens then needed no time to pass on it.
 	frozen bool
+	// watch is the watcher's topic filter (default "#"): a thousand
+	// devices' discovery configs to a watcher that takes everything, on a
+	// busy machine, overflow the broker's queue for it (mosquitto drops
+	// what is beyond 1000 messages).
+	watch string
 }
 
 const testKey = "test-key-5f3a9c1e77"
@@ -119,7 +124,10 @@ func startHarness(t *testing.T, o harnessOptions) *harness {
 			t.Logf("the daemon's last %d log lines:\n%s", min(len(lines), 150), strings.Join(lines[max(0, len(lines)-150):], "\n"))
 		}
 	})
-	h.watch = newWatcher(t, h.broker.URL(), h.broker)
+	if o.watch == "" {
+		o.watch = "#"
+	}
+	h.watch = newFilteredWatcher(t, h.broker.URL(), "watcher-"+strings.ReplaceAll(t.Name(), "/", "-"), o.watch)
 	h.main = h.newMain(cfg)
 	if !o.noStart {
 		h.start()
@@ -197,12 +205,17 @@ func newWatcher(t *testing.T, url string, b *mqtttest.Broker) *watcher {
 // newNamedWatcher is a watcher with its own client id, for a second,
 // fresh subscriber beside the harness's.
 func newNamedWatcher(t *testing.T, url, clientID string) *watcher {
+	return newFilteredWatcher(t, url, clientID, "#")
+}
+
+// newFilteredWatcher is a watcher of the topics of filter.
+func newFilteredWatcher(t *testing.T, url, clientID, filter string) *watcher {
 	w := &watcher{t: t, last: map[string]string{}, count: map[string]int{}, cond: make(chan struct{}, 1)}
 	opts := paho.NewClientOptions().AddBroker(url).SetClientID(clientID).
 		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(100 * time.Millisecond).
 		SetMaxReconnectInterval(200 * time.Millisecond).SetOrderMatters(true)
 	opts.SetOnConnectHandler(func(c paho.Client) {
-		c.Subscribe("#", 1, func(_ paho.Client, m paho.Message) {
+		c.Subscribe(filter, 1, func(_ paho.Client, m paho.Message) {
 			w.mu.Lock()
 			w.last[m.Topic()] = string(m.Payload())
 			w.count[m.Topic()]++
