@@ -186,44 +186,6 @@ func (s *stream) fence() {
 	}
 }
 
-// waitCommands waits until the cloud applied every acknowledged command.
-func (h *harness) waitCommands(what string, cmds []command) {
-	h.t.Helper()
-	h.waitCommandsJumping(0, what, cmds)
-}
-
-// waitCommandsJumping is waitCommands jumping the daemon's clock by step
-// (jumpUntil) while commands are missing; 0 does not jump.
-func (h *harness) waitCommandsJumping(step time.Duration, what string, cmds []command) {
-	h.t.Helper()
-	var left []command
-	cond := func() bool { left = missing(h.sim, cmds, commandKey); return len(left) == 0 }
-	if step > 0 {
-		h.jumpUntil(faultWait, step, what, cond)
-		return
-	}
-	deadline := time.Now().Add(faultWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out after %s waiting for %s: %d of %d commands never reached the cloud, the first %+v",
-				faultWait, what, len(left), len(cmds), left[0])
-		}
-		time.Sleep(50 * time.Millisecond) // polling the simulator, not waiting for an outcome
-	}
-}
-
-// availabilityJumping is availability, jumping the daemon's clock by step
-// (jumpUntil) while a device has another.
-func (h *harness) availabilityJumping(step time.Duration, want string, ids ...string) {
-	h.t.Helper()
-	for _, id := range ids {
-		h.jumpUntil(faultWait, step, id+" availability "+want, func() bool {
-			p, _ := h.watch.get("cloud2mqtt/" + id + "/availability")
-			return p == want
-		})
-	}
-}
-
 // restored checks what a fresh subscriber sees after a restart: the bridge
 // online, every discovery config, and each device's state and availability.
 func restored(t *testing.T, h *harness, name string, configs int) {
