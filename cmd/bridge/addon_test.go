@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -71,9 +70,11 @@ func TestHomeAssistantAppMode(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errOut bytes.Buffer
+	// The daemon logs from several goroutines: a buffer of their own each
+	// would race.
+	out, errOut := &syncWriter{w: &strings.Builder{}}, &syncWriter{w: &strings.Builder{}}
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, nil, environ, &out, &errOut) }()
+	go func() { done <- run(ctx, nil, environ, out, errOut) }()
 	var online, infoVersion, swVersion bool
 	for !(online && infoVersion && swVersion) {
 		m, ok := watcher.Next(30 * time.Second)

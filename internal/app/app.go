@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/bridge"
+	"cloud2mqtt/internal/clock"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/events"
 	"cloud2mqtt/internal/lan"
@@ -62,17 +63,23 @@ type Main struct {
 	// OnReady, when set, is called once, when the first device list is in,
 	// with where the daemon is reached (the demo prints its instructions).
 	OnReady func(Ready)
+	// Clock is the daemon's time (nil: clock.Real): the scheduler's, the
+	// poller's, the registry's and the LAN client's, and the daemon's own
+	// timers (stats, the state directory's writer, health, the watchdog,
+	// the status page's instants). Tests pass a clocktest clock and jump
+	// it over an interval, a hold-off or a delay instead of waiting.
+	Clock clock.Clock
 
 	mu      sync.Mutex
 	run     *parts // the running parts, once the broker is connected
 	metrics *metrics
 	reached Ready // the addresses served so far
 	ready   chan struct{}
-	tune    tuning // timings tests shorten; zero: the defaults
-	// tuneConfigs, set by tests (export_test.go), shortens hold-offs,
-	// back-offs and retry intervals in the scheduler's, the poller's and the
-	// MQTT client's configuration.
-	tuneConfigs func(*scheduler.Config, *poller.Config, *mqtt.Config)
+	// connectRetry, set by tests (export_test.go), is the MQTT client's
+	// wait between connection attempts before the first connect (0: its
+	// default). paho sleeps it on the system's time in a goroutine of its
+	// own, which no Clock reaches and a stop cannot cut short.
+	connectRetry time.Duration
 }
 
 // Ready is where a running daemon is reached.
@@ -198,12 +205,8 @@ type parts struct {
 	lan    *local.Router // nil: LAN control off
 }
 
-// tuning is m.tune with the defaults filled in.
-func (m *Main) tuning() tuning {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.tune.withDefaults()
-}
+// clock is m.Clock, or the real clock when it is nil.
+func (m *Main) clock() clock.Clock { return clock.Or(m.Clock) }
 
 // readyChan is closed once the first device list is in (tests wait for it
 // with WaitReady, export_test.go); it may be asked for before Run starts.
@@ -280,16 +283,16 @@ func (m *Main) health() (bool, []string, any) {
 		if !last.IsZero() {
 			details["last_progress"] = last.UTC().Format(time.RFC3339)
 		}
-		if last.IsZero() || time.Since(last) > stale {
+		if last.IsZero() || m.clock().Now().Sub(last) > stale {
 			reasons = append(reasons, fmt.Sprintf("the poller has made no progress for more than %s", stale.Round(time.Second)))
 		}
 	}
 	if sched != nil {
 		st := sched.Stats()
-		now := time.Now()
+		now := m.clock().Now()
 		if !st.AuthHoldoffUntil.IsZero() && now.Before(st.AuthHoldoffUntil) {
 			reasons = append(reasons, "the cloud refuses the API key: check CLOUD_API_KEY")
-		} else if failing, why := cloudFailing(st.Cloud, now, m.tuning().cloudGrace); failing {
+		} else if failing, why := cloudFailing(st.Cloud, now); failing {
 			reasons = append(reasons, why)
 		}
 		details["requests_today"] = st.RequestsToday

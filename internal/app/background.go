@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"cloud2mqtt/internal/clock"
 	"cloud2mqtt/internal/poller"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
@@ -27,41 +28,46 @@ const infoEvery = time.Minute
 // the tick catches what changes with time alone (the Cloud sensor, a 429 a
 // minute old).
 func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listener, p parts) {
-	b := &backgroundLoop{m: m, p: p, tune: m.tuning(), ready: ready, sd: Systemd{Log: m.Log}}
-	t := time.NewTicker(5 * time.Second)
+	clk := m.clock()
+	b := &backgroundLoop{m: m, p: p, clk: clk, ready: ready, sd: Systemd{Log: m.Log, Clock: clk}}
+	t := clk.NewTicker(5 * time.Second)
 	defer t.Stop()
-	gather := time.NewTimer(time.Hour)
+	gather := clk.NewTimer(time.Hour)
 	gather.Stop()
 	defer gather.Stop()
 	gathering := false
-	spacing := statsSpacing * b.tune.statsDelay
 	var lastCheck time.Time
 	check := func() {
 		b.check()
-		lastCheck = time.Now()
+		lastCheck = clk.Now()
 		t.Reset(5 * time.Second)
 	}
-	// Until ready, look often: the first device list should show at once.
-	fast := time.NewTicker(200 * time.Millisecond)
+	// Until ready, look when the first device list is in, and often: the
+	// list should show at once (the connection may be back only later).
+	listed := p.reg.FirstList()
+	fast := clk.NewTicker(200 * time.Millisecond)
 	defer fast.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-fast.C:
+		case <-listed:
+			listed = nil
+			check()
+		case <-fast.C():
 			if b.readySent {
 				fast.Stop()
 				continue
 			}
 			check()
-		case <-t.C:
+		case <-t.C():
 			check()
 		case <-kick.c:
 			if !gathering {
 				gathering = true
-				gather.Reset(max(b.tune.statsDelay, time.Until(lastCheck.Add(spacing))))
+				gather.ResetAt(later(clk.Now().Add(statsDelay), lastCheck.Add(statsSpacing*statsDelay)))
 			}
-		case <-gather.C:
+		case <-gather.C():
 			gathering = false
 			kick.done()
 			check()
@@ -69,11 +75,19 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listen
 	}
 }
 
+// later is the later of two instants.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // backgroundLoop is the state of Main.background between its checks.
 type backgroundLoop struct {
 	m         *Main
 	p         parts
-	tune      tuning
+	clk       clock.Clock
 	sd        Systemd
 	ready     chan struct{} // closed once, when readySent turns true
 	readySent bool
@@ -93,7 +107,7 @@ type infoKey struct {
 // check is one look at the daemon: stats and info published, the systemd
 // status, readiness, and the start's memory returned once it is over.
 func (b *backgroundLoop) check() {
-	now := time.Now()
+	now := b.clk.Now()
 	sc, ps, rs := b.p.sched.Stats(), b.p.poll.Stats(), b.p.reg.Stats()
 	b.publishStats(now, sc, rs)
 	b.publishInfo(now, sc, ps)
@@ -114,7 +128,7 @@ func (b *backgroundLoop) publishStats(now time.Time, sc scheduler.Stats, rs regi
 	limit := b.p.set.DailyLimit()
 	b.p.mirror.SetDailyLimit(limit)
 	st := bridgeStats(b.m.Version, sc, rs, limit, now)
-	st.CloudConnected = cloudConnected(sc.Cloud, now, b.tune.cloudGrace)
+	st.CloudConnected = cloudConnected(sc.Cloud, now)
 	b.p.mirror.PublishStats(st)
 }
 

@@ -2,20 +2,20 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"cloud2mqtt/internal/local"
-	"cloud2mqtt/internal/mqtt"
-	"cloud2mqtt/internal/poller"
-	"cloud2mqtt/internal/scheduler"
 )
 
-// TuneConfigs lets a test change the scheduler's, the poller's and the MQTT
-// client's configuration before Run starts them: hold-offs, back-offs and
-// retry intervals a test waits out are set short, so the test waits for the
-// event, not for the production default. Run uses them as f leaves them.
-func (m *Main) TuneConfigs(f func(*scheduler.Config, *poller.Config, *mqtt.Config)) {
-	m.tuneConfigs = f
-}
+// SaveDelay is how long after a change the state directory is written.
+const SaveDelay = saveDelay
+
+// SetConnectRetry sets the MQTT client's wait between connection attempts
+// before the first connect (default 5 s); call it before Run. It is the one
+// wait a test cannot jump with Main.Clock: paho sleeps it on the system's
+// time, and a daemon stopped while it tries leaves that sleep running
+// (a test that stops such daemons waits for it to end).
+func (m *Main) SetConnectRetry(d time.Duration) { m.connectRetry = d }
 
 // WaitReady blocks until the daemon is ready (the first device list is in)
 // or ctx ends.

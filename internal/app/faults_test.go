@@ -15,7 +15,6 @@ import (
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/mqtttest"
-	"cloud2mqtt/internal/poller"
 	"cloud2mqtt/internal/scheduler"
 	"cloud2mqtt/internal/topic"
 )
@@ -28,7 +27,7 @@ import (
 
 // faultWait bounds waits that include the scheduler's retries of failing
 // reads (up to four attempts with back-off, three failed reads before a
-// device is unavailable).
+// device is unavailable), the clock jumping over the back-offs.
 const faultWait = 60 * time.Second
 
 // ids are the topic ids of the simulated account's devices.
@@ -187,23 +186,6 @@ func (s *stream) fence() {
 	}
 }
 
-// waitCommands waits until the cloud applied every acknowledged command.
-func (h *harness) waitCommands(what string, cmds []command) {
-	h.t.Helper()
-	deadline := time.Now().Add(faultWait)
-	for {
-		left := missing(h.sim, cmds, commandKey)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out after %s waiting for %s: %d of %d commands never reached the cloud, the first %+v",
-				faultWait, what, len(left), len(cmds), left[0])
-		}
-		time.Sleep(50 * time.Millisecond) // polling the simulator, not waiting for an outcome
-	}
-}
-
 // restored checks what a fresh subscriber sees after a restart: the bridge
 // online, every discovery config, and each device's state and availability.
 func restored(t *testing.T, h *harness, name string, configs int) {
@@ -313,20 +295,15 @@ func TestCloudFaults(t *testing.T) {
 			h := startHarness(t, harnessOptions{
 				sim: cloudsim.Options{Catalogue: firstDevices(2)},
 				env: map[string]string{"CLOUD_TIMEOUT": "500ms"},
-				// Short back-offs, two attempts a read and two failed
-				// reads to unavailable: the test waits for the failed
-				// reads and for the next read after the fault, not for
-				// the production defaults' back-offs (the counts are the
-				// poller's and the scheduler's own tests').
-				sched: func(c *scheduler.Config) {
-					c.RetryBase, c.RetryMax, c.MaxAttempts = 100*time.Millisecond, time.Second, 2
-				},
-				poll: func(c *poller.Config) { c.OfflineMaxInterval, c.FailuresBeforeUnreachable = c.Interval, 2 },
 			})
 			ids := h.ids()
 			availability(h.watch, wait, "online", ids...)
 			tc.inject(h.sim.Faults())
-			availability(h.watch, faultWait, "offline", ids...)
+			// The clock jumps over the back-offs of the retries and of
+			// the failing devices' reads: the test waits for the failed
+			// reads, not for the back-offs (the counts are the poller's
+			// and the scheduler's own tests').
+			h.availabilityJumping(time.Second, "offline", ids...)
 
 			// Still up: a command goes through (only reads fail) and the
 			// health request is answered.
@@ -343,7 +320,7 @@ func TestCloudFaults(t *testing.T) {
 			}
 
 			h.sim.Faults().Clear()
-			availability(h.watch, faultWait, "online", ids...)
+			h.availabilityJumping(time.Second, "online", ids...)
 			h.watch.waitJSON(wait, "cloud2mqtt/"+cmd.id+"/state", func(m map[string]any) bool { return m["brightness"] == float64(33) })
 			if n := h.sim.Counts().RateLimited; len(n) != 0 {
 				t.Errorf("retries ran into the cloud's rate limits: %v", n)
@@ -395,7 +372,12 @@ func TestRateLimitStorm(t *testing.T) {
 	if n := h.sim.DrainControl(1000); n == 0 {
 		t.Fatal("DrainControl took no token")
 	}
-	h.waitCommands("every command applied despite the drained bucket", burst(0xA00000))
+	cmds := burst(0xA00000)
+	// The first refusal, before the clock moves on (its bucket refills on
+	// the same clock); then it jumps a second at a time, so that the
+	// scheduler's waits end at once.
+	h.watch.until(wait, "a command refused by the drained bucket", func() bool { return refused() > 0 || len(missing(h.sim, cmds, commandKey)) == 0 })
+	h.waitCommandsJumping(time.Second, "every command applied despite the drained bucket", cmds)
 	drained := refused()
 	if drained == 0 {
 		t.Error("the drained bucket refused nothing: the test did not run into the limit")
@@ -408,7 +390,7 @@ func TestRateLimitStorm(t *testing.T) {
 
 	// Injected 429s: the scheduler backs off and retries until sent.
 	h.sim.Faults().FailNext(cloud.EndpointControl, 6, 429)
-	h.waitCommands("every command applied despite injected 429s", burst(0xB00001))
+	h.waitCommandsJumping(time.Second, "every command applied despite injected 429s", burst(0xB00001))
 	if got := h.sim.Counts().Of(cloud.EndpointControl, 429); got < 6+drained {
 		t.Errorf("%d 429 answers to control, want the 6 injected and %d from the drained bucket", got, drained)
 	}
@@ -427,15 +409,12 @@ func TestRateLimitStorm(t *testing.T) {
 // requests are not sent while refused, commands are answered with a clear
 // error, devices stay available (the refusal is the account's, not
 // theirs), and once the key is accepted again
-// everything recovers without a restart. The hold-off (a minute by
-// default) is set short, so the test waits for the recovery, not the clock.
+// everything recovers without a restart. The test jumps the clock over the
+// hold-off (a minute), so it waits for the recovery, not the clock.
 func TestAPIKeyRevokedAndRestored(t *testing.T) {
 	t.Parallel()
-	const holdoff = 3 * time.Second
-	h := startHarness(t, harnessOptions{
-		sim:   cloudsim.Options{Catalogue: firstDevices(2)},
-		sched: func(c *scheduler.Config) { c.AuthHoldoff = holdoff },
-	})
+	const holdoff = scheduler.AuthHoldoff
+	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(2)}})
 	ids := h.ids()
 	availability(h.watch, wait, "online", ids...)
 	h.devices()
@@ -446,7 +425,7 @@ func TestAPIKeyRevokedAndRestored(t *testing.T) {
 	before := h.sim.Counts()
 
 	h.sim.RevokeKey()
-	revoked := time.Now()
+	revoked := h.clock.Now()
 	h.publish("cloud2mqtt/bridge/request/refresh", `{"transaction":"r1"}`)
 	r := h.watch.waitJSON(wait, "cloud2mqtt/bridge/response/refresh", func(m map[string]any) bool { return m["transaction"] == "r1" })
 	if r["status"] != "error" || !strings.Contains(strings.ToLower(fmt.Sprint(r["error"])), "key") {
@@ -470,8 +449,9 @@ func TestAPIKeyRevokedAndRestored(t *testing.T) {
 	// Each hold-off that ended while the key was still refused cost one
 	// probe request (refused, logged again, a new hold-off): holdoffs is
 	// how many hold-offs the time revoked can hold.
-	holdoffs := 1 + int(time.Since(revoked)/holdoff)
-	t.Logf("the key was refused for %v: %d hold-off(s) of %v", time.Since(revoked).Round(time.Millisecond), holdoffs, holdoff)
+	refusedFor := h.clock.Now().Sub(revoked)
+	holdoffs := 1 + int(refusedFor/holdoff)
+	t.Logf("the key was refused for %v: %d hold-off(s) of %v", refusedFor.Round(time.Millisecond), holdoffs, holdoff)
 
 	list401 := during.Of(cloud.EndpointDevices, 401) - before.Of(cloud.EndpointDevices, 401)
 	all401 := 0
@@ -487,8 +467,10 @@ func TestAPIKeyRevokedAndRestored(t *testing.T) {
 		t.Errorf("%d requests refused with 401 while revoked; at most %d expected", all401, max401)
 	}
 
-	// Recovery, without a restart, once the refusal's hold-off is over.
-	h.watch.until(holdoff+faultWait, "a state read answered after the key is back", func() bool {
+	// Recovery, without a restart, once the refusal's hold-off is over:
+	// jumped over, then a second at a time to the next read.
+	h.clock.Advance(holdoff)
+	h.jumpUntil(faultWait, time.Second, "a state read answered after the key is back", func() bool {
 		return h.sim.Counts().Of(cloud.EndpointState, 200) > during.Of(cloud.EndpointState, 200)
 	})
 	for _, m := range h.watch.messages() {
@@ -575,7 +557,7 @@ func TestDeviceRemovedRestoredOfflineOnline(t *testing.T) {
 		p, _ := h.watch.get("cloud2mqtt/" + goneID + "/availability")
 		return p == ""
 	})
-	availability(h.watch, wait, "offline", offID)
+	h.availabilityJumping(time.Second, "offline", offID)
 	h.watch.waitJSON(wait, "cloud2mqtt/"+offID+"/state", func(m map[string]any) bool { return m["online"] == false })
 
 	if err := h.sim.RestoreDevice(gone.Device); err != nil {
@@ -586,5 +568,6 @@ func TestDeviceRemovedRestoredOfflineOnline(t *testing.T) {
 	}
 	refresh("restored")
 	h.watch.until(wait, "the returned device's configs back", configsOf(true))
-	availability(h.watch, faultWait, "online", goneID, offID)
+	// The offline device's reads back off: the clock jumps over them.
+	h.availabilityJumping(time.Second, "online", goneID, offID)
 }

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -37,13 +36,16 @@ func rateLimited(sim *cloudsim.Sim) int {
 }
 
 // TestFirstStatesAtOnce: whatever the poll interval, every device has a
-// state within seconds of a start, and every light's effect list (its
-// scenes) right after, without a 429.
+// state at once after a start, and every light's effect list (its scenes)
+// right after, without a 429. "At once" is on the daemon's clock, which
+// stands still: a read or a scene list that waited for any interval, grid
+// instant or pace would never come. How long they took on this machine is
+// logged (speed is docs/benchmarks.md's).
 func TestFirstStatesAtOnce(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	h := startHarness(t, harnessOptions{env: map[string]string{"POLL_INTERVAL": "10m"}})
-	took := h.firstStates(5*time.Second, start)
+	h := startHarness(t, harnessOptions{env: map[string]string{"POLL_INTERVAL": "10m"}, frozen: true})
+	took := h.firstStates(time.Minute, start)
 	t.Logf("%d devices: every first state %v after start", len(h.sim.Devices()), took.Round(time.Millisecond))
 	var lights []capability.Device
 	for _, d := range h.sim.Devices() {
@@ -67,7 +69,7 @@ func TestFirstStatesAtOnce(t *testing.T) {
 			t.Logf("the light without its effect list: %s", missing)
 		}
 	}()
-	h.watch.until(10*time.Second-time.Since(start), "every light's effect list", func() bool {
+	h.watch.until(time.Minute, "every light's effect list", func() bool {
 		for _, d := range lights {
 			// A device with scenes but no light entity (a sync box) shows
 			// them in a select; its scene fetch is what must be done.
@@ -86,45 +88,23 @@ func TestFirstStatesAtOnce(t *testing.T) {
 }
 
 // TestThousandDevicesFirstReads: a household of 1000 devices at a 10-minute
-// poll interval has every state within 30 s of start, without a 429. Under
-// the race detector, which makes the daemon several times slower (12 s
-// alone, over 30 s beside the other tests on a busy machine), the bound
-// says nothing about the daemon: every state must still come, within
-// minutes.
+// poll interval has every state at once after a start (the daemon's clock
+// stands still: none waited for any interval, grid instant or pace),
+// without a 429. The time it took on this machine is logged; the bound
+// only ends a test that will not pass (under the race detector, beside the
+// other tests, on a busy machine it takes tens of seconds).
 func TestThousandDevicesFirstReads(t *testing.T) {
-	if !raceDetector() {
-		// Under the race detector it runs alone, before the parallel
-		// tests: beside them a thousand devices in one process starved
-		// (CI: requests 8–12 s in flight, the 3-minute bound missed).
-		t.Parallel()
-	}
+	t.Parallel()
 	cat, err := cloudsim.Household(1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound := 30 * time.Second
-	if raceDetector() {
-		bound = 3 * time.Minute
-	}
 	start := time.Now()
-	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: cat}, env: map[string]string{"POLL_INTERVAL": "10m", "LOG_LEVEL": "info"}})
-	took := h.firstStates(bound, start)
+	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: cat}, env: map[string]string{"POLL_INTERVAL": "10m", "LOG_LEVEL": "info"}, frozen: true,
+		watch: "cloud2mqtt/+/state"})
+	took := h.firstStates(3*time.Minute, start)
 	t.Logf("1000 devices: every first state %v after start", took.Round(time.Millisecond))
 	if n := rateLimited(h.sim); n != 0 {
 		t.Errorf("%d × 429", n)
 	}
-}
-
-// raceDetector reports whether the test binary was built with -race.
-func raceDetector() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
 }

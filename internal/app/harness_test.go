@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,13 +18,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/app"
+	"cloud2mqtt/internal/clock/clocktest"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/logging"
-	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/mqtttest"
-	"cloud2mqtt/internal/poller"
-	"cloud2mqtt/internal/scheduler"
 )
 
 // harness is one whole daemon started in-process against a test broker and
@@ -40,9 +40,14 @@ type harness struct {
 	logs   *mqtttest.SyncBuffer
 	cancel context.CancelFunc
 	done   chan error
-	// sched and poll are harnessOptions', applied to every daemon h starts.
-	sched func(*scheduler.Config)
-	poll  func(*poller.Config)
+	// clock is the time of every daemon h starts and of the simulated
+	// cloud (its buckets, its log): it runs with the system's time, and a
+	// test jumps it over an interval, a hold-off or a delay (jumpUntil).
+	clock *clocktest.Clock
+	// requests are the simulated cloud's requests being answered; lastRequest
+	// when one last began or ended (UnixNano): jumpUntil's sign of a busy
+	// daemon.
+	requests, lastRequest atomic.Int64
 }
 
 type harnessOptions struct {
@@ -52,18 +57,24 @@ type harnessOptions struct {
 	noStart bool
 	// proxy connects the bridge to the broker through an mqtttest.Proxy.
 	proxy bool
-	// sched and poll, when set, change the scheduler's and the poller's
-	// configuration: a test that waits out a hold-off or back-offs sets
-	// them short.
-	sched func(*scheduler.Config)
-	poll  func(*poller.Config)
+	// frozen stops the clock (clocktest.NewFrozen): only the test's jumps
+	// move it. What happens then needed no time to pass on it.
+	frozen bool
+	// watch is the watcher's topic filter (default "#"): a thousand
+	// devices' discovery configs to a watcher that takes everything, on a
+	// busy machine, overflow the broker's queue for it (mosquitto drops
+	// what is beyond 1000 messages).
+	watch string
 }
 
 const testKey = "test-key-5f3a9c1e77"
 
 func startHarness(t *testing.T, o harnessOptions) *harness {
 	t.Helper()
-	h := &harness{t: t, logs: &mqtttest.SyncBuffer{}, sched: o.sched, poll: o.poll}
+	h := &harness{t: t, logs: &mqtttest.SyncBuffer{}, clock: clocktest.New()}
+	if o.frozen {
+		h.clock = clocktest.NewFrozen(time.Now())
+	}
 	h.broker = mqtttest.Start(t, o.broker...)
 	mqttURL := h.broker.URL()
 	if o.proxy {
@@ -73,8 +84,16 @@ func startHarness(t *testing.T, o harnessOptions) *harness {
 	if o.sim.APIKey == "" {
 		o.sim.APIKey = testKey
 	}
+	if o.sim.Now == nil {
+		o.sim.Now = h.clock.Now
+	}
 	h.sim = cloudsim.New(o.sim)
-	h.cloud = httptest.NewServer(h.sim)
+	h.cloud = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.requests.Add(1)
+		h.lastRequest.Store(time.Now().UnixNano())
+		defer func() { h.lastRequest.Store(time.Now().UnixNano()); h.requests.Add(-1) }()
+		h.sim.ServeHTTP(w, r)
+	}))
 	t.Cleanup(h.cloud.Close)
 
 	env := map[string]string{
@@ -105,7 +124,10 @@ func startHarness(t *testing.T, o harnessOptions) *harness {
 			t.Logf("the daemon's last %d log lines:\n%s", min(len(lines), 150), strings.Join(lines[max(0, len(lines)-150):], "\n"))
 		}
 	})
-	h.watch = newWatcher(t, h.broker.URL(), h.broker)
+	if o.watch == "" {
+		o.watch = "#"
+	}
+	h.watch = newFilteredWatcher(t, h.broker.URL(), "watcher-"+strings.ReplaceAll(t.Name(), "/", "-"), o.watch)
 	h.main = h.newMain(cfg)
 	if !o.noStart {
 		h.start()
@@ -113,23 +135,12 @@ func startHarness(t *testing.T, o harnessOptions) *harness {
 	return h
 }
 
-// newMain is a daemon logging to h.logs, with its warnings and errors
-// forwarded to bridge/logging as cmd/bridge does.
+// newMain is a daemon on h's clock logging to h.logs, with its warnings
+// and errors forwarded to bridge/logging as cmd/bridge does.
 func (h *harness) newMain(cfg config.Config) *app.Main {
 	forward := logging.NewForwarder()
 	log := zerolog.New(zerolog.MultiLevelWriter(h.logs, forward)).With().Timestamp().Logger()
-	m := &app.Main{Config: cfg, Version: "test", Log: log, LogForward: forward}
-	if h.sched != nil || h.poll != nil {
-		m.TuneConfigs(func(s *scheduler.Config, p *poller.Config, _ *mqtt.Config) {
-			if h.sched != nil {
-				h.sched(s)
-			}
-			if h.poll != nil {
-				h.poll(p)
-			}
-		})
-	}
-	return m
+	return &app.Main{Config: cfg, Version: "test", Log: log, LogForward: forward, Clock: h.clock}
 }
 
 func (h *harness) start() {
@@ -181,6 +192,8 @@ type watcher struct {
 	count map[string]int
 	all   []msg
 	cond  chan struct{}
+	// lastMessage is when the last message came (UnixNano).
+	lastMessage atomic.Int64
 }
 
 type msg struct{ topic, payload string }
@@ -192,17 +205,23 @@ func newWatcher(t *testing.T, url string, b *mqtttest.Broker) *watcher {
 // newNamedWatcher is a watcher with its own client id, for a second,
 // fresh subscriber beside the harness's.
 func newNamedWatcher(t *testing.T, url, clientID string) *watcher {
+	return newFilteredWatcher(t, url, clientID, "#")
+}
+
+// newFilteredWatcher is a watcher of the topics of filter.
+func newFilteredWatcher(t *testing.T, url, clientID, filter string) *watcher {
 	w := &watcher{t: t, last: map[string]string{}, count: map[string]int{}, cond: make(chan struct{}, 1)}
 	opts := paho.NewClientOptions().AddBroker(url).SetClientID(clientID).
 		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(100 * time.Millisecond).
 		SetMaxReconnectInterval(200 * time.Millisecond).SetOrderMatters(true)
 	opts.SetOnConnectHandler(func(c paho.Client) {
-		c.Subscribe("#", 1, func(_ paho.Client, m paho.Message) {
+		c.Subscribe(filter, 1, func(_ paho.Client, m paho.Message) {
 			w.mu.Lock()
 			w.last[m.Topic()] = string(m.Payload())
 			w.count[m.Topic()]++
 			w.all = append(w.all, msg{m.Topic(), string(m.Payload())})
 			w.mu.Unlock()
+			w.lastMessage.Store(time.Now().UnixNano())
 			select {
 			case w.cond <- struct{}{}:
 			default:
@@ -265,6 +284,115 @@ func (w *watcher) until(timeout time.Duration, what string, cond func() bool) {
 		}
 	}
 }
+
+// jumpQuiet is how long the daemon must be quiet (no request at the
+// simulated cloud, no message on the broker) before jumpUntil jumps again,
+// and jumpSettle the most it waits for that.
+const (
+	jumpQuiet  = 25 * time.Millisecond
+	jumpSettle = time.Second
+)
+
+// jumpUntil waits for cond as watch.until does, jumping the daemon's clock
+// by step whenever the daemon is quiet and cond does not hold: what falls
+// due meanwhile (reads, retries, hold-offs, the stats' and the state
+// directory's delays) happens at once instead of after its real duration,
+// and whatever a test counts per interval counts on the clock as it did
+// in real time. A jump waits for the work the last one set off (requests
+// answered, messages out), so a slow machine slows the clock down rather
+// than letting it run ahead of the daemon. A step is short beside the
+// windows the test counts in: a jump makes every due read go out at once.
+func (h *harness) jumpUntil(timeout, step time.Duration, what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out after %s (the clock jumping %s at a time, %s in all) waiting for %s", timeout, step, h.jumped(), what)
+		}
+		h.clock.Advance(step)
+		if h.settle(cond) {
+			return
+		}
+	}
+}
+
+// settle waits until the daemon is quiet (jumpQuiet without a request at
+// the simulated cloud or a message on the broker, none in flight) or
+// jumpSettle passed; true when cond held meanwhile.
+func (h *harness) settle(cond func() bool) bool {
+	start := time.Now()
+	tick := time.NewTicker(jumpQuiet / 5)
+	defer tick.Stop()
+	for {
+		select {
+		case <-h.watch.cond:
+			if cond() {
+				return true
+			}
+		case <-tick.C:
+		}
+		last := max(h.lastRequest.Load(), h.watch.lastMessage.Load())
+		busy := h.requests.Load() > 0 || time.Since(time.Unix(0, last)) < jumpQuiet || time.Since(start) < jumpQuiet
+		if !busy || time.Since(start) > jumpSettle {
+			return cond()
+		}
+	}
+}
+
+// jumpStats waits for bridge/stats to satisfy cond, jumping the clock a
+// second at a time: the stats follow a change within a second after a
+// quiet while, within five while changes keep coming.
+func (h *harness) jumpStats(cond func(map[string]any) bool) map[string]any {
+	h.t.Helper()
+	var got map[string]any
+	h.jumpUntil(wait, time.Second, "a matching payload on cloud2mqtt/bridge/stats", func() bool {
+		p, _ := h.watch.get("cloud2mqtt/bridge/stats")
+		got = nil
+		return json.Unmarshal([]byte(p), &got) == nil && cond(got)
+	})
+	return got
+}
+
+// waitCommands waits until the cloud applied every acknowledged command.
+func (h *harness) waitCommands(what string, cmds []command) {
+	h.t.Helper()
+	h.waitCommandsJumping(0, what, cmds)
+}
+
+// waitCommandsJumping is waitCommands jumping the daemon's clock by step
+// (jumpUntil) while commands are missing; 0 does not jump.
+func (h *harness) waitCommandsJumping(step time.Duration, what string, cmds []command) {
+	h.t.Helper()
+	var left []command
+	cond := func() bool { left = missing(h.sim, cmds, commandKey); return len(left) == 0 }
+	if step > 0 {
+		h.jumpUntil(faultWait, step, what, cond)
+		return
+	}
+	deadline := time.Now().Add(faultWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out after %s waiting for %s: %d of %d commands never reached the cloud, the first %+v",
+				faultWait, what, len(left), len(cmds), left[0])
+		}
+		time.Sleep(50 * time.Millisecond) // polling the simulator, not waiting for an outcome
+	}
+}
+
+// availabilityJumping is availability, jumping the daemon's clock by step
+// (jumpUntil) while a device has another.
+func (h *harness) availabilityJumping(step time.Duration, want string, ids ...string) {
+	h.t.Helper()
+	for _, id := range ids {
+		h.jumpUntil(faultWait, step, id+" availability "+want, func() bool {
+			p, _ := h.watch.get("cloud2mqtt/" + id + "/availability")
+			return p == want
+		})
+	}
+}
+
+// jumped is how far h's clock is ahead of the system's time.
+func (h *harness) jumped() time.Duration { return h.clock.Now().Sub(time.Now()).Round(time.Second) }
 
 // waitJSON waits for the topic's last payload to be JSON satisfying cond.
 func (w *watcher) waitJSON(timeout time.Duration, topic string, cond func(map[string]any) bool) map[string]any {

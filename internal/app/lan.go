@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/lan"
 	"cloud2mqtt/internal/local"
@@ -33,15 +34,19 @@ func lanClientConfig(cfg config.Config, override *lan.Config) (lan.Config, error
 }
 
 // newLocal starts the LAN router when LAN_ENABLED=true or Main.LANClient
-// is set; nil when off. A port taken by another program is an error that
-// says which and what to do.
-func (m *Main) newLocal(cfg config.Config) (*local.Router, error) {
+// is set; nil when off. Its client keeps time on clk unless LANClient
+// names a clock of its own. A port taken by another program is an error
+// that says which and what to do.
+func (m *Main) newLocal(cfg config.Config, clk clock.Clock) (*local.Router, error) {
 	if !cfg.Local.Enabled && m.LANClient == nil {
 		return nil, nil
 	}
 	cc, err := lanClientConfig(cfg, m.LANClient)
 	if err != nil {
 		return nil, err
+	}
+	if cc.Clock == nil {
+		cc.Clock = clk
 	}
 	r, err := local.New(local.Config{Client: cc, ScanInterval: cfg.Local.ScanInterval, PollInterval: cfg.Local.PollInterval,
 		Logger: m.Log})

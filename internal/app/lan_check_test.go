@@ -16,6 +16,7 @@ import (
 // of devices not on the account, and fails with the port and the fix when
 // LAN_LISTEN's port is taken.
 func TestCheckScansTheLAN(t *testing.T) {
+	t.Parallel()
 	sim := cloudsim.New(cloudsim.Options{})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)

@@ -20,6 +20,7 @@ import (
 // answers), its commands and reads; MQTT shows only its values; the
 // conflict is logged with both addresses.
 func TestLANForgerCannotTakeOverALight(t *testing.T) {
+	t.Parallel()
 	const forgerAddr = "127.0.0.99"
 	const forgedBrightness = 3
 	var forger *lansim.Sim
@@ -41,15 +42,15 @@ func TestLANForgerCannotTakeOverALight(t *testing.T) {
 	})
 	w := h.watch
 	h.waitConnection(lanQuietLight, "local")
-	w.until(10*time.Second, "the forger's scan answer refused", func() bool { return h.main.LAN().Stats().Contested >= 1 })
+	w.until(wait, "the forger's scan answer refused", func() bool { return h.main.LAN().Stats().Contested >= 1 })
 
 	id := h.ids[lanQuietLight]
 	h.publish("cloud2mqtt/"+id+"/set/brightness", `40`)
-	w.waitJSON(5*time.Second, h.stateTopic(lanQuietLight), func(m map[string]any) bool {
+	w.waitJSON(wait, h.stateTopic(lanQuietLight), func(m map[string]any) bool {
 		return m["brightness"] == 40.0 && m["connection"] == "local"
 	})
 	polls := h.received(lanQuietLight, lan.CmdStatus)
-	w.until(10*time.Second, "two more LAN polls of the light", func() bool { return h.received(lanQuietLight, lan.CmdStatus) >= polls+2 })
+	h.jumpUntil(wait, 500*time.Millisecond, "two more LAN polls of the light", func() bool { return h.received(lanQuietLight, lan.CmdStatus) >= polls+2 })
 
 	if st, _ := h.lan.State(lanQuietLight); st.Brightness != 40 {
 		t.Errorf("the light shows %+v, want the brightness 40 sent to it", st)

@@ -80,7 +80,7 @@ func (h *lanHarness) stateTopic(dev string) string { return "cloud2mqtt/" + h.id
 // waitConnection waits for the device's state to say how it is reached.
 func (h *lanHarness) waitConnection(dev, want string) map[string]any {
 	h.t.Helper()
-	return h.watch.waitJSON(10*time.Second, h.stateTopic(dev), func(m map[string]any) bool { return m["connection"] == want })
+	return h.watch.waitJSON(wait, h.stateTopic(dev), func(m map[string]any) bool { return m["connection"] == want })
 }
 
 // cloudRequests counts the cloud's requests of an endpoint for a device
@@ -98,6 +98,7 @@ func cloudRequests(sim *cloudsim.Sim, endpoint, dev string) (n int, instances []
 func (h *lanHarness) received(dev, cmd string) int { return h.lan.Counts(dev)[cmd] }
 
 func TestLocalControl(t *testing.T) {
+	t.Parallel()
 	h := startLANHarness(t, nil)
 	w := h.watch
 
@@ -105,7 +106,7 @@ func TestLocalControl(t *testing.T) {
 	h.waitConnection(lanToggleLight, "local")
 	h.waitConnection(lanQuietLight, "local")
 	h.waitConnection(lanCloudLight, "cloud")
-	w.until(10*time.Second, "bridge/devices showing the local addresses", func() bool {
+	w.until(wait, "bridge/devices showing the local addresses", func() bool {
 		p, _ := w.get("cloud2mqtt/bridge/devices")
 		var list []struct {
 			Device string `json:"device"`
@@ -130,7 +131,7 @@ func TestLocalControl(t *testing.T) {
 		return ok == 3
 	})
 
-	w.waitJSON(15*time.Second, "cloud2mqtt/bridge/info", func(m map[string]any) bool {
+	w.waitJSON(wait, "cloud2mqtt/bridge/info", func(m map[string]any) bool {
 		l, _ := m["lan"].(map[string]any)
 		return l != nil && l["enabled"] == true && l["found"] == 2.0 && l["reachable"] == 2.0
 	})
@@ -161,11 +162,11 @@ func TestLocalControl(t *testing.T) {
 		h.sim.ResetLog()
 		id := h.ids[lanQuietLight]
 		h.publish("cloud2mqtt/"+id+"/set", `{"powerSwitch":1,"brightness":40,"colorRgb":"#ff8800"}`)
-		w.waitJSON(5*time.Second, h.stateTopic(lanQuietLight), func(m map[string]any) bool {
+		w.waitJSON(wait, h.stateTopic(lanQuietLight), func(m map[string]any) bool {
 			return m["powerSwitch"] == 1.0 && m["brightness"] == 40.0 && m["colorRgb"] == float64(0xff8800)
 		})
 		h.publish("cloud2mqtt/"+id+"/set/colorTemperatureK", `4000`)
-		w.waitJSON(5*time.Second, h.stateTopic(lanQuietLight), func(m map[string]any) bool { return m["colorTemperatureK"] == 4000.0 })
+		w.waitJSON(wait, h.stateTopic(lanQuietLight), func(m map[string]any) bool { return m["colorTemperatureK"] == 4000.0 })
 		for _, cmd := range []string{lan.CmdTurn, lan.CmdBrightness, lan.CmdColor} {
 			if h.received(lanQuietLight, cmd) == 0 {
 				t.Errorf("no %s datagram arrived at the device", cmd)
@@ -185,10 +186,21 @@ func TestLocalControl(t *testing.T) {
 		if err := h.lan.Switch(lanQuietLight, func(s *lan.Status) { s.Brightness, s.HasBrightness = 77, true }); err != nil {
 			t.Fatal(err)
 		}
-		w.waitJSON(3*time.Second, h.stateTopic(lanQuietLight), func(m map[string]any) bool { return m["brightness"] == 77.0 })
+		// Within a LAN poll (a second) on the clock, jumped a quarter of a
+		// second at a time.
+		changed := h.clock.Now()
+		h.jumpUntil(wait, 250*time.Millisecond, "the change at the device on MQTT", func() bool {
+			p, _ := w.get(h.stateTopic(lanQuietLight))
+			var m map[string]any
+			return json.Unmarshal([]byte(p), &m) == nil && m["brightness"] == 77.0
+		})
+		if took := h.clock.Now().Sub(changed); took > 3*time.Second {
+			t.Errorf("the change at the device showed %v after it was made (on the clock), want within a LAN poll", took.Round(time.Millisecond))
+		}
 		// A window: three LAN polls of the local lights, and the cloud
-		// light read by the cloud meanwhile.
-		w.until(15*time.Second, "three LAN polls and a cloud read of the cloud light", func() bool {
+		// light read by the cloud meanwhile (the clock jumping half a
+		// second at a time: LAN polls every second, cloud reads every 3).
+		h.jumpUntil(wait, 500*time.Millisecond, "three LAN polls and a cloud read of the cloud light", func() bool {
 			n, _ := cloudRequests(h.sim, cloud.EndpointState, lanCloudLight)
 			return h.received(lanQuietLight, lan.CmdStatus) >= polls+3 && n > 0
 		})
@@ -202,7 +214,7 @@ func TestLocalControl(t *testing.T) {
 	t.Run("scenes and toggles still reach the cloud", func(t *testing.T) {
 		// A scene of the light, as bridge/devices lists it.
 		var scene string
-		w.until(10*time.Second, "the light's scenes in bridge/devices", func() bool {
+		w.until(wait, "the light's scenes in bridge/devices", func() bool {
 			p, _ := w.get("cloud2mqtt/bridge/devices")
 			var list []struct {
 				Device       string `json:"device"`
@@ -228,7 +240,7 @@ func TestLocalControl(t *testing.T) {
 		h.sim.ResetLog()
 		h.publish("cloud2mqtt/"+h.ids[lanToggleLight]+"/set/lightScene", scene)
 		h.publish("cloud2mqtt/"+h.ids[lanToggleLight]+"/set/gradientToggle", `1`)
-		w.until(5*time.Second, "the scene's and the toggle's cloud control requests", func() bool {
+		w.until(wait, "the scene's and the toggle's cloud control requests", func() bool {
 			_, inst := cloudRequests(h.sim, cloud.EndpointControl, lanToggleLight)
 			all := strings.Join(inst, ",")
 			return strings.Contains(all, "lightScene") && strings.Contains(all, "gradientToggle")
@@ -251,13 +263,13 @@ func TestLocalControl(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		w.until(5*time.Second, "the datagrams counted as dropped", func() bool {
+		w.until(wait, "the datagrams counted as dropped", func() bool {
 			s := h.main.LAN().Stats()
 			return s.Malformed >= stats.Malformed+2 && s.Oversized > stats.Oversized && s.Spoofed > stats.Spoofed
 		})
 		// The next LAN poll leaves the state as it was.
 		polls := h.received(lanQuietLight, lan.CmdStatus)
-		w.until(5*time.Second, "a LAN poll", func() bool { return h.received(lanQuietLight, lan.CmdStatus) > polls })
+		h.jumpUntil(wait, 500*time.Millisecond, "a LAN poll", func() bool { return h.received(lanQuietLight, lan.CmdStatus) > polls })
 		if after, _ := w.get(h.stateTopic(lanQuietLight)); after != before {
 			t.Errorf("state changed:\n%s\n%s", before, after)
 		}
@@ -278,18 +290,20 @@ func TestLocalControl(t *testing.T) {
 		if err := h.lan.SetOff(lanToggleLight, true); err != nil {
 			t.Fatal(err)
 		}
-		sent := time.Now()
+		// Not jumped: the LAN's tries (three of 300 ms) and the cloud's
+		// answer in the time they take.
+		sent := h.clock.Now()
 		h.publish("cloud2mqtt/"+h.ids[lanToggleLight]+"/set/brightness", `23`)
 		var took time.Duration
-		w.until(5*time.Second, "the brightness through the cloud", func() bool {
+		w.until(wait, "the brightness through the cloud", func() bool {
 			_, inst := cloudRequests(h.sim, cloud.EndpointControl, lanToggleLight)
-			took = time.Since(sent)
+			took = h.clock.Now().Sub(sent)
 			return strings.Contains(strings.Join(inst, ","), "brightness")
 		})
 		if took > 3*time.Second {
-			t.Errorf("the cloud got the command after %s, want within 3 s", took)
+			t.Errorf("the cloud got the command %s after it was sent (on the clock), want within 3 s", took)
 		}
-		w.waitJSON(5*time.Second, h.stateTopic(lanToggleLight), func(m map[string]any) bool {
+		w.waitJSON(wait, h.stateTopic(lanToggleLight), func(m map[string]any) bool {
 			return m["brightness"] == 23.0 && m["connection"] == "cloud"
 		})
 		if v, _ := h.sim.Value(lanToggleLight, "brightness"); fmt.Sprint(v) != "23" {
@@ -297,11 +311,11 @@ func TestLocalControl(t *testing.T) {
 		}
 		// The next command goes to the cloud at once.
 		h.publish("cloud2mqtt/"+h.ids[lanToggleLight]+"/set/brightness", `24`)
-		w.until(3*time.Second, "the next brightness through the cloud", func() bool {
+		w.until(wait, "the next brightness through the cloud", func() bool {
 			n, _ := cloudRequests(h.sim, cloud.EndpointControl, lanToggleLight)
 			return n >= 2
 		})
-		w.until(3*time.Second, "the cloud at the last value (none lost)", func() bool {
+		w.until(wait, "the cloud at the last value (none lost)", func() bool {
 			v, _ := h.sim.Value(lanToggleLight, "brightness")
 			return fmt.Sprint(v) == "24"
 		})
@@ -318,7 +332,7 @@ func TestLocalControl(t *testing.T) {
 		id := h.ids[lanQuietLight]
 		for _, v := range []string{"0", "1"} {
 			h.publish("cloud2mqtt/"+id+"/set/powerSwitch", v)
-			w.waitJSON(5*time.Second, h.stateTopic(lanQuietLight), func(m map[string]any) bool { return fmt.Sprint(m["powerSwitch"]) == v })
+			w.waitJSON(wait, h.stateTopic(lanQuietLight), func(m map[string]any) bool { return fmt.Sprint(m["powerSwitch"]) == v })
 			if st, _ := h.lan.State(lanQuietLight); st.On != (v == "1") {
 				t.Errorf("device on=%v after %s", st.On, v)
 			}
@@ -334,6 +348,7 @@ func TestLocalControl(t *testing.T) {
 // still finds the local lights, switches and reads them, and keeps them
 // available.
 func TestLocalControlWithoutTheCloud(t *testing.T) {
+	t.Parallel()
 	h := startLANHarness(t, map[string]string{"STATE_DIR": t.TempDir()})
 	w := h.watch
 	h.waitConnection(lanQuietLight, "local")
@@ -342,11 +357,21 @@ func TestLocalControlWithoutTheCloud(t *testing.T) {
 	h.main = h.newMain(h.main.Config)
 	h.main.LANClient = &h.cc
 	h.start() // ready: the device list comes from the state directory
+	// Found on the LAN again by the start's scan (a command before that
+	// goes to the cloud, as it would for any light not found yet).
+	w.until(wait, "the light found on the LAN", func() bool {
+		for _, d := range h.main.LAN().Devices() {
+			if d.ID == lanQuietLight && d.Reachable {
+				return true
+			}
+		}
+		return false
+	})
 
 	id := h.ids[lanQuietLight]
 	for _, v := range []string{"0", "1"} {
 		h.publish("cloud2mqtt/"+id+"/set/powerSwitch", v)
-		w.waitJSON(5*time.Second, h.stateTopic(lanQuietLight), func(m map[string]any) bool {
+		w.waitJSON(wait, h.stateTopic(lanQuietLight), func(m map[string]any) bool {
 			return fmt.Sprint(m["powerSwitch"]) == v && m["connection"] == "local"
 		})
 		if st, _ := h.lan.State(lanQuietLight); st.On != (v == "1") {
@@ -356,7 +381,7 @@ func TestLocalControlWithoutTheCloud(t *testing.T) {
 	if err := h.lan.Switch(lanQuietLight, func(s *lan.Status) { s.Brightness, s.HasBrightness = 12, true }); err != nil {
 		t.Fatal(err)
 	}
-	w.waitJSON(3*time.Second, h.stateTopic(lanQuietLight), func(m map[string]any) bool { return m["brightness"] == 12.0 })
+	w.waitJSON(wait, h.stateTopic(lanQuietLight), func(m map[string]any) bool { return m["brightness"] == 12.0 })
 	if a, _ := w.get("cloud2mqtt/" + id + "/availability"); a != "online" {
 		t.Errorf("local light's availability %q with the cloud failing, want online", a)
 	}

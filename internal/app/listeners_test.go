@@ -18,10 +18,7 @@ import (
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/config"
-	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/mqtttest"
-	"cloud2mqtt/internal/poller"
-	"cloud2mqtt/internal/scheduler"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -318,7 +315,7 @@ func startListenerDaemon(t *testing.T, b *mqtttest.Broker, extra map[string]stri
 		t.Fatalf("config: %v", err)
 	}
 	d.main = &app.Main{Config: cfg, Version: "test", Log: zerolog.New(d.logs).With().Timestamp().Logger()}
-	d.main.TuneConfigs(func(_ *scheduler.Config, _ *poller.Config, m *mqtt.Config) { m.ConnectRetryInterval = listenerRetry })
+	d.main.SetConnectRetry(listenerRetry)
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	go func() { d.done <- d.main.Run(ctx) }()

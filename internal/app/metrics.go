@@ -12,6 +12,7 @@ import (
 	vm "github.com/VictoriaMetrics/metrics"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/mqtt"
@@ -38,6 +39,8 @@ type metrics struct {
 	// dailyLimit is CLOUD_DAILY_LIMIT in force (the settings'), for the
 	// quota's figures; nil: none.
 	dailyLimit func() int
+	// now is the daemon's clock, for the quota's windows.
+	now func() time.Time
 }
 
 type requestKey struct {
@@ -48,9 +51,10 @@ type requestKey struct {
 // labelValue escapes a Prometheus label value.
 var labelValue = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
-func newMetrics(version string) *metrics {
+func newMetrics(version string, clk clock.Clock) *metrics {
 	set := vm.NewSet()
 	m := &metrics{
+		now:      clk.Now,
 		set:      set,
 		limited:  set.NewCounter("cloud2mqtt_cloud_rate_limited_total"),
 		latency:  set.NewPrometheusHistogramExt("cloud2mqtt_command_latency_seconds", []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}),
@@ -196,7 +200,7 @@ func (m *metrics) registerQuota(sched *scheduler.Scheduler) {
 			if m.dailyLimit != nil {
 				limit = m.dailyLimit()
 			}
-			q, ok := st.Quota.Binding(limit, st.RequestsToday, time.Now())
+			q, ok := st.Quota.Binding(limit, st.RequestsToday, m.now())
 			if !ok {
 				return 0
 			}

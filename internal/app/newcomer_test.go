@@ -13,10 +13,7 @@ import (
 
 	"cloud2mqtt/internal/app"
 	"cloud2mqtt/internal/config"
-	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/mqtttest"
-	"cloud2mqtt/internal/poller"
-	"cloud2mqtt/internal/scheduler"
 )
 
 // TestUnknownVariablesWarnedAtStart: a variable that looks like a setting
@@ -123,9 +120,7 @@ func TestStoppedBeforeTheBroker(t *testing.T) {
 		}
 		return len(p), nil
 	})))}
-	m.TuneConfigs(func(_ *scheduler.Config, _ *poller.Config, c *mqtt.Config) {
-		c.ConnectRetryInterval = 100 * time.Millisecond
-	})
+	m.SetConnectRetry(100 * time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()

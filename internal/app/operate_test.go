@@ -16,6 +16,14 @@ import (
 // request publishes a bridge request and returns its response.
 func (h *harness) request(action, body string) map[string]any {
 	h.t.Helper()
+	return h.jumpRequest(0, action, body)
+}
+
+// jumpRequest is request, jumping the daemon's clock by step (jumpUntil)
+// until the response comes: read_all waits for each device's reads to be
+// MinInterval apart. 0 does not jump.
+func (h *harness) jumpRequest(step time.Duration, action, body string) map[string]any {
+	h.t.Helper()
 	var tx struct {
 		Transaction string `json:"transaction"`
 	}
@@ -27,9 +35,17 @@ func (h *harness) request(action, body string) map[string]any {
 	m["transaction"] = tx.Transaction
 	b, _ := json.Marshal(m)
 	h.publish("cloud2mqtt/bridge/request/"+action, string(b))
-	return h.watch.waitJSON(10*time.Second, "cloud2mqtt/bridge/response/"+action, func(r map[string]any) bool {
-		return r["transaction"] == tx.Transaction
+	answered := func(r map[string]any) bool { return r["transaction"] == tx.Transaction }
+	if step <= 0 {
+		return h.watch.waitJSON(10*time.Second, "cloud2mqtt/bridge/response/"+action, answered)
+	}
+	var got map[string]any
+	h.jumpUntil(10*time.Second, step, "the response on cloud2mqtt/bridge/response/"+action, func() bool {
+		p, _ := h.watch.get("cloud2mqtt/bridge/response/" + action)
+		got = nil
+		return json.Unmarshal([]byte(p), &got) == nil && answered(got)
 	})
+	return got
 }
 
 // stateReads returns when the simulator served state reads of the device.
@@ -83,12 +99,14 @@ func TestOptionsOverMQTT(t *testing.T) {
 		t.Fatalf("poll_interval 4s: %v", ok)
 	}
 	// The cloud sees the new cadence: two reads of the device more than
-	// 3.5 s apart. At the old 2 s they would be 3 s apart at most (periodic
-	// reads fall on a one-second grid, and a read comes at least 2 s after
-	// the last answer); at 4 s they are sent 4 s apart.
-	since := time.Now().Add(time.Second) // the read already planned may still come
+	// 3.5 s apart on the clock. At the old 2 s they would be 3 s apart at
+	// most (periodic reads fall on a one-second grid, and a read comes at
+	// least 2 s after the last answer); at 4 s they are sent 4 s apart. The
+	// clock jumps a tenth of a second at a time: a read goes out late by
+	// a few of those at most.
+	since := h.clock.Now().Add(time.Second) // the read already planned may still come
 	var reads []time.Time
-	h.watch.until(wait, "two reads at the new interval", func() bool {
+	h.jumpUntil(wait, 100*time.Millisecond, "two reads at the new interval", func() bool {
 		reads = h.stateReads(d.Device, since)
 		return len(reads) >= 2
 	})
@@ -168,20 +186,21 @@ func TestDeviceOptionsOverMQTT(t *testing.T) {
 		}
 		return true
 	})
-	since := time.Now().Add(500 * time.Millisecond)
+	since := h.clock.Now().Add(500 * time.Millisecond)
 	h.publish("cloud2mqtt/"+id+"/set/brightness", "10")
 	e := h.watch.waitJSON(10*time.Second, "cloud2mqtt/"+id+"/error", func(m map[string]any) bool { return m["code"] == float64(403) })
 	if !strings.Contains(e["error"].(string), "disabled") {
 		t.Errorf("command for a disabled device: %v", e)
 	}
-	r := h.request("read_all", `{}`)
+	r := h.jumpRequest(500*time.Millisecond, "read_all", `{}`)
 	if r["status"] != "ok" || r["data"].(map[string]any)["devices"] != float64(2) {
 		t.Errorf("read_all: %v, want the 2 enabled devices read", r)
 	}
 	// Nothing happens to the disabled device while the others are read:
 	// two reads of each of them since (read_all's and a periodic one) span
-	// a whole poll interval, in which every enabled device is read.
-	h.watch.until(wait, "two reads of every other device", func() bool {
+	// a whole poll interval, in which every enabled device is read. The
+	// clock jumps a second at a time to the periodic reads.
+	h.jumpUntil(wait, time.Second, "two reads of every other device", func() bool {
 		for _, o := range h.sim.Devices() {
 			if o.Device != d.Device && len(h.stateReads(o.Device, since)) < 2 {
 				return false
@@ -238,7 +257,7 @@ func TestLogLevelOverMQTT(t *testing.T) {
 	if err := h.sim.SetValue(d.Device, capability.InstanceBrightness, 37); err != nil {
 		t.Fatal(err)
 	}
-	if r := h.request("read_all", `{}`); r["status"] != "ok" {
+	if r := h.jumpRequest(500*time.Millisecond, "read_all", `{}`); r["status"] != "ok" {
 		t.Fatalf("read_all: %v", r)
 	}
 	h.watch.waitJSON(wait, "cloud2mqtt/"+id+"/state", func(m map[string]any) bool { return m["brightness"] == float64(37) })

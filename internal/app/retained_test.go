@@ -19,6 +19,7 @@ import (
 // answered, and each topic is logged once per start as a warning with the
 // command that clears it.
 func TestRetainedCommandsAreIgnoredAtEveryStart(t *testing.T) {
+	t.Parallel()
 	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(2)}, noStart: true})
 	dev := h.sim.Devices()[0]
 	id := topic.DeviceID(dev.SKU, dev.Device)

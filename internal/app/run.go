@@ -10,6 +10,7 @@ import (
 
 	"cloud2mqtt/internal/bridge"
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/discovery"
@@ -31,10 +32,10 @@ type running struct {
 	parts
 	cfg       config.Config
 	log       zerolog.Logger
+	clk       clock.Clock
 	env       *environment
 	met       *metrics
 	dir       statedir.Dir
-	tune      tuning
 	statsKick *listener
 	saveKick  *listener
 	page      *statuspage.Page
@@ -64,8 +65,9 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &running{cfg: cfg, log: log, env: env, met: newMetrics(m.Version), dir: statedir.Dir(cfg.State.Dir),
-		tune: m.tuning(), page: statuspage.New(), sd: Systemd{Log: log}}
+	clk := m.clock()
+	d := &running{cfg: cfg, log: log, clk: clk, env: env, met: newMetrics(m.Version, clk), dir: statedir.Dir(cfg.State.Dir),
+		page: statuspage.New(clk.Now), sd: Systemd{Log: log, Clock: clk}}
 	// Every change of a figure the bridge shows or keeps wakes the stats
 	// and the state directory's writer.
 	kicks := newNotifier(2)
@@ -74,10 +76,10 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	d.sched = scheduler.New(client, d.scfg, log.With().Str("component", "scheduler").Logger())
 	sched = d.sched
 	d.mirror = m.newMirror(d)
-	if d.lan, err = m.newLocal(cfg); err != nil {
+	if d.lan, err = m.newLocal(cfg, clk); err != nil {
 		return nil, err
 	}
-	d.reg = registry.New(log.With().Str("component", "registry").Logger(), d.observers(kicks)...)
+	d.reg = registry.NewOn(clk, log.With().Str("component", "registry").Logger(), d.observers(kicks)...)
 	restoreState(d.dir, d.reg, log)
 	d.poll = poller.New(d.sched, d.reg, pcfg, log.With().Str("component", "poller").Logger())
 	d.set = settings.New(cfg, d.dir, log, d.poll, d.mirror)
@@ -105,11 +107,11 @@ func (d *running) observers(kicks notifier) []registry.Observer {
 }
 
 // configs fills the scheduler's and the MQTT client's configuration in d
-// and returns the poller's, with Main's tuning and a test's changes.
+// and returns the poller's, all on the daemon's clock.
 func (m *Main) configs(d *running, kicks notifier) poller.Config {
 	cfg := d.cfg
 	d.scfg = schedulerConfig(cfg)
-	d.scfg.AuthHoldoff, d.scfg.MaxRetryAfter, d.scfg.OnChange = d.tune.authHoldoff, d.tune.maxRetryAfter, kicks.notify
+	d.scfg.Clock, d.scfg.OnChange = d.clk, kicks.notify
 	// The poller hears of reads held by a 429 (it answers who waits for
 	// them); it is made after the scheduler, before the scheduler runs.
 	d.scfg.OnHeld = func(sku, device string, h scheduler.Hold) { d.poll.Held(sku, device, h) }
@@ -121,16 +123,13 @@ func (m *Main) configs(d *running, kicks notifier) poller.Config {
 	pcfg := poller.Config{
 		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
 		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval,
-		StatelessRecheck: d.tune.statelessRecheck,
+		Clock: d.clk,
 	}
 	layout := topic.New(cfg.MQTT.BaseTopic)
 	d.mcfg = mqtt.Config{
 		URL: d.env.mqttURL, CAFile: cfg.MQTT.CAFile, CertFile: cfg.MQTT.CertFile, KeyFile: cfg.MQTT.KeyFile,
 		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(), ClientID: cfg.MQTT.ClientID,
-		StateTopic: layout.BridgeState(), Logger: d.log,
-	}
-	if m.tuneConfigs != nil {
-		m.tuneConfigs(&d.scfg, &pcfg, &d.mcfg)
+		StateTopic: layout.BridgeState(), Logger: d.log, ConnectRetryInterval: m.connectRetry,
 	}
 	return pcfg
 }
@@ -235,7 +234,7 @@ func (m *Main) runBackground(ctx context.Context, wg *sync.WaitGroup, d *running
 		goWG(func() { d.lan.Run(ctx) })
 	}
 	goWG(func() { d.br.Run(ctx) })
-	goWG(func() { persist(ctx, d.saveKick, d.tune.saveDelay, d.dir, d.reg, d.sched, d.log) })
+	goWG(func() { persist(ctx, d.clk, d.saveKick, d.dir, d.reg, d.sched, d.log) })
 	goWG(func() { m.background(ctx, ready, d.statsKick, d.parts) })
 	goWG(func() {
 		d.sd.Watchdog(ctx, d.poll.Progress, func() time.Duration { return staleAfter(d.poll.Stats().Interval) })
@@ -252,9 +251,11 @@ func (d *running) shutdown() {
 	<-d.pollDone
 	saveState(d.dir, d.reg, d.log)
 	d.stopSched()
+	grace := d.clk.NewTimer(ShutdownGrace)
+	defer grace.Stop()
 	select {
 	case <-d.schedDone:
-	case <-time.After(ShutdownGrace):
+	case <-grace.C():
 		d.log.Warn().Dur("grace", ShutdownGrace).Msg("commands still in flight after the grace period; leaving them")
 	}
 	saveSpent(d.dir, d.sched.Stats(), d.log)

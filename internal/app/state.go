@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/clock"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
 	"cloud2mqtt/internal/statedir"
@@ -112,20 +113,21 @@ func saveState(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) {
 }
 
 // persist writes the registry (the device list and scene lists when they
-// changed, else the last values alone) and today's request count delay
-// after a change (kick), the changes within it together, until ctx ends (the shutdown saves once more after
-// the poller has stopped): a kill loses at most delay and the write. The
-// options are written by the settings as they change.
-func persist(ctx context.Context, kick *listener, delay time.Duration, dir statedir.Dir, reg *registry.Registry, sched *scheduler.Scheduler, log zerolog.Logger) {
+// changed, else the last values alone) and today's request count saveDelay
+// after a change (kick) on clk, the changes within it together, until ctx
+// ends (the shutdown saves once more after the poller has stopped): a kill
+// loses at most saveDelay and the write. The options are written by the
+// settings as they change.
+func persist(ctx context.Context, clk clock.Clock, kick *listener, dir statedir.Dir, reg *registry.Registry, sched *scheduler.Scheduler, log zerolog.Logger) {
 	if dir == "" {
 		return
 	}
-	t := time.NewTimer(time.Hour)
+	t := clk.NewTimer(time.Hour)
 	t.Stop()
 	defer t.Stop()
 	pending := false
 	savedCount := spent{}
-	lastFull := time.Now()
+	lastFull := clk.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -133,15 +135,15 @@ func persist(ctx context.Context, kick *listener, delay time.Duration, dir state
 		case <-kick.c:
 			if !pending {
 				pending = true
-				t.Reset(delay)
+				t.Reset(saveDelay)
 			}
-		case <-t.C:
+		case <-t.C():
 			pending = false
 			kick.done()
 			switch {
-			case reg.ListUnsaved() || reg.Unsaved() && time.Since(lastFull) >= fullSaveEvery:
+			case reg.ListUnsaved() || reg.Unsaved() && clk.Now().Sub(lastFull) >= fullSaveEvery:
 				saveState(dir, reg, log)
-				lastFull = time.Now()
+				lastFull = clk.Now()
 			case reg.ValuesUnsaved():
 				saveValues(dir, reg, log)
 			}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/clock"
 )
 
 // Systemd tells systemd about the daemon (Type=notify): READY=1 once ready,
@@ -15,6 +17,8 @@ import (
 // systemd (no NOTIFY_SOCKET) it does nothing.
 type Systemd struct {
 	Log zerolog.Logger
+	// Clock is the watchdog's time (nil: clock.Real).
+	Clock clock.Clock
 
 	lastStatus string
 }
@@ -52,19 +56,20 @@ func (s Systemd) Watchdog(ctx context.Context, progress func() time.Time, stale 
 		return
 	}
 	s.Log.Info().Dur("interval", interval).Msg("systemd watchdog enabled")
-	t := time.NewTicker(interval / 2)
+	clk := clock.Or(s.Clock)
+	t := clk.NewTicker(interval / 2)
 	defer t.Stop()
-	start := time.Now()
+	start := clk.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 			last := progress()
 			if last.IsZero() {
 				last = start // nothing to read yet: the first list is still on its way
 			}
-			if time.Since(last) > stale() {
+			if clk.Now().Sub(last) > stale() {
 				s.Log.Error().Time("last_progress", last).Msg("systemd watchdog not pinged: no read answered by the cloud for too long (or the poller is stuck)")
 				continue
 			}

@@ -6,12 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/clock/clocktest"
 )
 
 // notifySocket listens where systemd would and collects what it is told.
@@ -30,21 +33,6 @@ func notifySocket(t *testing.T) notified {
 type notified struct {
 	t    *testing.T
 	conn *net.UnixConn
-}
-
-// within returns the messages that arrive within timeout.
-func (n notified) within(timeout time.Duration) []string {
-	var got []string
-	buf := make([]byte, 256)
-	deadline := time.Now().Add(timeout)
-	for {
-		_ = n.conn.SetReadDeadline(deadline)
-		k, err := n.conn.Read(buf)
-		if err != nil {
-			return got
-		}
-		got = append(got, string(buf[:k]))
-	}
 }
 
 // sent returns the messages waiting in the socket, without waiting: an
@@ -98,30 +86,72 @@ func TestSystemdStatus(t *testing.T) {
 
 // TestWatchdogPingsOnlyWhileThePollerProgresses: WATCHDOG=1 goes out while
 // progress is recent and stops when the poller is stuck, so systemd
-// restarts a daemon that no longer reads the cloud.
+// restarts a daemon that no longer reads the cloud. The watchdog's clock
+// stands still but for the test's jumps: each jump of half the interval
+// is one tick, answered by a ping or by the error line of a stuck poller.
 func TestWatchdogPingsOnlyWhileThePollerProgresses(t *testing.T) {
 	sock := notifySocket(t)
-	t.Setenv("WATCHDOG_USEC", "100000") // pings every 50 ms
+	t.Setenv("WATCHDOG_USEC", "100000") // a tick every 50 ms
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
+	clk := clocktest.NewFrozen(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
 	var mu sync.Mutex
-	last := time.Now()
+	last := clk.Now()
 	progress := func() time.Time { mu.Lock(); defer mu.Unlock(); return last }
+	unpinged := make(chan struct{}, 16)
+	log := zerolog.New(lineFunc(func(line string) {
+		if strings.Contains(line, "watchdog not pinged") {
+			unpinged <- struct{}{}
+		}
+	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Systemd{Log: zerolog.Nop()}.Watchdog(ctx, progress, func() time.Duration { return time.Second })
+		Systemd{Log: log, Clock: clk}.Watchdog(ctx, progress, func() time.Duration { return time.Second })
 	}()
 	defer func() { cancel(); <-done }()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := clk.WaitPending(wctx, 1); err != nil {
+		t.Fatalf("the watchdog's ticker: %v", err)
+	}
 
-	if got := sock.within(400 * time.Millisecond); len(got) < 2 || got[0] != "WATCHDOG=1" {
-		t.Fatalf("while progressing: %q, want several WATCHDOG=1", got)
+	for i := range 3 {
+		clk.Advance(50 * time.Millisecond)
+		if got := sock.next(10 * time.Second); got != "WATCHDOG=1" {
+			t.Fatalf("tick %d while progressing: %q, want WATCHDOG=1", i+1, got)
+		}
 	}
 	mu.Lock()
-	last = time.Now().Add(-time.Hour) // the poller is stuck
+	last = clk.Now().Add(-time.Hour) // the poller is stuck
 	mu.Unlock()
-	sock.within(100 * time.Millisecond) // a ping already on its way
-	if got := sock.within(400 * time.Millisecond); len(got) != 0 {
-		t.Errorf("while stuck: %q, want no ping", got)
+	// A tick's error line is written once the tick before it is done:
+	// the socket then holds whatever that one sent.
+	for i := range 4 {
+		clk.Advance(50 * time.Millisecond)
+		select {
+		case <-unpinged:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("tick %d while stuck: no error line", i+1)
+		}
+		if got := sock.sent(); len(got) != 0 {
+			t.Errorf("ticks up to %d while stuck: %q, want no ping", i+1, got)
+		}
 	}
 }
+
+// next returns the next message, waiting at most timeout ("" when none).
+func (n notified) next(timeout time.Duration) string {
+	buf := make([]byte, 256)
+	_ = n.conn.SetReadDeadline(time.Now().Add(timeout))
+	k, err := n.conn.Read(buf)
+	if err != nil {
+		return ""
+	}
+	return string(buf[:k])
+}
+
+// lineFunc is a function as a log's writer, called with each line.
+type lineFunc func(line string)
+
+func (f lineFunc) Write(p []byte) (int, error) { f(string(p)); return len(p), nil }

@@ -13,52 +13,33 @@ import (
 // What the bridge says of itself: the cloud's health, figures published
 // when they change, and the state directory written within seconds.
 
-// Defaults of Main's tuning (tests set them short).
+// The daemon's own delays, on Main.Clock (tests jump it over them).
 const (
-	// defaultCloudGrace is how long every request may fail before the
-	// cloud counts as unreachable (fewer if failingAfter requests failed
-	// in a row first): /healthz turns 503 and the bridge's Cloud sensor
-	// off well within a minute of the cloud going away.
-	defaultCloudGrace = 20 * time.Second
-	// defaultSaveDelay is how long after a change the state directory is
+	// cloudGrace is how long every request may fail before the cloud
+	// counts as unreachable (fewer if failingAfter requests failed in a
+	// row first): /healthz turns 503 and the bridge's Cloud sensor off
+	// well within a minute of the cloud going away.
+	cloudGrace = 20 * time.Second
+	// saveDelay is how long after a change the state directory is
 	// written: changes within it are written together, and a kill loses
 	// at most this much (plus the write).
-	defaultSaveDelay = 8 * time.Second
-	// defaultStatsDelay gathers the changes of bridge/stats: every read
-	// changes requests_today, and one message a second is enough.
-	defaultStatsDelay = time.Second
+	saveDelay = 8 * time.Second
+	// statsDelay gathers the changes of bridge/stats: every read changes
+	// requests_today, and one message a second is enough.
+	statsDelay = time.Second
 )
 
 // failingAfter requests in a row that never reached the cloud make it
 // unreachable before the grace ends: a read and its retries failing.
 const failingAfter = 3
 
-// tuning are Main's timings tests shorten (export_truth_test.go).
-type tuning struct {
-	cloudGrace, saveDelay, statsDelay time.Duration
-	authHoldoff, maxRetryAfter        time.Duration
-	statelessRecheck                  time.Duration
-}
-
-func (t tuning) withDefaults() tuning {
-	def := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&t.cloudGrace, defaultCloudGrace)
-	def(&t.saveDelay, defaultSaveDelay)
-	def(&t.statsDelay, defaultStatsDelay)
-	return t
-}
-
 // cloudFailing says whether the cloud counts as unreachable now, and why.
-func cloudFailing(h scheduler.CloudHealth, now time.Time, grace time.Duration) (bool, string) {
+func cloudFailing(h scheduler.CloudHealth, now time.Time) (bool, string) {
 	// Answers that are errors (5xx, 429) must last the grace: a blip of
 	// a few is not an outage. Requests that never reached the cloud
 	// (refused, unknown host, TLS) are one sooner.
 	unreached := h.Failures >= failingAfter && !cloud.Reached(h.Err)
-	if h.FailingSince.IsZero() || !h.Failing(now, grace) && !unreached {
+	if h.FailingSince.IsZero() || !h.Failing(now, cloudGrace) && !unreached {
 		return false, ""
 	}
 	what := "the cloud is not reachable"
@@ -78,11 +59,11 @@ func cloudFailing(h scheduler.CloudHealth, now time.Time, grace time.Duration) (
 
 // cloudConnected is the bridge's Cloud sensor: nil before any request has
 // an outcome.
-func cloudConnected(h scheduler.CloudHealth, now time.Time, grace time.Duration) *bool {
+func cloudConnected(h scheduler.CloudHealth, now time.Time) *bool {
 	if h.LastAnswer.IsZero() && h.FailingSince.IsZero() {
 		return nil
 	}
-	failing, _ := cloudFailing(h, now, grace)
+	failing, _ := cloudFailing(h, now)
 	ok := !failing
 	return &ok
 }

@@ -44,14 +44,14 @@ func TestCloudFailing(t *testing.T) {
 		{"a few errors answered", scheduler.CloudHealth{LastAnswer: now.Add(-time.Minute), FailingSince: now.Add(-3 * time.Second), Failures: 5, Err: answered}, false, ""},
 		{"errors answered past the grace", scheduler.CloudHealth{LastAnswer: now.Add(-time.Minute), FailingSince: now.Add(-21 * time.Second), Failures: 5, Err: answered}, true, "answers only errors"},
 	} {
-		got, why := cloudFailing(tc.h, now, 20*time.Second)
+		got, why := cloudFailing(tc.h, now)
 		if got != tc.failing || !strings.Contains(why, tc.says) {
 			t.Errorf("%s: failing %v (%q), want %v saying %q", tc.name, got, why, tc.failing, tc.says)
 		}
 		if tc.failing && !strings.Contains(why, tc.h.Err.Error()) {
 			t.Errorf("%s: the reason %q does not carry the error", tc.name, why)
 		}
-		c := cloudConnected(tc.h, now, 20*time.Second)
+		c := cloudConnected(tc.h, now)
 		if (c == nil) != (tc.name == "never asked") || c != nil && *c == tc.failing {
 			t.Errorf("%s: cloud sensor %v, want the opposite of failing (%v)", tc.name, c, tc.failing)
 		}

@@ -56,14 +56,13 @@ func (f *faultyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // startFaulty starts a bridge whose cloud requests go through a
-// faultyTransport, with its timings shortened.
-func startFaulty(t *testing.T, o harnessOptions, tune app.Tuning) (*harness, *faultyTransport) {
+// faultyTransport.
+func startFaulty(t *testing.T, o harnessOptions) (*harness, *faultyTransport) {
 	t.Helper()
 	o.noStart = true
 	h := startHarness(t, o)
 	ft := &faultyTransport{base: http.DefaultTransport}
 	h.main.HTTPClient = &http.Client{Transport: ft, Timeout: 5 * time.Second}
-	h.main.SetTuning(tune)
 	h.start()
 	return h, ft
 }
@@ -122,20 +121,29 @@ func savedRequests(dir string) int {
 func TestHealthAndCountFollowTheCloud(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
+	// Reads every minute: between two rounds the stats' and the state
+	// directory's delays (5 s, 8 s) pass with nothing new to count, so the
+	// three can agree.
 	h, ft := startFaulty(t, harnessOptions{
-		env: map[string]string{"HTTP_ADDR": "127.0.0.1:0", "STATE_DIR": dir},
+		env: map[string]string{"HTTP_ADDR": "127.0.0.1:0", "STATE_DIR": dir, "POLL_INTERVAL": "60s"},
 		sim: cloudsim.Options{Catalogue: firstDevices(2)},
-		// Retries within a second: the refused requests the count must
-		// not take in come at once, not at the default back-off.
-		sched: func(c *scheduler.Config) { c.RetryBase, c.RetryMax = 100*time.Millisecond, time.Second },
-	}, app.Tuning{CloudGrace: 2 * time.Second, SaveDelay: 100 * time.Millisecond, StatsDelay: 50 * time.Millisecond})
+	})
 	h.devices()
 	h.watch.until(wait, "/healthz 200", func() bool { code, _ := getHealth(t, h); return code == 200 })
-	h.watch.waitJSON(wait, "cloud2mqtt/bridge/stats", func(m map[string]any) bool { return m["cloud_connected"] == true })
+	stats := func(cond func(map[string]any) bool) func() bool {
+		return func() bool {
+			p, _ := h.watch.get("cloud2mqtt/bridge/stats")
+			var m map[string]any
+			return json.Unmarshal([]byte(p), &m) == nil && cond(m)
+		}
+	}
+	// The clock jumps a second at a time: reads, their retries and the
+	// stats' delay come at once.
+	h.jumpUntil(wait, time.Second, "bridge/stats with the cloud connected", stats(func(m map[string]any) bool { return m["cloud_connected"] == true }))
 
 	ft.set("refuse")
 	var reasons string
-	h.watch.until(wait, "/healthz 503 naming the cloud", func() bool {
+	h.jumpUntil(wait, time.Second, "/healthz 503 naming the cloud", func() bool {
 		code, body := getHealth(t, h)
 		reasons = strings.ToLower(strings.Join(toStrings(body["reasons"]), "; "))
 		return code == 503 && strings.Contains(reasons, "cloud")
@@ -143,26 +151,27 @@ func TestHealthAndCountFollowTheCloud(t *testing.T) {
 	if !strings.Contains(reasons, "not reachable") {
 		t.Errorf("reasons %q, want it to say the cloud is not reachable", reasons)
 	}
-	h.watch.waitJSON(wait, "cloud2mqtt/bridge/stats", func(m map[string]any) bool { return m["cloud_connected"] == false })
+	h.jumpUntil(wait, time.Second, "bridge/stats with the cloud not connected", stats(func(m map[string]any) bool { return m["cloud_connected"] == false }))
 	before := metricValue(t, h, "cloud2mqtt_requests_today")
 	refusedBefore := ft.refused.Load()
-	h.watch.until(wait, "more refused requests", func() bool { return ft.refused.Load() >= refusedBefore+6 })
+	// The failing devices' reads back off to minutes: larger jumps.
+	h.jumpUntil(wait, 5*time.Second, "more refused requests", func() bool { return ft.refused.Load() >= refusedBefore+6 })
 	if got := metricValue(t, h, "cloud2mqtt_requests_today"); got != before {
 		t.Errorf("requests today went from %d to %d while every connection was refused", before, got)
 	}
 
 	ft.set("")
-	h.watch.until(faultWait, "/healthz 200 again", func() bool { code, _ := getHealth(t, h); return code == 200 })
-	h.watch.waitJSON(wait, "cloud2mqtt/bridge/stats", func(m map[string]any) bool { return m["cloud_connected"] == true })
+	h.jumpUntil(faultWait, 5*time.Second, "/healthz 200 again", func() bool { code, _ := getHealth(t, h); return code == 200 })
+	h.jumpUntil(wait, time.Second, "bridge/stats with the cloud connected again", stats(func(m map[string]any) bool { return m["cloud_connected"] == true }))
 	// The three agree (each follows the count within its delay).
-	var stats, metric, saved int
-	h.watch.until(wait, "bridge/stats, /metrics and requests.json agreeing", func() bool {
+	var statsN, metric, saved int
+	h.jumpUntil(wait, time.Second, "bridge/stats, /metrics and requests.json agreeing", func() bool {
 		p, _ := h.watch.get("cloud2mqtt/bridge/stats")
 		var s map[string]any
 		_ = json.Unmarshal([]byte(p), &s)
 		n, _ := s["requests_today"].(float64)
-		stats, metric, saved = int(n), metricValue(t, h, "cloud2mqtt_requests_today"), savedRequests(dir)
-		return stats == metric && metric == saved && metric > before
+		statsN, metric, saved = int(n), metricValue(t, h, "cloud2mqtt_requests_today"), savedRequests(dir)
+		return statsN == metric && metric == saved && metric > before
 	})
 	// Everything the simulator answered is counted, nothing else.
 	if answered := len(h.sim.Requests()); metric != answered {
@@ -191,12 +200,11 @@ func toString(v any) string {
 // and the device is read when reads resume.
 func TestReadsHeldAreAnswered(t *testing.T) {
 	t.Parallel()
-	h, ft := startFaulty(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(2)}},
-		app.Tuning{MaxRetryAfter: 5 * time.Second})
+	h, ft := startFaulty(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(2)}})
 	ids := h.ids()
 	availability(h.watch, wait, "online", ids...)
 	ft.set("429")
-	h.watch.until(wait, "a capped Retry-After", func() bool {
+	h.jumpUntil(wait, time.Second, "a capped Retry-After", func() bool {
 		return strings.Contains(h.logs.String(), "waiting the most it waits")
 	})
 	h.publish("cloud2mqtt/"+ids[0]+"/get", "")
@@ -211,7 +219,9 @@ func TestReadsHeldAreAnswered(t *testing.T) {
 	}
 	before := len(h.sim.Requests())
 	ft.set("")
-	h.watch.until(wait, "reads resuming", func() bool {
+	// The wait is capped at MaxRetryAfter: jumped over, the reads resume.
+	h.clock.Advance(scheduler.MaxRetryAfter)
+	h.jumpUntil(wait, time.Second, "reads resuming", func() bool {
 		for _, q := range h.sim.Requests()[before:] {
 			if q.Endpoint == cloud.EndpointState && q.HTTPStatus == 200 {
 				return true
@@ -260,7 +270,7 @@ func TestGroupDevice(t *testing.T) {
 	// command's confirming read, four periodic ones); it is read at most
 	// twice in all, and not once in the window beyond the confirming read.
 	start, groupStart := reads(light.Device), reads(group.Device)
-	h.watch.until(20*time.Second, "four more reads of the light", func() bool { return reads(light.Device) >= start+4 })
+	h.jumpUntil(wait, time.Second, "four more reads of the light", func() bool { return reads(light.Device) >= start+4 })
 	if n := reads(group.Device); n > 2 || n-groupStart > 1 {
 		t.Errorf("the group was read %d times (%d while the light was read 4 times), want at most twice in all", n, n-groupStart)
 	}
@@ -289,12 +299,19 @@ func TestStateSavedWithinSeconds(t *testing.T) {
 	h.devicesWithScenes() // the list's last change is in
 	h.publish("cloud2mqtt/"+ids[0]+"/set/brightness", "33")
 	h.waitCommands("the command", []command{{h.sim.Devices()[0].Device, ids[0], "brightness", int64(33)}})
-	sent := time.Now()
+	sent := h.clock.Now()
 	saved := func(name string) string { b, _ := os.ReadFile(filepath.Join(dir, name)); return string(b) }
-	h.watch.until(10*time.Second, "the value sent in the state directory", func() bool {
+	// Once the value is the registry's (the bridge shows it), the clock
+	// jumps over the writer's delay; the rest is counted on it as it flows.
+	h.watch.waitJSON(wait, "cloud2mqtt/"+ids[0]+"/state", func(m map[string]any) bool { return m["brightness"] == float64(33) })
+	h.clock.Advance(app.SaveDelay)
+	h.watch.until(wait, "the value sent in the state directory", func() bool {
 		return strings.Contains(saved("states.json")+saved("devices.json"), `"brightness":33`)
 	})
-	h.watch.until(10*time.Second-time.Since(sent), "requests.json with the day's count", func() bool { return savedRequests(dir) > 0 })
+	h.watch.until(wait, "requests.json with the day's count", func() bool { return savedRequests(dir) > 0 })
+	if took := h.clock.Now().Sub(sent); took > 10*time.Second {
+		t.Errorf("the value and the day's count reached the state directory %v after the change, want within 10 s", took.Round(time.Millisecond))
+	}
 
 	// The moment of the crash: what is on disk now is all there is.
 	crashed := t.TempDir()

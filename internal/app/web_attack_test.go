@@ -92,12 +92,13 @@ func TestSilentStreamsBlindNoPage(t *testing.T) {
 
 // TestTokenGuessingOverTheDaemon: wrong bearer tokens from one address
 // are answered 429 with Retry-After after a few, and the log has one line
-// a second about them, not one per request.
+// a second about them, not one per request. The daemon's clock stands
+// still: however long the 300 requests take here, no second passes on it.
 func TestTokenGuessingOverTheDaemon(t *testing.T) {
 	t.Parallel()
 	const token = "daemon-token-7f3e9a1c"
 	h := startPage(t, harnessOptions{env: map[string]string{"HTTP_TOKEN": token},
-		sim: cloudsim.Options{Catalogue: firstDevices(1)}})
+		sim: cloudsim.Options{Catalogue: firstDevices(1)}, frozen: true})
 	h.devices()
 	codes := map[int]int{}
 	var retry string

@@ -36,10 +36,10 @@ var screenshotDir = flag.String("screenshots", "", "write the status page's scre
 func TestBrowserStatusPage(t *testing.T) {
 	t.Parallel()
 	h := startPage(t, harnessOptions{
-		// No daily limit, as the demo: with one, 16 devices would be
-		// read every few minutes, and the change at the cloud below is
-		// seen when the bridge reads it.
-		env: map[string]string{"POLL_INTERVAL": "2s"},
+		// The demo's interval and no daily limit, as the demo: every
+		// device read each minute of the clock, which the test jumps to
+		// the reads it waits for.
+		env: map[string]string{"POLL_INTERVAL": "60s"},
 		sim: cloudsim.Options{Catalogue: cloudsim.DemoCatalogue()},
 	})
 	h.devices()
@@ -56,9 +56,13 @@ func TestBrowserStatusPage(t *testing.T) {
 	b.WaitFor(t, "every device of the catalogue", fmt.Sprintf(`JSON.stringify(%s) === %q`, names, toJSON(want)))
 
 	// Today's requests: the page, the retained bridge/stats and the
-	// cloud's own count agree (the daemon keeps polling: at a moment when
-	// all three have caught up).
+	// cloud's own count agree once all three have caught up: the clock
+	// jumps to the stats (they follow the count within seconds of it),
+	// then stands (no read is due for a minute) while the page follows.
 	var shown, stats, cloud int
+	h.jumpUntil(wait, time.Second, "bridge/stats and the cloud agreeing on today's requests", func() bool {
+		return statsRequests(h) > 0 && statsRequests(h) == simRequests(h)
+	})
 	h.watch.until(wait, "the page, bridge/stats and the cloud agreeing on today's requests", func() bool {
 		shown, _ = strconv.Atoi(webtest.Eval[string](t, b, `document.getElementById("b-today").textContent`))
 		stats, cloud = statsRequests(h), simRequests(h)
@@ -72,12 +76,14 @@ func TestBrowserStatusPage(t *testing.T) {
 		t.Error("the chart shows no state reads")
 	}
 
-	// A change at the cloud, without a reload, within 5 s.
+	// A change at the cloud, without a reload, within 5 s of the bridge
+	// reading it (at its next read: the clock jumps to it).
 	dev := h.sim.Devices()[1]
 	id := topic.DeviceID(dev.SKU, dev.Device)
 	if err := h.sim.SetOnline(dev.Device, false); err != nil {
 		t.Fatal(err)
 	}
+	h.availabilityJumping(time.Second, "offline", id)
 	b.WaitFor(t, dev.Name+" offline", fmt.Sprintf(`!!document.querySelector('#device-rows tr[data-id=%q] .badge.st-offline')`, id))
 	if webtest.Eval[bool](t, b, `performance.getEntriesByType("navigation").length !== 1`) {
 		t.Error("the page was reloaded")
@@ -99,7 +105,7 @@ func TestBrowserStatusPage(t *testing.T) {
 	// measured (a whole minute after the start), so that the projection
 	// shows.
 	if *screenshotDir != "" {
-		h.watch.until(2*time.Minute, "the pace measured", func() bool {
+		h.jumpUntil(2*time.Minute, time.Second, "the pace measured", func() bool {
 			return apiGet[struct {
 				Pace *float64 `json:"pace_per_hour"`
 			}](t, h, "/api/budget").Pace != nil
@@ -176,11 +182,13 @@ func TestBrowserIngress(t *testing.T) {
 	b.WaitFor(t, "every device", fmt.Sprintf(`JSON.stringify(%s) === %q`, names, toJSON(want)))
 	b.WaitFor(t, "the live stream", doc+`.getElementById("live").textContent === "live"`)
 
-	// A change at the cloud, live.
+	// A change at the cloud, live, once the bridge read it (the clock
+	// jumps to its next read).
 	dev := h.sim.Devices()[2]
 	if err := h.sim.SetOnline(dev.Device, false); err != nil {
 		t.Fatal(err)
 	}
+	h.availabilityJumping(time.Second, "offline", topic.DeviceID(dev.SKU, dev.Device))
 	b.WaitFor(t, dev.Name+" offline", fmt.Sprintf(`!!%s.querySelector('#device-rows tr[data-id=%q] .badge.st-offline')`, doc, topic.DeviceID(dev.SKU, dev.Device)))
 
 	// An action, without logging in: Home Assistant authenticated the user.

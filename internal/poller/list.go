@@ -70,7 +70,7 @@ func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 		}
 		hadScenes := d.hasLight() || d.hasDIY()
 		d.setDev(dev)
-		if d.stateless && !d.inFlight && now.Sub(d.lastSent) >= p.cfg.StatelessRecheck {
+		if d.stateless && !d.inFlight && now.Sub(d.lastSent) >= StatelessRecheck {
 			d.readNow = true // once more: it may answer now
 		}
 		if !hadScenes && (d.hasLight() || d.hasDIY()) {

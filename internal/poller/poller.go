@@ -68,13 +68,24 @@ const MinInterval = 2 * time.Second
 
 // Defaults of Config.
 const (
-	DefaultInterval                  = 60 * time.Second
-	DefaultListInterval              = 10 * time.Minute
-	DefaultSceneInterval             = 6 * time.Hour
-	DefaultConfirmDelay              = 2 * time.Second
-	DefaultOfflineMaxInterval        = 10 * time.Minute
-	DefaultFailuresBeforeUnreachable = 3
-	DefaultStatelessRecheck          = 30 * time.Minute
+	DefaultInterval      = 60 * time.Second
+	DefaultListInterval  = 10 * time.Minute
+	DefaultSceneInterval = 6 * time.Hour
+	DefaultConfirmDelay  = 2 * time.Second
+)
+
+// Policies, not settings: tests wait them out by jumping Config.Clock.
+const (
+	// OfflineMaxInterval caps the back-off of offline and failing devices.
+	OfflineMaxInterval = 10 * time.Minute
+	// FailuresBeforeUnreachable is how many reads in a row must fail
+	// before the device is reported unreachable.
+	FailuresBeforeUnreachable = 3
+	// StatelessRecheck is how long a device whose state reads the cloud
+	// refuses ("devices not exist": a group made in the vendor's app) goes
+	// unread: a device-list refresh at least this long after its last
+	// read reads it once more (a read on request always does).
+	StatelessRecheck = 30 * time.Minute
 )
 
 // confirmWindow bounds the debounce of confirming reads: a burst of commands
@@ -111,16 +122,6 @@ type Config struct {
 	// ConfirmDelay is how long after the last of a burst of commands the
 	// confirming read is made.
 	ConfirmDelay time.Duration
-	// OfflineMaxInterval caps the back-off of offline and failing devices.
-	OfflineMaxInterval time.Duration
-	// FailuresBeforeUnreachable is how many reads in a row must fail before
-	// the device is reported unreachable.
-	FailuresBeforeUnreachable int
-	// StatelessRecheck is how long a device whose state reads the cloud
-	// refuses ("devices not exist": a group made in the vendor's app) goes
-	// unread: a device-list refresh at least this long after its last
-	// read reads it once more (a read on request always does).
-	StatelessRecheck time.Duration
 	// Grid is the grid of periodic reads and scene rounds; 0 (the
 	// default) lets the poller choose it from the interval and the number
 	// of devices (periodicGrid). Tests of other timings fix it at 1 s.
@@ -149,15 +150,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ConfirmDelay <= 0 {
 		c.ConfirmDelay = DefaultConfirmDelay
-	}
-	if c.OfflineMaxInterval <= 0 {
-		c.OfflineMaxInterval = DefaultOfflineMaxInterval
-	}
-	if c.FailuresBeforeUnreachable <= 0 {
-		c.FailuresBeforeUnreachable = DefaultFailuresBeforeUnreachable
-	}
-	if c.StatelessRecheck <= 0 {
-		c.StatelessRecheck = DefaultStatelessRecheck
 	}
 	c.Clock = clock.Or(c.Clock)
 	return c

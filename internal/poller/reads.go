@@ -89,7 +89,7 @@ func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err err
 			d.backoffReads++
 		}
 		p.log.Debug().Err(err).Stringer("device", d.dev).Int("failures", d.failedReads).Msg("poller: state read failed")
-		if d.failedReads >= p.cfg.FailuresBeforeUnreachable {
+		if d.failedReads >= FailuresBeforeUnreachable {
 			p.store.MarkUnreachable(d.dev.Key(), err)
 		}
 	default:
@@ -129,7 +129,7 @@ func (p *Poller) onStateless(d *device, err error) {
 		return
 	}
 	d.stateless = true
-	p.log.Warn().Err(err).Stringer("device", d.dev).Dur("recheck_after", p.cfg.StatelessRecheck).
+	p.log.Warn().Err(err).Stringer("device", d.dev).Dur("recheck_after", StatelessRecheck).
 		Msg("poller: the cloud keeps no state for this device (a group made in the vendor's app?); it is not polled, shown online with what was last sent to it, and still controllable")
 	p.store.MarkStateless(d.dev.Key())
 }
@@ -152,5 +152,5 @@ func (p *Poller) deviceInterval(d *device) time.Duration {
 	if d.local.local && d.local.every > 0 {
 		base = d.local.every // local.go
 	}
-	return scheduler.Backoff(base, max(p.cfg.OfflineMaxInterval, base), d.backoffReads)
+	return scheduler.Backoff(base, max(OfflineMaxInterval, base), d.backoffReads)
 }

@@ -68,7 +68,7 @@ func TestStatelessDeviceLearnedOnce(t *testing.T) {
 		}
 
 		readable.Store(true)
-		time.Sleep(DefaultStatelessRecheck)
+		time.Sleep(StatelessRecheck)
 		refresh(t, h)
 		time.Sleep(11 * time.Second)
 		reads := f.reads("D01")

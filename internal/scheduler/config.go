@@ -72,11 +72,6 @@ type Config struct {
 	// of requests sent today, as a previous run left it in the state
 	// directory: a restart does not forget what the daily limit has spent.
 	RequestsToday, RequestsDay int
-	// RetryBase is the first back-off after a transient error or a 429
-	// without Retry-After (default 1 s); it doubles per attempt, with jitter.
-	RetryBase time.Duration
-	// RetryMax caps the back-off (default 30 s).
-	RetryMax time.Duration
 
 	// MaxQueuedCommands bounds the commands waiting to be sent (default 1000).
 	MaxQueuedCommands int
@@ -84,15 +79,6 @@ type Config struct {
 	// waiter (default 2000).
 	MaxQueuedReads int
 
-	// AuthHoldoff is how long after a 401 every request is failed without
-	// being sent, so a wrong key does not hammer the cloud (default 1 min).
-	// After it, one request at a time is sent until one is answered
-	// without a 401: a key still refused costs one request per hold-off.
-	AuthHoldoff time.Duration
-	// MaxRetryAfter caps the wait a 429's Retry-After asks for (default
-	// 5 min): a longer one is capped, and said once in the log, so that a
-	// bogus header cannot stop a device's reads for an hour.
-	MaxRetryAfter time.Duration
 	// OnHeld, when set, is called when a device's state read got a 429 and
 	// waits (Held says the same until then), so that whoever waits for
 	// that read can hear of it now. It must not block.
@@ -108,7 +94,8 @@ type Config struct {
 
 	// Clock is the scheduler's time: its buckets, back-offs, hold-offs
 	// and the loop's timer (nil: clock.Real). Tests of the whole bridge
-	// jump it (clocktest) instead of shortening the durations above.
+	// jump it (clocktest) over RetryMax, AuthHoldoff or MaxRetryAfter
+	// instead of shortening them.
 	Clock clock.Clock
 }
 
@@ -136,15 +123,30 @@ const CommandMaxAge = 2 * time.Minute
 // requests on the wire before cancelling them.
 const ShutdownTimeout = 10 * time.Second
 
+// Back-offs and hold-offs: policies, not settings. Tests wait them out by
+// jumping Config.Clock.
+const (
+	// RetryBase is the first back-off after a transient error or a 429
+	// without Retry-After; it doubles per attempt, with jitter.
+	RetryBase = time.Second
+	// RetryMax caps the back-off.
+	RetryMax = 30 * time.Second
+	// AuthHoldoff is how long after a 401 every request is failed without
+	// being sent, so a wrong key does not hammer the cloud. After it, one
+	// request at a time is sent until one is answered without a 401: a key
+	// still refused costs one request per hold-off.
+	AuthHoldoff = time.Minute
+	// MaxRetryAfter caps the wait a 429's Retry-After asks for: a longer
+	// one is capped, and said once in the log, so that a bogus header
+	// cannot stop a device's reads for an hour.
+	MaxRetryAfter = 5 * time.Minute
+)
+
 const (
 	defaultCommandSlots      = 1
 	defaultMaxAttempts       = 4
-	defaultRetryBase         = time.Second
-	defaultRetryMax          = 30 * time.Second
 	defaultMaxQueuedCommands = 1000
 	defaultMaxQueuedReads    = 2000
-	defaultAuthHoldoff       = time.Minute
-	defaultMaxRetryAfter     = 5 * time.Minute
 	maxSafetyMargin          = 0.5
 )
 
@@ -173,10 +175,8 @@ func (c Config) Validate() error {
 		v    int64
 	}{
 		{"MaxInFlight", int64(c.MaxInFlight)}, {"CommandSlots", int64(c.CommandSlots)},
-		{"MaxAttempts", int64(c.MaxAttempts)}, {"RetryBase", int64(c.RetryBase)},
-		{"RetryMax", int64(c.RetryMax)}, {"MaxQueuedCommands", int64(c.MaxQueuedCommands)},
-		{"MaxQueuedReads", int64(c.MaxQueuedReads)}, {"AuthHoldoff", int64(c.AuthHoldoff)},
-		{"MaxRetryAfter", int64(c.MaxRetryAfter)},
+		{"MaxAttempts", int64(c.MaxAttempts)}, {"MaxQueuedCommands", int64(c.MaxQueuedCommands)},
+		{"MaxQueuedReads", int64(c.MaxQueuedReads)},
 	}
 	for _, f := range nonNegative {
 		if f.v < 0 {
@@ -228,18 +228,6 @@ func (c Config) withDefaults() Config {
 			c.MaxInFlight, c.CommandSlots = 2, 1
 		}
 	}
-	dur := func(v *time.Duration, def time.Duration) {
-		if *v <= 0 {
-			*v = def
-		}
-	}
-	dur(&c.RetryBase, defaultRetryBase)
-	dur(&c.RetryMax, defaultRetryMax)
-	if c.RetryMax < c.RetryBase {
-		c.RetryMax = c.RetryBase
-	}
-	dur(&c.AuthHoldoff, defaultAuthHoldoff)
-	dur(&c.MaxRetryAfter, defaultMaxRetryAfter)
 	c.Clock = clock.Or(c.Clock)
 	return c
 }

@@ -75,15 +75,15 @@ func (s *Scheduler) countLocked(ep endpoint, now, sent time.Time, err error) {
 // retryAfterLocked is the wait a 429 asks for, capped at MaxRetryAfter (said
 // once in the log).
 func (s *Scheduler) retryAfterLocked(asked time.Duration) time.Duration {
-	if asked <= s.cfg.MaxRetryAfter {
+	if asked <= MaxRetryAfter {
 		return asked
 	}
 	if !s.counts.retryAfterCapped {
 		s.counts.retryAfterCapped = true
-		s.log.Warn().Dur("retry_after", asked).Dur("used", s.cfg.MaxRetryAfter).
+		s.log.Warn().Dur("retry_after", asked).Dur("used", MaxRetryAfter).
 			Msg("scheduler: the cloud asked to wait longer than the bridge waits after a 429; waiting the most it waits instead (said once)")
 	}
-	return s.cfg.MaxRetryAfter
+	return MaxRetryAfter
 }
 
 // Hold is why and until when the reads of a device wait without being

@@ -515,10 +515,10 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 	switch {
 	case cloud.IsAuth(err):
 		if !now.Before(s.authUntil) {
-			ev(s.log.Error()).Err(err).Dur("holdoff", s.cfg.AuthHoldoff).
+			ev(s.log.Error()).Err(err).Dur("holdoff", AuthHoldoff).
 				Msg("scheduler: the cloud refused the API key; failing requests without sending them for a while")
 		}
-		s.authUntil = now.Add(s.cfg.AuthHoldoff)
+		s.authUntil = now.Add(AuthHoldoff)
 		s.authErr = err
 		s.counts.failures++
 		return false, err
@@ -549,7 +549,7 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 // backoff is the wait before the nth retry: RetryBase doubled per retry,
 // capped at RetryMax, with jitter (between half and all of it).
 func (s *Scheduler) backoff(n int) time.Duration {
-	d := Backoff(s.cfg.RetryBase, s.cfg.RetryMax, n)
+	d := Backoff(RetryBase, RetryMax, n)
 	half := d / 2
 	return half + rand.N(d-half+1)
 }

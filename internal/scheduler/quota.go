@@ -295,7 +295,7 @@ func (s *Scheduler) quotaHoldLocked(now time.Time, cause error) (time.Time, bool
 		return time.Time{}, false
 	}
 	until := w.Reset
-	if capped := now.Add(s.cfg.MaxRetryAfter); until.After(capped) {
+	if capped := now.Add(MaxRetryAfter); until.After(capped) {
 		until = capped
 	}
 	s.quota.holdUntil = until

@@ -80,14 +80,20 @@ type Parts struct {
 // Observer (the registry's), CommandDone and CommandFailed (the bridge's
 // OnCommand and OnError); Handler makes the page once the parts exist.
 type Page struct {
+	now      func() time.Time
 	history  *web.History
 	problems *web.ProblemLog
 	errs     *web.DeviceErrors
 }
 
-// New returns an empty page's record, its history starting now.
-func New() *Page {
-	return &Page{history: web.NewHistory(time.Now()), problems: web.NewProblemLog(0, nil), errs: web.NewDeviceErrors(nil)}
+// New returns an empty page's record, its history starting now. now is
+// the daemon's clock (nil: time.Now): the history's hours, the errors' and
+// the problems' instants, the quota's windows and the page's day.
+func New(now func() time.Time) *Page {
+	if now == nil {
+		now = time.Now
+	}
+	return &Page{now: now, history: web.NewHistory(now()), problems: web.NewProblemLog(0, now), errs: web.NewDeviceErrors(now)}
 }
 
 // OnCounted is scheduler.Config.OnCounted: the chart counts what the day's
@@ -129,9 +135,10 @@ func (p *Page) CommandFailed(k capability.Key, msg string) { p.errs.CommandFaile
 // /metrics); the page fills its Source, Actions, History and Log (log's,
 // as the "http" component). log also takes the actions' warnings.
 func (p *Page) Handler(o web.Options, parts Parts, log zerolog.Logger) (*web.Handler, error) {
-	o.Source = &source{Parts: parts, problems: p.problems, errs: p.errs}
+	o.Source = &source{Parts: parts, problems: p.problems, errs: p.errs, now: p.now}
 	o.Actions = &actions{Parts: parts, errs: p.errs, log: log}
 	o.History = p.history
+	o.Now = p.now
 	o.Log = log.With().Str("component", "http").Logger()
 	return web.New(o)
 }

@@ -38,7 +38,7 @@ func TestDeviceStatus(t *testing.T) {
 // of that device, never by a failed one or another device's); every
 // command's outcome still reaches the next hook (the metrics).
 func TestDeviceErrorsFed(t *testing.T) {
-	p := New()
+	p := New(nil)
 	k := capability.Key{SKU: "H6008", Device: "AA"}
 	read := registry.View{Read: true, Online: true, Reachable: true}
 	last := func() string { return p.errs.Last(k, read.Read, read.LastRead) }

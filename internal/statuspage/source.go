@@ -17,6 +17,7 @@ type source struct {
 	Parts
 	problems *web.ProblemLog
 	errs     *web.DeviceErrors
+	now      func() time.Time
 }
 
 // status is a device's status on the page.
@@ -96,7 +97,7 @@ func (s *source) Budget() web.Budget {
 		t := st.LastRateLimited
 		b.Last429 = &t
 	}
-	b.Quota = quota(st, limit, time.Now())
+	b.Quota = quota(st, limit, s.now())
 	l := s.Limits
 	capOf := func(l, def scheduler.Limit) float64 {
 		if l.Burst < 1 || l.Rate <= 0 {
