@@ -19,7 +19,11 @@ import (
 // pass without a word. (Against a simulator on the real clock: the
 // figures, which depend on the time of day, are checkLearned's test.)
 func TestCheckQuota(t *testing.T) {
-	sim := cloudsim.New(cloudsim.Options{Quota: cloudsim.Quota{Limit: 10000, Window: 24 * time.Hour}})
+	// The simulator stands at noon: its day's quota always has 12 h to go
+	// (told as seconds from now), whatever the time of day the test runs
+	// at (near midnight a day's quota with minutes left fits any plan).
+	noon := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	sim := cloudsim.New(cloudsim.Options{Quota: cloudsim.Quota{Limit: 10000, Window: 24 * time.Hour}, Now: func() time.Time { return noon }})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	env := func(kv ...string) map[string]string {

@@ -69,6 +69,7 @@ type Broker struct {
 	wsAddr string
 	tls    bool
 	log    zerolog.Logger
+	gate   *gate // every listener's connections (gate.go)
 }
 
 // Start starts the broker and returns once its listeners accept
@@ -92,15 +93,15 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("broker: add auth hook: %w", err)
 	}
 
-	b := &Broker{srv: srv, tls: opts.TLSConfig != nil, log: log}
+	b := &Broker{srv: srv, tls: opts.TLSConfig != nil, log: log, gate: newGate()}
 	guard := func(l listeners.Listener) listeners.Listener {
 		if opts.MaxPacketSize <= 0 {
-			return l
+			return b.gate.wrap(l)
 		}
-		return &guarded{Listener: l, max: opts.MaxPacketSize, unlimited: slices.Clone(opts.Unlimited), onRefuse: func(client string, size int) {
+		return b.gate.wrap(&guarded{Listener: l, max: opts.MaxPacketSize, unlimited: slices.Clone(opts.Unlimited), onRefuse: func(client string, size int) {
 			log.Warn().Str("client_id", client).Int("size", size).Int("limit", opts.MaxPacketSize).
 				Msg("client sent a packet over the embedded broker's size limit; disconnected")
-		}}
+		}})
 	}
 	tcp := listeners.NewTCP(listeners.Config{Type: listeners.TypeTCP, ID: "tcp", Address: opts.Addr, TLSConfig: opts.TLSConfig})
 	if err := srv.AddListener(guard(tcp)); err != nil {
@@ -155,8 +156,14 @@ func (b *Broker) Close() error {
 	// their clients gone, mochi's own Close has no writer to race with.
 	// Should it hang all the same, give up waiting after closeTimeout: it
 	// must never hang the daemon's shutdown.
+	// mochi must see no client arrive while it closes (gate.go): first
+	// every connection ends and mochi returns from it, then mochi closes.
 	done := make(chan error, 1)
 	go func() {
+		if !b.gate.shut(closeTimeout) {
+			done <- errors.New("clients still being served")
+			return
+		}
 		b.srv.Listeners.CloseAll(b.disconnectClients)
 		done <- b.srv.Close()
 	}()
