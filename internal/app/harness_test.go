@@ -71,9 +71,14 @@ const testKey = "test-key-5f3a9c1e77"
 
 func startHarness(t *testing.T, o harnessOptions) *harness {
 	t.Helper()
-	h := &harness{t: t, logs: &mqtttest.SyncBuffer{}, clock: clocktest.New()}
+	// The daemon's day starts at local midnight (requests_today, a day's
+	// quota): the clock starts at today's noon, so that the minutes a test
+	// jumps never cross one, whenever it runs.
+	y, mo, d := time.Now().Date()
+	noon := time.Date(y, mo, d, 12, 0, 0, 0, time.Local)
+	h := &harness{t: t, logs: &mqtttest.SyncBuffer{}, clock: clocktest.NewAt(noon)}
 	if o.frozen {
-		h.clock = clocktest.NewFrozen(time.Now())
+		h.clock = clocktest.NewFrozen(noon)
 	}
 	h.broker = mqtttest.Start(t, o.broker...)
 	mqttURL := h.broker.URL()

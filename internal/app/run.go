@@ -57,15 +57,16 @@ type running struct {
 func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	log := m.Log
 	var sched *scheduler.Scheduler // the answers' rate-limit headers tell it the quota
+	clk := m.clock()
 	client, err := cloud.New(cloud.Config{
 		BaseURL: env.baseURL, APIKey: env.apiKey, KeyHeader: cfg.Cloud.KeyHeader,
 		HTTPClient: m.httpClient(), Logger: log,
 		OnLimits: func(l cloud.RateLimits) { sched.ObserveLimits(l) },
+		Now:      clk.Now, // resets and Retry-After on the scheduler's clock
 	})
 	if err != nil {
 		return nil, err
 	}
-	clk := m.clock()
 	d := &running{cfg: cfg, log: log, clk: clk, env: env, met: newMetrics(m.Version, clk), dir: statedir.Dir(cfg.State.Dir),
 		page: statuspage.New(clk.Now), sd: Systemd{Log: log, Clock: clk}}
 	// Every change of a figure the bridge shows or keeps wakes the stats

@@ -98,6 +98,11 @@ type Config struct {
 	// returns: whoever plans the requests learns what is left from it. It
 	// is called from the requesting goroutine and must not block.
 	OnLimits func(RateLimits)
+	// Now is the clock that turns a Retry-After or a rate-limit reset given
+	// in seconds from now into an instant (nil: time.Now); the daemon
+	// passes its injected clock, whose instants the scheduler compares them
+	// with.
+	Now func() time.Time
 }
 
 // String describes the config with the API key redacted, so that a Config
@@ -173,6 +178,9 @@ func New(cfg Config) (*Client, error) {
 			transport = hc.Transport
 		}
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Client{
 		base:      base,
 		key:       cfg.APIKey,
@@ -181,7 +189,7 @@ func New(cfg Config) (*Client, error) {
 		transport: transport,
 		timeout:   timeout,
 		log:       cfg.Logger.With().Str("component", "cloud").Logger(),
-		now:       time.Now,
+		now:       cfg.Now,
 		maxBody:   MaxResponseBytes,
 		onLimits:  cfg.OnLimits,
 		seen:      make(map[string]struct{}),

@@ -200,3 +200,26 @@ func TestNoHeadersNoLimits(t *testing.T) {
 		t.Errorf("a 429 without headers lost its hint: %v", err)
 	}
 }
+
+// TestResetOnTheConfiguredClock: a reset given in seconds from now is an
+// instant of Config.Now's clock, the one the daemon's scheduler compares
+// it with (a test's jumped clock, or the real one).
+func TestResetOnTheConfiguredClock(t *testing.T) {
+	noon := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	var got RateLimits
+	c, _ := newTestClient(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(HeaderQuotaLimit, "45")
+		w.Header().Set(HeaderQuotaRemaining, "44")
+		w.Header().Set(HeaderQuotaReset, "90")
+		_, _ = w.Write([]byte(`{"code":200,"message":"success","data":[]}`))
+	}, func(cfg *Config) {
+		cfg.Now = func() time.Time { return noon }
+		cfg.OnLimits = func(l RateLimits) { got = l }
+	})
+	if _, err := c.ListDevices(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if want := noon.Add(90 * time.Second); !got.Quota.Reset.Equal(want) {
+		t.Errorf("reset %s, want %s (90 s after the configured clock's now)", got.Quota.Reset, want)
+	}
+}

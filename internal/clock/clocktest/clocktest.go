@@ -26,7 +26,7 @@ import (
 type Clock struct {
 	frozen bool
 	start  time.Time    // a frozen clock's time before any Advance
-	offset atomic.Int64 // nanoseconds jumped, read without the lock by Now
+	offset atomic.Int64 // nanoseconds from the system's time (NewAt's start, then every jump), read without the lock by Now
 
 	mu     sync.Mutex
 	armed  map[*timer]struct{}
@@ -36,6 +36,15 @@ type Clock struct {
 // New is a clock that runs with the system's time, Advance jumping it
 // forward.
 func New() *Clock { return &Clock{armed: map[*timer]struct{}{}, change: make(chan struct{})} }
+
+// NewAt is a clock that runs with the system's time from start on (its
+// Now is start when NewAt returns), Advance jumping it forward: a test whose
+// jumps must not cross a midnight starts it at noon.
+func NewAt(start time.Time) *Clock {
+	c := New()
+	c.offset.Store(int64(start.Sub(time.Now())))
+	return c
+}
 
 // NewFrozen is a clock standing at start; only Advance moves it. Its
 // timers fire only when an Advance reaches them.

@@ -445,3 +445,23 @@ func ExampleClock_Advance() {
 	fmt.Println((<-holdOff.C()).Format(time.TimeOnly))
 	// Output: 12:01:00
 }
+
+// TestNewAtRunsFromItsStart: a clock made at noon says noon, runs on, and
+// jumps from there.
+func TestNewAtRunsFromItsStart(t *testing.T) {
+	noon := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	c := clocktest.NewAt(noon)
+	if got := c.Now(); got.Before(noon) || got.Sub(noon) > time.Second {
+		t.Fatalf("Now right after NewAt(noon) = %s", got)
+	}
+	tm := c.NewTimer(time.Hour)
+	c.Advance(time.Hour)
+	select {
+	case at := <-tm.C():
+		if at.Before(noon.Add(time.Hour)) || at.Sub(noon.Add(time.Hour)) > time.Second {
+			t.Errorf("the timer fired at %s, want about 13:00", at)
+		}
+	default:
+		t.Fatal("an hour's timer did not fire when the clock jumped an hour")
+	}
+}
