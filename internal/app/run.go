@@ -150,9 +150,10 @@ func (m *Main) newMirror(d *running) *bridge.Mirror {
 		DiscoveryEnabled: cfg.HA.Discovery,
 		HAStatusTopic:    cfg.HA.StatusTopic,
 		Health:           m.health,
-		OnCommand:        d.page.CommandDone(d.met.observeCommand),
-		OnError:          d.page.CommandFailed,
-		Log:              d.log.With().Str("component", "bridge").Logger(),
+		// Each command's outcome goes to the page and the metrics.
+		OnCommand: func(r scheduler.CommandResult) { d.page.CommandDone(r); d.met.observeCommand(r) },
+		OnError:   d.page.CommandFailed,
+		Log:       d.log.With().Str("component", "bridge").Logger(),
 	})
 }
 

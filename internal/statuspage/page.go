@@ -115,14 +115,11 @@ func (p *Page) Observer() registry.Observer {
 	}}
 }
 
-// CommandDone is bridge.Options.OnCommand's: a command the cloud accepted
-// clears the device's command error; every outcome then goes to next.
-func (p *Page) CommandDone(next func(scheduler.CommandResult)) func(scheduler.CommandResult) {
-	return func(r scheduler.CommandResult) {
-		if r.Err == nil {
-			p.errs.CommandAccepted(capability.Key{SKU: r.Request.SKU, Device: r.Request.Device})
-		}
-		next(r)
+// CommandDone hears every command's outcome (bridge.Options.OnCommand):
+// a command the cloud accepted clears the device's command error.
+func (p *Page) CommandDone(r scheduler.CommandResult) {
+	if r.Err == nil {
+		p.errs.CommandAccepted(capability.Key{SKU: r.Request.SKU, Device: r.Request.Device})
 	}
 }
 
