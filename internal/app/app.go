@@ -237,12 +237,18 @@ func (m *Main) httpClient() *http.Client {
 }
 
 // cloudTransport is net/http's default transport keeping as many idle
-// connections to the cloud as the scheduler has requests in flight: with the
-// default of 2, reads sent together (the poller batches them) would open
-// and close connections, a TLS handshake each, every second.
+// connections to the cloud as the scheduler may have requests in flight:
+// with the default of 2, reads sent together (the poller batches them)
+// would open and close connections, a TLS handshake each, every second;
+// with the steady DefaultMaxInFlight alone, a start's rounds of first reads
+// (DefaultFirstInFlight beside them) would close most connections as each
+// answer came back and open them again for the next round. After the
+// start the steady reads reuse the most recently used few, and the others,
+// idle, close after IdleConnTimeout (90 s).
 func cloudTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = scheduler.DefaultMaxInFlight
+	t.MaxIdleConnsPerHost = scheduler.DefaultMaxInFlight + scheduler.DefaultFirstInFlight
+	t.MaxIdleConns = max(t.MaxIdleConns, t.MaxIdleConnsPerHost)
 	return t
 }
 

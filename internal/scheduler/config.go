@@ -61,6 +61,12 @@ type Config struct {
 	// CommandSlots of those are kept for control commands (default 1), so a
 	// burst of reads never delays a command by more than one request time.
 	CommandSlots int
+	// FirstInFlight bounds the first reads (PriorityFirst) on the wire at
+	// once beside MaxInFlight's requests (default DefaultFirstInFlight): a
+	// start reads every device at once, as far as this allows, instead of
+	// MaxInFlight-CommandSlots at a time. Beyond it, first reads wait for
+	// the steady read slots like any read, before the periodic ones.
+	FirstInFlight int
 
 	// MaxAttempts bounds the attempts of a read failing with transient
 	// errors (5xx, timeouts) before its failure is reported (default 4);
@@ -112,6 +118,15 @@ var (
 // DefaultMaxInFlight is Config.MaxInFlight's default: the most requests on
 // the wire at once, and so the connections worth keeping open to the cloud.
 const DefaultMaxInFlight = 8
+
+// DefaultFirstInFlight is Config.FirstInFlight's default: the first reads
+// of a start on the wire at once, each on a connection of its own (HTTP/1.1)
+// that the transport closes once the start is read, but for the
+// DefaultMaxInFlight it keeps. 100 reads every device of an account of 100
+// at once (one answer time to every first state) and a larger account in
+// rounds of 100; it is the peer's and common HTTP clients' limit of
+// connections (aiohttp's 100), which no cloud takes for an attack.
+const DefaultFirstInFlight = 100
 
 // CommandMaxAge is how long a command failing with transient errors (the
 // cloud unreachable, 5xx, timeouts) is retried, from when it was queued,
@@ -174,7 +189,7 @@ func (c Config) Validate() error {
 		name string
 		v    int64
 	}{
-		{"MaxInFlight", int64(c.MaxInFlight)}, {"CommandSlots", int64(c.CommandSlots)},
+		{"MaxInFlight", int64(c.MaxInFlight)}, {"CommandSlots", int64(c.CommandSlots)}, {"FirstInFlight", int64(c.FirstInFlight)},
 		{"MaxAttempts", int64(c.MaxAttempts)}, {"MaxQueuedCommands", int64(c.MaxQueuedCommands)},
 		{"MaxQueuedReads", int64(c.MaxQueuedReads)},
 	}
@@ -218,6 +233,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	positive(&c.MaxInFlight, DefaultMaxInFlight)
+	positive(&c.FirstInFlight, DefaultFirstInFlight)
 	positive(&c.MaxAttempts, defaultMaxAttempts)
 	positive(&c.MaxQueuedCommands, defaultMaxQueuedCommands)
 	positive(&c.MaxQueuedReads, defaultMaxQueuedReads)

@@ -81,6 +81,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		for _, r := range reads {
 			s.wg.Add(1)
+			if r.first {
+				// Beyond the workers' number, and only at a start or
+				// when the list adds devices: a goroutine each.
+				go s.sendRead(reqCtx, r)
+				continue
+			}
 			readJobs <- r
 		}
 		clear(cmds)
@@ -106,7 +112,7 @@ func (s *Scheduler) shutdown(cancelReq context.CancelFunc) error {
 	s.failQueuedLocked(now, ErrNotSent)
 	out := s.outbox
 	s.outbox = nil
-	inflight := s.requestsInFlight
+	inflight := s.requestsInFlight + s.firstInFlight
 	s.mu.Unlock()
 	for _, f := range out {
 		f()
@@ -160,13 +166,15 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 	if now.Before(s.quota.holdUntil) {
 		return cmds, reads, s.quota.holdUntil
 	}
-	maxInFlight := s.cfg.MaxInFlight
+	maxInFlight, firstSlots := s.cfg.MaxInFlight, s.cfg.FirstInFlight
 	if s.authErr != nil || s.quotaProbingLocked(now) {
-		maxInFlight = 1
+		// One request at a time, first reads included.
+		maxInFlight, firstSlots = max(1-s.firstInFlight, 0), 0
 	}
 	cmds, cmdWake := s.dispatchCommandsLocked(now, maxInFlight, cmds)
+	reads, firstWake := s.dispatchFirstLocked(now, firstSlots, reads)
 	reads, readWake := s.dispatchReadsLocked(now, maxInFlight, reads)
-	return cmds, reads, Earliest(cmdWake, readWake)
+	return cmds, reads, Earliest(cmdWake, Earliest(firstWake, readWake))
 }
 
 // dispatchCommandsLocked appends the commands that may be sent now to cmds:
@@ -226,35 +234,52 @@ func (s *Scheduler) sendCommandLocked(now time.Time, d *device, b *bucket) {
 	d.busy[epControl] = true
 	s.control.send()
 	b.send()
-	s.sentLocked(epControl, &c.attempt, now)
+	s.requestsInFlight++
+	s.sentLocked(&c.attempt, now)
+}
+
+// dispatchFirstLocked appends the first reads (PriorityFirst) that may be
+// sent now beside the steady slots to reads, oldest first, while fewer
+// than slots of them are on the wire. Each still waits for its device's
+// bucket: what the allowance lifts is only the cap on reads at once, which
+// no row of the cloud's rate table sets for state reads (they are limited
+// per device). wake is when a waiting one next becomes sendable.
+func (s *Scheduler) dispatchFirstLocked(now time.Time, slots int, reads []*read) (_ []*read, wake time.Time) {
+	l := &s.readQueues[PriorityFirst]
+	for e := l.Front(); e != nil && s.firstInFlight < slots; {
+		next := e.Next()
+		if r := e.Value.(*read); s.sendableLocked(now, r, &wake) {
+			l.Remove(e)
+			r.first = true
+			s.sendReadLocked(now, r)
+			reads = append(reads, r)
+		}
+		e = next
+	}
+	return reads, wake
 }
 
 // dispatchReadsLocked appends the reads that may be sent now to reads: by
-// priority, oldest first within one, while read slots are free. wake is
-// when a waiting read next becomes sendable.
+// priority, oldest first within one, while read slots are free. Refreshes
+// (scene lists, the device list) wait while first reads wait or are on the
+// wire: at a start, every first state is read, and its answer handled,
+// before the scene lists' answers compete with them. wake is when a
+// waiting read next becomes sendable.
 func (s *Scheduler) dispatchReadsLocked(now time.Time, maxInFlight int, reads []*read) (_ []*read, wake time.Time) {
 	readSlots := s.cfg.MaxInFlight - s.cfg.CommandSlots
 	for p := range s.readQueues {
+		if Priority(p) == PriorityRefresh && (s.firstInFlight > 0 || s.readQueues[PriorityFirst].Len() > 0) {
+			break // sent when the first reads are answered (sendRead signals)
+		}
 		l := &s.readQueues[p]
 		for e := l.Front(); e != nil; {
 			next := e.Next()
 			if s.readsInFlight >= readSlots || s.requestsInFlight >= maxInFlight {
 				return reads, wake
 			}
-			r := e.Value.(*read)
-			d := r.dev
-			switch {
-			case d.busy[r.ep]:
-			case r.notBefore.After(now):
-				wake = Earliest(wake, r.notBefore)
-			default:
-				b := s.bucketLocked(d, r.ep)
-				if at := b.readyAt(now); !at.Equal(now) {
-					wake = Earliest(wake, at)
-					break
-				}
+			if r := e.Value.(*read); s.sendableLocked(now, r, &wake) {
 				l.Remove(e)
-				s.sendReadLocked(now, r, b)
+				s.sendReadLocked(now, r)
 				reads = append(reads, r)
 			}
 			e = next
@@ -263,23 +288,47 @@ func (s *Scheduler) dispatchReadsLocked(now time.Time, maxInFlight int, reads []
 	return reads, wake
 }
 
+// sendableLocked reports whether r may be sent now: its device has no
+// request of its endpoint on the wire, its back-off is over and its bucket
+// has a token. When it waits for an instant, *wake is brought forward to it.
+func (s *Scheduler) sendableLocked(now time.Time, r *read, wake *time.Time) bool {
+	d := r.dev
+	switch {
+	case d.busy[r.ep]:
+		return false
+	case r.notBefore.After(now):
+		*wake = Earliest(*wake, r.notBefore)
+		return false
+	}
+	if at := s.bucketLocked(d, r.ep).readyAt(now); !at.Equal(now) {
+		*wake = Earliest(*wake, at)
+		return false
+	}
+	return true
+}
+
 // sendReadLocked marks r, taken off its queue, as sent and counts it
-// against its device's bucket and the read slots.
-func (s *Scheduler) sendReadLocked(now time.Time, r *read, b *bucket) {
+// against its device's bucket and the read slots (or, for a first read,
+// the first reads in flight).
+func (s *Scheduler) sendReadLocked(now time.Time, r *read) {
 	d := r.dev
 	r.elem = nil
 	d.reads[r.ep] = nil
 	d.busy[r.ep] = true
-	b.send()
+	s.bucketLocked(d, r.ep).send()
 	s.queuedReadWaiters -= len(r.waiters)
-	s.readsInFlight++
-	s.sentLocked(r.ep, &r.attempt, now)
+	if r.first {
+		s.firstInFlight++
+	} else {
+		s.readsInFlight++
+		s.requestsInFlight++
+	}
+	s.sentLocked(&r.attempt, now)
 }
 
-// sentLocked accounts a request handed to the wire; countLocked counts it
+// sentLocked accounts an attempt handed to the wire; countLocked counts it
 // against the day's budget once its outcome says it reached the cloud.
-func (s *Scheduler) sentLocked(ep endpoint, a *attempt, now time.Time) {
-	s.requestsInFlight++
+func (s *Scheduler) sentLocked(a *attempt, now time.Time) {
 	a.sent++
 	a.lastSent = now
 	if a.sent > 1 {
@@ -412,8 +461,13 @@ func (s *Scheduler) sendRead(ctx context.Context, r *read) {
 	now := s.nowLocked()
 	d := r.dev
 	d.busy[r.ep] = false
-	s.requestsInFlight--
-	s.readsInFlight--
+	if r.first {
+		s.firstInFlight--
+		r.first = false // a retry takes whichever slot is free then
+	} else {
+		s.requestsInFlight--
+		s.readsInFlight--
+	}
 	s.countLocked(r.ep, now, r.lastSent, err)
 	retry, err := s.settleLocked(now, r.ep, d, &r.attempt, err, d.buckets[r.ep])
 	var waiters []func(any, error)
