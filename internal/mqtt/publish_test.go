@@ -141,3 +141,53 @@ func TestLastValueKeptAcrossADropMidBurst(t *testing.T) {
 		}
 	})
 }
+
+// TestBulkAfterTheRest: what PublishBulk queued waits for what Publish
+// queued, even when queued later (the states of a start go before its
+// thousands of discovery configs); each kind keeps its order.
+func TestBulkAfterTheRest(t *testing.T) {
+	b := newAckHoldingBroker(t)
+	cfg, _ := testConfig(t, b.url())
+	cfg.StateTopic = ""
+	c := connect(t, cfg, nil)
+	conn := <-b.conn
+	const bulk, first = 2 * publishWindow, 5
+	for i := range bulk {
+		if err := c.PublishBulk(fmt.Sprintf("homeassistant/light/d%03d/light/config", i), []byte("{}"), true, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []*packets.PublishPacket
+	for range publishWindow {
+		got = append(got, b.next(conn)) // the window is full of configs
+	}
+	for i := range first {
+		if err := c.Publish(fmt.Sprintf("c2m/d%03d/state", i), []byte("on"), true, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for len(got) < bulk+first {
+		b.ack(conn, got[len(got)-publishWindow])
+		got = append(got, b.next(conn))
+	}
+	var order []string
+	for _, p := range got {
+		order = append(order, p.TopicName)
+	}
+	var want []string
+	for i := range publishWindow {
+		want = append(want, fmt.Sprintf("homeassistant/light/d%03d/light/config", i))
+	}
+	for i := range first {
+		want = append(want, fmt.Sprintf("c2m/d%03d/state", i))
+	}
+	for i := publishWindow; i < bulk; i++ {
+		want = append(want, fmt.Sprintf("homeassistant/light/d%03d/light/config", i))
+	}
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Errorf("the broker got\n%v\nwant\n%v", order, want)
+	}
+	for _, p := range got[len(got)-publishWindow:] {
+		b.ack(conn, p)
+	}
+}
