@@ -120,12 +120,12 @@ var (
 const DefaultMaxInFlight = 8
 
 // DefaultFirstInFlight is Config.FirstInFlight's default: the first reads
-// of a start on the wire at once, each on a connection of its own (HTTP/1.1)
-// that the transport closes once the start is read, but for the
-// DefaultMaxInFlight it keeps. 100 reads every device of an account of 100
-// at once (one answer time to every first state) and a larger account in
-// rounds of 100; it is the peer's and common HTTP clients' limit of
-// connections (aiohttp's 100), which no cloud takes for an attack.
+// of a start on the wire at once, each on a connection of its own (HTTP/1.1),
+// which the transport keeps for reuse while the start's rounds go on and
+// closes once idle (docs/decisions.md, h32first). 100 reads every device of
+// an account of 100 in one answer time, and a larger account in rounds of
+// 100; it is as many connections as a Python program on aiohttp opens by
+// default (TCPConnector's limit), so a cloud sees nothing unusual.
 const DefaultFirstInFlight = 100
 
 // CommandMaxAge is how long a command failing with transient errors (the
