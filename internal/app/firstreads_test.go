@@ -1,13 +1,18 @@
 package app_test
 
 import (
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/scheduler"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -107,4 +112,45 @@ func TestThousandDevicesFirstReads(t *testing.T) {
 	if n := rateLimited(h.sim); n != 0 {
 		t.Errorf("%d × 429", n)
 	}
+}
+
+// TestFirstReadsCloseTheirConnections: a start's first reads go at once, a
+// connection each (100 lights: about 100 at the cloud), and once they are
+// answered the daemon closes the idle ones: what stays open is what the
+// steady reads use (scheduler.DefaultMaxInFlight at most), not a hundred
+// sockets for the transport's idle timeout.
+func TestFirstReadsCloseTheirConnections(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: lights(t, 100)}, env: map[string]string{"POLL_INTERVAL": "60s"},
+		frozen: true, watch: "cloud2mqtt/+/state", noStart: true})
+	var mu sync.Mutex
+	open, opened := 0, 0
+	srv := httptest.NewUnstartedServer(h.sim)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch s {
+		case http.StateNew:
+			open++
+			opened++
+		case http.StateClosed, http.StateHijacked:
+			open--
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	h.main.Config.Cloud.BaseURL = srv.URL
+	h.start()
+	h.firstStates(time.Minute, time.Now())
+	h.watch.until(wait, "the first reads' connections closed", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return open <= scheduler.DefaultMaxInFlight
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if opened < 50 {
+		t.Errorf("%d connections opened for the first reads of 100 lights; want about 100 (the reads at once)", opened)
+	}
+	t.Logf("%d connections opened, %d open after the first reads", opened, open)
 }

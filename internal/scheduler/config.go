@@ -89,6 +89,12 @@ type Config struct {
 	// waits (Held says the same until then), so that whoever waits for
 	// that read can hear of it now. It must not block.
 	OnHeld func(sku, device string, h Hold)
+	// OnFirstReadsDone, when set, is called when the last first read on
+	// the wire beside the steady slots is answered and no first read
+	// waits: a start's burst is over (again after each device list that
+	// adds devices). The daemon closes the idle connections the burst
+	// opened. It must not block.
+	OnFirstReadsDone func()
 	// OnChange, when set, is called after each request's outcome is
 	// settled (the counts of Stats may have changed). It must not block.
 	OnChange func()

@@ -175,3 +175,38 @@ func TestSceneListsAfterFirstReads(t *testing.T) {
 		}
 	})
 }
+
+// TestFirstReadsDoneOncePerBurst: OnFirstReadsDone is called when the last
+// first read of a burst is answered and none waits, not before, and again
+// after a later burst (a device list that adds devices).
+func TestFirstReadsDoneOncePerBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.respond = func(call) time.Duration { return time.Second }
+		var mu sync.Mutex
+		var done []time.Duration
+		var start time.Time
+		s := newScheduler(f, scheduler.Config{OnFirstReadsDone: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			done = append(done, time.Since(start))
+		}})
+		burst := func(from, n int) {
+			for i := range n {
+				must(t, s.State("H6008", fmt.Sprintf("d%03d", from+i), scheduler.PriorityFirst, nil))
+			}
+		}
+		start = time.Now()
+		burst(0, 250) // three rounds: 107, 107, 36
+		stop := run(t, s)
+		time.Sleep(10 * time.Second)
+		burst(250, 5)
+		time.Sleep(10 * time.Second)
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		if want := []time.Duration{3 * time.Second, 11 * time.Second}; fmt.Sprint(done) != fmt.Sprint(want) {
+			t.Errorf("first reads done at %v, want %v (the last answer of each burst)", done, want)
+		}
+	})
+}
