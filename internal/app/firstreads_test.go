@@ -192,8 +192,11 @@ func TestFirstReadsCloseTheirConnections(t *testing.T) {
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	if opened < 50 {
-		t.Errorf("%d connections opened for the first reads of 100 lights; want about 100 (the reads at once)", opened)
+	// About 100 here (73 under -race beside the other tests): a read
+	// answered before another starts lends it its connection, so only
+	// "more than the steady slots" is certain on a slow machine.
+	if opened <= scheduler.DefaultMaxInFlight {
+		t.Errorf("%d connections opened for the first reads of 100 lights; want more than the steady %d (the reads at once, a connection each)", opened, scheduler.DefaultMaxInFlight)
 	}
 	t.Logf("%d connections opened, %d open after the first reads", opened, open)
 }
