@@ -219,10 +219,15 @@ func (m *Main) readyChan() chan struct{} {
 	return m.ready
 }
 
-func (m *Main) httpClient() *http.Client {
+// httpClient is the cloud's HTTP client, and closeIdle closes the idle
+// connections of its transport when the daemon made it (else it does
+// nothing): the scheduler calls it once a start's first reads are answered.
+func (m *Main) httpClient() (_ *http.Client, closeIdle func()) {
 	base := m.HTTPClient
+	closeIdle = func() {}
 	if base == nil {
-		base = &http.Client{Timeout: m.Config.Cloud.Timeout, Transport: cloudTransport()}
+		t := cloudTransport()
+		base, closeIdle = &http.Client{Timeout: m.Config.Cloud.Timeout, Transport: t}, t.CloseIdleConnections
 	}
 	c := *base
 	c.Transport = observe(c.Transport, func(endpoint string, status int) {
@@ -233,16 +238,23 @@ func (m *Main) httpClient() *http.Client {
 			met.observeRequest(endpoint, status)
 		}
 	})
-	return &c
+	return &c, closeIdle
 }
 
 // cloudTransport is net/http's default transport keeping as many idle
-// connections to the cloud as the scheduler has requests in flight: with the
-// default of 2, reads sent together (the poller batches them) would open
-// and close connections, a TLS handshake each, every second.
+// connections to the cloud as the scheduler may have requests in flight:
+// with the default of 2, reads sent together (the poller batches them)
+// would open and close connections, a TLS handshake each, every second;
+// with the steady DefaultMaxInFlight alone, a start's rounds of first reads
+// (DefaultFirstInFlight beside them) would close most connections as each
+// answer came back and open them again for the next round. Once the
+// start's first reads are answered the daemon closes the idle ones
+// (scheduler.Config.OnFirstReadsDone); the steady reads open their few
+// again.
 func cloudTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = scheduler.DefaultMaxInFlight
+	t.MaxIdleConnsPerHost = scheduler.DefaultMaxInFlight + scheduler.DefaultFirstInFlight
+	t.MaxIdleConns = max(t.MaxIdleConns, t.MaxIdleConnsPerHost)
 	return t
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -24,6 +25,9 @@ type listed struct {
 	Capabilities []capability.Capability `json:"capabilities"`
 }
 
+// devices waits for the device list and every listed device's discovery
+// configs (the mirror sends those after the states and the list: a test
+// that reads them must wait for them too).
 func (h *harness) devices() []listed {
 	h.t.Helper()
 	var list []listed
@@ -32,7 +36,25 @@ func (h *harness) devices() []listed {
 		list = nil
 		return ok && json.Unmarshal([]byte(p), &list) == nil && len(list) == len(h.sim.Devices())
 	})
+	h.discovered(list)
 	return list
+}
+
+// discovered waits until every config discovery gives the listed devices
+// (with the daemon's settings) is retained.
+func (h *harness) discovered(list []listed) {
+	h.t.Helper()
+	cfg := h.main.Config
+	if !cfg.HA.Discovery {
+		return
+	}
+	dc := discovery.Config{Prefix: cfg.HA.DiscoveryPrefix, Layout: topic.New(cfg.MQTT.BaseTopic), Local: cfg.Local.Enabled}
+	for _, d := range list {
+		dev := capability.Device{SKU: d.SKU, Device: d.Device, Name: d.Name, Type: d.Type, Capabilities: d.Capabilities}
+		for tp := range discovery.Configs(dc, dev) {
+			h.watch.until(wait, "the discovery config "+tp, func() bool { p, _ := h.watch.get(tp); return p != "" })
+		}
+	}
 }
 
 // devicesWithScenes waits until every light's scene list has arrived from

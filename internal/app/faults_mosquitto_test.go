@@ -42,6 +42,7 @@ func TestBrokerKilledTenTimesDuringCommandStream(t *testing.T) {
 	})
 	lights := h.sim.Devices()
 	availability(h.watch, wait, "online", h.ids()...)
+	h.devices() // and their discovery configs, sent after the states
 	configs := len(h.watch.topics("homeassistant/"))
 	if configs == 0 {
 		t.Fatal("no discovery configs")

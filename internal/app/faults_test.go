@@ -514,6 +514,7 @@ func TestDeviceRemovedRestoredOfflineOnline(t *testing.T) {
 	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(3)}})
 	ids := h.ids()
 	availability(h.watch, wait, "online", ids...)
+	h.devices() // and their discovery configs, sent after the states
 	devs := h.sim.Devices()
 	gone, goneID := devs[0], ids[0]
 	off, offID := devs[1], ids[1]

@@ -58,9 +58,10 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	log := m.Log
 	var sched *scheduler.Scheduler // the answers' rate-limit headers tell it the quota
 	clk := m.clock()
+	hc, closeIdle := m.httpClient()
 	client, err := cloud.New(cloud.Config{
 		BaseURL: env.baseURL, APIKey: env.apiKey, KeyHeader: cfg.Cloud.KeyHeader,
-		HTTPClient: m.httpClient(), Logger: log,
+		HTTPClient: hc, Logger: log,
 		OnLimits: func(l cloud.RateLimits) { sched.ObserveLimits(l) },
 		Now:      clk.Now, // resets and Retry-After on the scheduler's clock
 	})
@@ -74,6 +75,9 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	kicks := newNotifier(2)
 	d.statsKick, d.saveKick = kicks[0], kicks[1]
 	pcfg := m.configs(d, kicks)
+	// A start's burst of first reads opened a connection each: closed once
+	// answered, the steady reads keep their few.
+	d.scfg.OnFirstReadsDone = closeIdle
 	d.sched = scheduler.New(client, d.scfg, log.With().Str("component", "scheduler").Logger())
 	sched = d.sched
 	d.mirror = m.newMirror(d)

@@ -201,6 +201,7 @@ func TestStatusPageActions(t *testing.T) {
 	ids := h.ids()
 	id := ids[0]
 	availability(h.watch, wait, "online", ids...)
+	h.devices() // and their discovery configs, sent after the states
 
 	// Disable and enable, as device/options does.
 	if code, msg := action(t, h, "enabled", map[string]any{"device": id, "enabled": false}, ""); code != 200 {

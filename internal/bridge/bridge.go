@@ -30,6 +30,16 @@ type Publisher interface {
 	Publish(topic string, payload []byte, retained bool, qos byte) error
 }
 
+// BulkPublisher is a Publisher that can send some messages after all the
+// others queued (mqtt.Client): the mirror sends Home Assistant's discovery
+// configs through PublishBulk, so that a start's or a reconnect's thousands
+// of them do not hold back the states, the device list and the bridge's
+// own topics. Each topic always takes the same one of the two methods.
+type BulkPublisher interface {
+	Publisher
+	PublishBulk(topic string, payload []byte, retained bool, qos byte) error
+}
+
 // Commander queues control requests; the scheduler implements it.
 type Commander interface {
 	Control(req cloud.ControlRequest, report func(scheduler.CommandResult)) error

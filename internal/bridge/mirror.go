@@ -90,12 +90,27 @@ func (m *Mirror) sendLocked(msgs []message) {
 	if m.pub == nil {
 		return
 	}
+	bulk, _ := m.pub.(BulkPublisher)
 	for _, msg := range msgs {
-		if err := m.pub.Publish(msg.topic, msg.payload, msg.retained, 1); err != nil {
+		publish := m.pub.Publish
+		if bulk != nil && m.isConfig(msg.topic) {
+			publish = bulk.PublishBulk
+		}
+		if err := publish(msg.topic, msg.payload, msg.retained, 1); err != nil {
 			m.log.Warn().Err(err).Str("topic", msg.topic).Msg("publish failed; everything is republished shortly")
 			m.resend = true
 		}
 	}
+}
+
+// isConfig reports whether t is a discovery config's topic
+// (<prefix>/…/config), which the mirror publishes in bulk: after the
+// states, the device list and the bridge's own topics queued with them. A
+// state published before its config still reaches Home Assistant: it is
+// retained, and Home Assistant subscribes to it when the config comes.
+func (m *Mirror) isConfig(t string) bool {
+	rest, ok := strings.CutPrefix(t, m.opt.Discovery.Prefix+"/")
+	return ok && strings.HasSuffix(rest, "/config")
 }
 
 // Observer is the mirror's hooks as the registry's observer: the device

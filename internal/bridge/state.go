@@ -87,7 +87,9 @@ func stateJSON(v registry.View) []byte {
 }
 
 // republish sends everything retained again: after a reconnect (the broker
-// may have lost it) or Home Assistant's birth (it must see configs, then states).
+// may have lost it) or Home Assistant's birth. The configs go out after the
+// rest (sendLocked: PublishBulk); the states they point to are retained, so
+// Home Assistant gets them when it subscribes on seeing each config.
 func (m *Mirror) republish(withConfigs bool) {
 	m.mu.Lock()
 	var msgs []message

@@ -24,9 +24,11 @@
 //     acknowledged and not handled twice. After a message of 1 MiB or more,
 //     memory is returned to the operating system (at most once a second).
 //   - Outbound: Publish puts the message on a queue and returns; one
-//     goroutine sends queued messages in order while the session is up and
-//     holds them while it is down, so state published while disconnected is
-//     sent, in order, after the next connect. A full queue makes Publish fail with ErrQueueFull.
+//     goroutine sends queued messages in order while the session is up,
+//     several unacknowledged at once (publish.go), and holds them while it
+//     is down, so state published while disconnected is sent, in order,
+//     after the next connect. PublishBulk's messages (discovery configs) go
+//     after Publish's. A full queue makes Publish fail with ErrQueueFull.
 package mqtt
 
 import (
@@ -284,14 +286,28 @@ func (c *Client) Stats() Stats {
 
 // Publish queues a message and returns without waiting for the network.
 // Messages are sent in the order they were queued, as soon as the session
-// is up; failures after queueing are logged and counted
-// (Stats.PublishErrors). It fails when the topic is invalid, after Close, or
-// when the queue is full (ErrQueueFull; the message is dropped).
+// is up, before those PublishBulk queued; failures after queueing are
+// logged and counted (Stats.PublishErrors). It fails when the topic is
+// invalid, after Close, or when the queue is full (ErrQueueFull; the
+// message is dropped).
 //
 // The payload is kept, not copied, until it is sent: the caller must not
 // modify it after the call. (A republish of a large account's discovery
 // queues megabytes; a copy would hold them twice.)
 func (c *Client) Publish(topic string, payload []byte, retained bool, qos byte) error {
+	return c.publish(laneFirst, topic, payload, retained, qos)
+}
+
+// PublishBulk is Publish for messages that may wait for everything Publish
+// queued before or after them: Home Assistant's discovery configs, which a
+// start or a reconnect sends by the thousand while the states are what
+// changed. Messages of one topic must all go through the same one of the
+// two (else a newer one could be sent before an older one).
+func (c *Client) PublishBulk(topic string, payload []byte, retained bool, qos byte) error {
+	return c.publish(laneBulk, topic, payload, retained, qos)
+}
+
+func (c *Client) publish(lane int, topic string, payload []byte, retained bool, qos byte) error {
 	if err := checkTopic(topic); err != nil {
 		return fmt.Errorf("mqtt: publish to %q: %w", topic, err)
 	}
@@ -306,7 +322,7 @@ func (c *Client) Publish(topic string, payload []byte, retained bool, qos byte) 
 	}
 	m := outMsg{topic: topic, payload: payload, retained: retained, qos: qos}
 	c.queued.Add(1)
-	if c.out.push(m) {
+	if c.out.pushTo(lane, m) {
 		return nil
 	}
 	c.queued.Add(-1)

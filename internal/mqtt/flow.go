@@ -1,11 +1,9 @@
 package mqtt
 
-// Messages in and out: handlers that never block paho, and the publisher
-// that sends the outbound queue in order.
+// Messages in: handlers that never block paho (the publisher that sends
+// the outbound queue in order is publish.go).
 
 import (
-	"errors"
-	"fmt"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -198,120 +196,6 @@ func (c *Client) handle(h Handler, filter string, m inMsg) {
 		}
 	}()
 	h(m.topic, m.payload, m.retained)
-}
-
-// publisher sends queued messages in order while the session is up. After
-// Close it sends what is queued if connected and then stops.
-func (c *Client) publisher() {
-	defer c.wg.Done()
-	defer close(c.flushed)
-	flushing := false
-	for {
-		if !flushing {
-			select {
-			case <-c.stop:
-				return
-			default:
-			}
-		}
-		m, ok := c.out.pop()
-		if !ok {
-			if flushing {
-				return // everything queued was sent
-			}
-			select {
-			case <-c.stop:
-				return
-			case <-c.flush:
-				flushing = true
-			case <-c.out.notify:
-			}
-			continue
-		}
-		for !c.send(m) {
-			if flushing {
-				c.queued.Add(-1)
-				c.log.Warn().Int("unsent", c.out.Len()+1).Msg("closing while disconnected: queued messages are not published")
-				return
-			}
-			c.mu.Lock()
-			ready := c.ready
-			c.mu.Unlock()
-			select {
-			case <-ready:
-			case <-c.stop:
-				return
-			case <-c.flush:
-				flushing = true
-			}
-		}
-		c.queued.Add(-1)
-	}
-}
-
-// send publishes m when the session is up and waits for the broker's
-// acknowledgement; false means "not up, try again after the next connect".
-func (c *Client) send(m outMsg) bool {
-	c.mu.Lock()
-	ready, gen := c.ready, c.gen
-	c.mu.Unlock()
-	select {
-	case <-ready:
-	default:
-		return false
-	}
-	if !c.pc.IsConnectionOpen() {
-		// Lost, and paho has not yet called the reconnecting handler that
-		// closes the gate: wait a moment rather than hand paho a message
-		// it would resend before the next birth.
-		select {
-		case <-c.stop:
-		case <-time.After(10 * time.Millisecond):
-		}
-		return false
-	}
-	tok := c.pc.Publish(m.topic, m.qos, m.retained, m.payload)
-	switch err := c.wait(tok, gen); {
-	case errors.Is(err, errLost):
-		// A QoS 1/2 message in flight when the connection dropped stays in
-		// paho's store and is sent again on reconnect; QoS 0 is lost.
-		return true
-	case errors.Is(err, paho.ErrNotConnected):
-		return false
-	case errors.Is(err, ErrClosed):
-		return true
-	case err != nil:
-		c.publishErrors.Add(1)
-		c.log.Warn().Err(err).Str("topic", m.topic).Msg("publish failed")
-		return true
-	}
-	c.published.Add(1)
-	return true
-}
-
-// wait waits for tok until it completes, PublishTimeout passes, the
-// connection of generation gen is lost (paho keeps an unacknowledged QoS 1
-// message and sends it again, under a new token, after reconnecting) or the
-// Client stops.
-func (c *Client) wait(tok paho.Token, gen uint64) error {
-	timer := time.NewTimer(c.cfg.PublishTimeout)
-	defer timer.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-tok.Done():
-			return tok.Error()
-		case <-timer.C:
-			return fmt.Errorf("%w (%s)", errTimeout, c.cfg.PublishTimeout)
-		case <-c.stop:
-			return ErrClosed
-		case <-tick.C:
-			if c.replaced(gen) {
-				return errLost
-			}
-		}
-	}
 }
 
 // logDrop logs a dropped message, at most 5 at once and one a second: the

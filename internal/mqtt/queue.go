@@ -5,16 +5,33 @@ import "sync"
 // outQueue is the ordered outbound queue, bounded by the bytes it holds
 // rather than by a count of messages: a republish of thousands of small
 // discovery configs fits, while memory stays what is actually waiting.
+//
+// It has two lanes: what Publish queues goes before what PublishBulk
+// queued (a start's or a reconnect's thousands of discovery configs), so
+// that states are not held behind them. Each lane keeps its order; a
+// topic's messages all take one lane, so a topic's last message is the
+// one the broker keeps.
 type outQueue struct {
 	mu     sync.Mutex
-	msgs   []outMsg
-	head   int
+	lanes  [2]lane // laneFirst, laneBulk
 	bytes  int
 	max    int
-	notify chan struct{} // has a value while msgs is not empty
+	notify chan struct{} // has a value while a lane is not empty
 }
 
-// keptCapacity is how many slots an empty queue keeps for the next burst.
+// The lanes, in the order they are sent.
+const (
+	laneFirst = iota
+	laneBulk
+)
+
+// lane is one ordered list of messages.
+type lane struct {
+	msgs []outMsg
+	head int
+}
+
+// keptCapacity is how many slots an empty lane keeps for the next burst.
 const keptCapacity = 1024
 
 func newOutQueue(maxBytes int) *outQueue {
@@ -24,14 +41,19 @@ func newOutQueue(maxBytes int) *outQueue {
 // size is what a message costs in the queue.
 func (m outMsg) size() int { return len(m.topic) + len(m.payload) + 64 }
 
-// push appends m; false when it would take the queue over its bound.
-func (q *outQueue) push(m outMsg) bool {
+// push appends m to the first lane; false when it would take the queue
+// over its bound.
+func (q *outQueue) push(m outMsg) bool { return q.pushTo(laneFirst, m) }
+
+// pushTo appends m to a lane; false when it would take the queue over its
+// bound.
+func (q *outQueue) pushTo(l int, m outMsg) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.bytes+m.size() > q.max && q.len() > 0 {
 		return false
 	}
-	q.msgs = append(q.msgs, m)
+	q.lanes[l].msgs = append(q.lanes[l].msgs, m)
 	q.bytes += m.size()
 	select {
 	case q.notify <- struct{}{}:
@@ -40,33 +62,44 @@ func (q *outQueue) push(m outMsg) bool {
 	return true
 }
 
-// pop takes the oldest message.
+// pop takes the oldest message of the first lane that has one.
 func (q *outQueue) pop() (outMsg, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.len() == 0 {
+	for i := range q.lanes {
+		if m, ok := q.lanes[i].pop(); ok {
+			q.bytes -= m.size()
+			return m, true
+		}
+	}
+	return outMsg{}, false
+}
+
+func (l *lane) pop() (outMsg, bool) {
+	if l.len() == 0 {
 		return outMsg{}, false
 	}
-	m := q.msgs[q.head]
-	q.msgs[q.head] = outMsg{}
-	q.head++
-	q.bytes -= m.size()
-	if q.head == len(q.msgs) {
-		q.msgs, q.head = q.msgs[:0], 0
-		if cap(q.msgs) > keptCapacity {
+	m := l.msgs[l.head]
+	l.msgs[l.head] = outMsg{}
+	l.head++
+	if l.head == len(l.msgs) {
+		l.msgs, l.head = l.msgs[:0], 0
+		if cap(l.msgs) > keptCapacity {
 			// Drained after a burst (a full republish of a large
 			// account): do not keep its backing array for good.
-			q.msgs = nil
+			l.msgs = nil
 		}
-	} else if q.head > 1024 && q.head*2 > len(q.msgs) {
+	} else if l.head > 1024 && l.head*2 > len(l.msgs) {
 		// Move the rest to the front now and then, so the backing
 		// array does not grow without bound under a steady stream.
-		n := copy(q.msgs, q.msgs[q.head:])
-		clear(q.msgs[n:])
-		q.msgs, q.head = q.msgs[:n], 0
+		n := copy(l.msgs, l.msgs[l.head:])
+		clear(l.msgs[n:])
+		l.msgs, l.head = l.msgs[:n], 0
 	}
 	return m, true
 }
+
+func (l *lane) len() int { return len(l.msgs) - l.head }
 
 // Len is the number of messages waiting.
 func (q *outQueue) Len() int {
@@ -75,4 +108,4 @@ func (q *outQueue) Len() int {
 	return q.len()
 }
 
-func (q *outQueue) len() int { return len(q.msgs) - q.head }
+func (q *outQueue) len() int { return q.lanes[laneFirst].len() + q.lanes[laneBulk].len() }

@@ -55,7 +55,7 @@ func TestOutQueueReleasesBurst(t *testing.T) {
 			t.Fatal("queue emptied early")
 		}
 	}
-	if c := cap(q.msgs); c > keptCapacity {
+	if c := cap(q.lanes[laneFirst].msgs); c > keptCapacity {
 		t.Errorf("after draining a burst of %d messages the queue keeps room for %d; want at most %d", 10*keptCapacity, c, keptCapacity)
 	}
 	if !q.push(outMsg{topic: "after", payload: []byte("x")}) {
@@ -63,5 +63,43 @@ func TestOutQueueReleasesBurst(t *testing.T) {
 	}
 	if m, ok := q.pop(); !ok || m.topic != "after" {
 		t.Fatalf("pop after the burst = %q, %v", m.topic, ok)
+	}
+}
+
+// TestOutQueueLanes: the first lane empties before the bulk lane, whatever
+// the order of the pushes; each lane keeps its order; the byte bound is
+// the queue's, both lanes together.
+func TestOutQueueLanes(t *testing.T) {
+	q := newOutQueue(10 * outMsg{topic: "t/0", payload: []byte("x")}.size())
+	for i := range 6 {
+		lane := laneBulk
+		if i%2 == 1 {
+			lane = laneFirst
+		}
+		if !q.pushTo(lane, outMsg{topic: fmt.Sprintf("t/%d", i), payload: []byte("x")}) {
+			t.Fatalf("push %d refused", i)
+		}
+	}
+	for i := 6; i < 10; i++ {
+		if !q.push(outMsg{topic: fmt.Sprintf("t/%d", i), payload: []byte("x")}) {
+			t.Fatalf("push %d refused", i)
+		}
+	}
+	if q.pushTo(laneBulk, outMsg{topic: "t/x", payload: []byte("x")}) || q.push(outMsg{topic: "t/y", payload: []byte("x")}) {
+		t.Errorf("a push beyond the bound of both lanes together was taken")
+	}
+	var got []string
+	for {
+		m, ok := q.pop()
+		if !ok {
+			break
+		}
+		got = append(got, m.topic)
+	}
+	if want := "[t/1 t/3 t/5 t/6 t/7 t/8 t/9 t/0 t/2 t/4]"; fmt.Sprint(got) != want {
+		t.Errorf("popped %v, want %s", got, want)
+	}
+	if q.Len() != 0 || q.bytes != 0 {
+		t.Errorf("emptied queue: %d messages, %d bytes", q.Len(), q.bytes)
 	}
 }

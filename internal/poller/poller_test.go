@@ -63,6 +63,9 @@ func TestReadsSpreadEvenlyOncePerInterval(t *testing.T) {
 			if got := reads[0].at.Sub(h.t0); got != 500*time.Millisecond {
 				t.Errorf("%s: first read at %v, want 500ms (at once, when the list arrives)", d.Device, got)
 			}
+			if reads[0].prio != scheduler.PriorityFirst {
+				t.Errorf("%s: first read at priority %v, want %v (the scheduler sends it beside the steady reads)", d.Device, reads[0].prio, scheduler.PriorityFirst)
+			}
 			slot := i * 60 / n
 			if got, want := reads[1].at.Sub(h.t0), time.Minute+time.Second+time.Duration(slot)*time.Second; got != want {
 				t.Errorf("%s: second read at %v, want %v (grid instant %d of 60 from 1m1s)", d.Device, got, want, slot)

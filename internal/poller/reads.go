@@ -27,6 +27,11 @@ func (p *Poller) stepRead(now time.Time, d *device) {
 		return
 	}
 	d.pacedUntil = time.Time{}
+	if prio == scheduler.PriorityPoll && d.lastSent.IsZero() {
+		// Never read (a start, a device the list added): the scheduler
+		// sends it beside the steady reads in flight.
+		prio = scheduler.PriorityFirst
+	}
 	waiters := d.nextReadWaiters
 	d.readNow, d.nextReadWaiters = false, nil
 	sentSeq := p.store.Seq()

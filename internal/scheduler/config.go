@@ -61,6 +61,12 @@ type Config struct {
 	// CommandSlots of those are kept for control commands (default 1), so a
 	// burst of reads never delays a command by more than one request time.
 	CommandSlots int
+	// FirstInFlight bounds the first reads (PriorityFirst) on the wire at
+	// once beside MaxInFlight's requests (default DefaultFirstInFlight): a
+	// start reads every device at once, as far as this allows, instead of
+	// MaxInFlight-CommandSlots at a time. Beyond it, first reads wait for
+	// the steady read slots like any read, before the periodic ones.
+	FirstInFlight int
 
 	// MaxAttempts bounds the attempts of a read failing with transient
 	// errors (5xx, timeouts) before its failure is reported (default 4);
@@ -83,6 +89,12 @@ type Config struct {
 	// waits (Held says the same until then), so that whoever waits for
 	// that read can hear of it now. It must not block.
 	OnHeld func(sku, device string, h Hold)
+	// OnFirstReadsDone, when set, is called when the last first read on
+	// the wire beside the steady slots is answered and no first read
+	// waits: a start's burst is over (again after each device list that
+	// adds devices). The daemon closes the idle connections the burst
+	// opened. It must not block.
+	OnFirstReadsDone func()
 	// OnChange, when set, is called after each request's outcome is
 	// settled (the counts of Stats may have changed). It must not block.
 	OnChange func()
@@ -112,6 +124,16 @@ var (
 // DefaultMaxInFlight is Config.MaxInFlight's default: the most requests on
 // the wire at once, and so the connections worth keeping open to the cloud.
 const DefaultMaxInFlight = 8
+
+// DefaultFirstInFlight is Config.FirstInFlight's default: the first reads
+// of a start on the wire at once, each on a connection of its own (HTTP/1.1),
+// which the transport keeps for reuse while the start's rounds go on; the
+// daemon closes them once the last is answered (Config.OnFirstReadsDone;
+// docs/decisions.md, h32first). 100 reads every device of
+// an account of 100 in one answer time, and a larger account in rounds of
+// 100; it is as many connections as a Python program on aiohttp opens by
+// default (TCPConnector's limit), so a cloud sees nothing unusual.
+const DefaultFirstInFlight = 100
 
 // CommandMaxAge is how long a command failing with transient errors (the
 // cloud unreachable, 5xx, timeouts) is retried, from when it was queued,
@@ -174,7 +196,7 @@ func (c Config) Validate() error {
 		name string
 		v    int64
 	}{
-		{"MaxInFlight", int64(c.MaxInFlight)}, {"CommandSlots", int64(c.CommandSlots)},
+		{"MaxInFlight", int64(c.MaxInFlight)}, {"CommandSlots", int64(c.CommandSlots)}, {"FirstInFlight", int64(c.FirstInFlight)},
 		{"MaxAttempts", int64(c.MaxAttempts)}, {"MaxQueuedCommands", int64(c.MaxQueuedCommands)},
 		{"MaxQueuedReads", int64(c.MaxQueuedReads)},
 	}
@@ -218,6 +240,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	positive(&c.MaxInFlight, DefaultMaxInFlight)
+	positive(&c.FirstInFlight, DefaultFirstInFlight)
 	positive(&c.MaxAttempts, defaultMaxAttempts)
 	positive(&c.MaxQueuedCommands, defaultMaxQueuedCommands)
 	positive(&c.MaxQueuedReads, defaultMaxQueuedReads)

@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"cloud2mqtt/internal/capability"
-	"cloud2mqtt/internal/cloud"
 )
 
 const sweepEvery = time.Minute
@@ -81,6 +77,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		for _, r := range reads {
 			s.wg.Add(1)
+			if r.first {
+				// Beyond the workers' number, and only at a start or
+				// when the list adds devices: a goroutine each.
+				go s.sendRead(reqCtx, r)
+				continue
+			}
 			readJobs <- r
 		}
 		clear(cmds)
@@ -106,7 +108,7 @@ func (s *Scheduler) shutdown(cancelReq context.CancelFunc) error {
 	s.failQueuedLocked(now, ErrNotSent)
 	out := s.outbox
 	s.outbox = nil
-	inflight := s.requestsInFlight
+	inflight := s.requestsInFlight + s.firstInFlight
 	s.mu.Unlock()
 	for _, f := range out {
 		f()
@@ -160,13 +162,15 @@ func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read
 	if now.Before(s.quota.holdUntil) {
 		return cmds, reads, s.quota.holdUntil
 	}
-	maxInFlight := s.cfg.MaxInFlight
+	maxInFlight, firstSlots := s.cfg.MaxInFlight, s.cfg.FirstInFlight
 	if s.authErr != nil || s.quotaProbingLocked(now) {
-		maxInFlight = 1
+		// One request at a time, first reads included.
+		maxInFlight, firstSlots = max(1-s.firstInFlight, 0), 0
 	}
 	cmds, cmdWake := s.dispatchCommandsLocked(now, maxInFlight, cmds)
+	reads, firstWake := s.dispatchFirstLocked(now, firstSlots, reads)
 	reads, readWake := s.dispatchReadsLocked(now, maxInFlight, reads)
-	return cmds, reads, Earliest(cmdWake, readWake)
+	return cmds, reads, Earliest(cmdWake, Earliest(firstWake, readWake))
 }
 
 // dispatchCommandsLocked appends the commands that may be sent now to cmds:
@@ -226,35 +230,52 @@ func (s *Scheduler) sendCommandLocked(now time.Time, d *device, b *bucket) {
 	d.busy[epControl] = true
 	s.control.send()
 	b.send()
-	s.sentLocked(epControl, &c.attempt, now)
+	s.requestsInFlight++
+	s.sentLocked(&c.attempt, now)
+}
+
+// dispatchFirstLocked appends the first reads (PriorityFirst) that may be
+// sent now beside the steady slots to reads, oldest first, while fewer
+// than slots of them are on the wire. Each still waits for its device's
+// bucket: what the allowance lifts is only the cap on reads at once, which
+// no row of the cloud's rate table sets for state reads (they are limited
+// per device). wake is when a waiting one next becomes sendable.
+func (s *Scheduler) dispatchFirstLocked(now time.Time, slots int, reads []*read) (_ []*read, wake time.Time) {
+	l := &s.readQueues[PriorityFirst]
+	for e := l.Front(); e != nil && s.firstInFlight < slots; {
+		next := e.Next()
+		if r := e.Value.(*read); s.sendableLocked(now, r, &wake) {
+			l.Remove(e)
+			r.first = true
+			s.sendReadLocked(now, r)
+			reads = append(reads, r)
+		}
+		e = next
+	}
+	return reads, wake
 }
 
 // dispatchReadsLocked appends the reads that may be sent now to reads: by
-// priority, oldest first within one, while read slots are free. wake is
-// when a waiting read next becomes sendable.
+// priority, oldest first within one, while read slots are free. Refreshes
+// (scene lists, the device list) wait while first reads wait or are on the
+// wire: at a start, every first state is read, and its answer handled,
+// before the scene lists' answers compete with them. wake is when a
+// waiting read next becomes sendable.
 func (s *Scheduler) dispatchReadsLocked(now time.Time, maxInFlight int, reads []*read) (_ []*read, wake time.Time) {
 	readSlots := s.cfg.MaxInFlight - s.cfg.CommandSlots
 	for p := range s.readQueues {
+		if Priority(p) == PriorityRefresh && (s.firstInFlight > 0 || s.readQueues[PriorityFirst].Len() > 0) {
+			break // sent when the first reads are answered (sendRead signals)
+		}
 		l := &s.readQueues[p]
 		for e := l.Front(); e != nil; {
 			next := e.Next()
 			if s.readsInFlight >= readSlots || s.requestsInFlight >= maxInFlight {
 				return reads, wake
 			}
-			r := e.Value.(*read)
-			d := r.dev
-			switch {
-			case d.busy[r.ep]:
-			case r.notBefore.After(now):
-				wake = Earliest(wake, r.notBefore)
-			default:
-				b := s.bucketLocked(d, r.ep)
-				if at := b.readyAt(now); !at.Equal(now) {
-					wake = Earliest(wake, at)
-					break
-				}
+			if r := e.Value.(*read); s.sendableLocked(now, r, &wake) {
 				l.Remove(e)
-				s.sendReadLocked(now, r, b)
+				s.sendReadLocked(now, r)
 				reads = append(reads, r)
 			}
 			e = next
@@ -263,23 +284,47 @@ func (s *Scheduler) dispatchReadsLocked(now time.Time, maxInFlight int, reads []
 	return reads, wake
 }
 
+// sendableLocked reports whether r may be sent now: its device has no
+// request of its endpoint on the wire, its back-off is over and its bucket
+// has a token. When it waits for an instant, *wake is brought forward to it.
+func (s *Scheduler) sendableLocked(now time.Time, r *read, wake *time.Time) bool {
+	d := r.dev
+	switch {
+	case d.busy[r.ep]:
+		return false
+	case r.notBefore.After(now):
+		*wake = Earliest(*wake, r.notBefore)
+		return false
+	}
+	if at := s.bucketLocked(d, r.ep).readyAt(now); !at.Equal(now) {
+		*wake = Earliest(*wake, at)
+		return false
+	}
+	return true
+}
+
 // sendReadLocked marks r, taken off its queue, as sent and counts it
-// against its device's bucket and the read slots.
-func (s *Scheduler) sendReadLocked(now time.Time, r *read, b *bucket) {
+// against its device's bucket and the read slots (or, for a first read,
+// the first reads in flight).
+func (s *Scheduler) sendReadLocked(now time.Time, r *read) {
 	d := r.dev
 	r.elem = nil
 	d.reads[r.ep] = nil
 	d.busy[r.ep] = true
-	b.send()
+	s.bucketLocked(d, r.ep).send()
 	s.queuedReadWaiters -= len(r.waiters)
-	s.readsInFlight++
-	s.sentLocked(r.ep, &r.attempt, now)
+	if r.first {
+		s.firstInFlight++
+	} else {
+		s.readsInFlight++
+		s.requestsInFlight++
+	}
+	s.sentLocked(&r.attempt, now)
 }
 
-// sentLocked accounts a request handed to the wire; countLocked counts it
+// sentLocked accounts an attempt handed to the wire; countLocked counts it
 // against the day's budget once its outcome says it reached the cloud.
-func (s *Scheduler) sentLocked(ep endpoint, a *attempt, now time.Time) {
-	s.requestsInFlight++
+func (s *Scheduler) sentLocked(a *attempt, now time.Time) {
 	a.sent++
 	a.lastSent = now
 	if a.sent > 1 {
@@ -412,8 +457,14 @@ func (s *Scheduler) sendRead(ctx context.Context, r *read) {
 	now := s.nowLocked()
 	d := r.dev
 	d.busy[r.ep] = false
-	s.requestsInFlight--
-	s.readsInFlight--
+	wasFirst := r.first
+	if r.first {
+		s.firstInFlight--
+		r.first = false // a retry takes whichever slot is free then
+	} else {
+		s.requestsInFlight--
+		s.readsInFlight--
+	}
 	s.countLocked(r.ep, now, r.lastSent, err)
 	retry, err := s.settleLocked(now, r.ep, d, &r.attempt, err, d.buckets[r.ep])
 	var waiters []func(any, error)
@@ -426,12 +477,16 @@ func (s *Scheduler) sendRead(ctx context.Context, r *read) {
 	} else {
 		waiters = r.waiters
 	}
+	burstOver := wasFirst && s.firstInFlight == 0 && s.readQueues[PriorityFirst].Len() == 0
 	s.mu.Unlock()
 	for _, w := range waiters {
 		w(v, err)
 	}
 	if held != nil {
 		s.cfg.OnHeld(d.key.SKU, d.key.Device, *held)
+	}
+	if burstOver && s.cfg.OnFirstReadsDone != nil {
+		s.cfg.OnFirstReadsDone()
 	}
 	s.signal()
 	s.changed()
@@ -457,109 +512,4 @@ func (s *Scheduler) requeueReadLocked(r *read) {
 	}
 	d.reads[r.ep] = r
 	r.elem = s.readQueues[r.priority].PushFront(r)
-}
-
-// settleLocked accounts an answer (or failure) against the buckets the
-// request used and decides whether it is retried. When it is not, the
-// error to report is returned.
-func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attempt, err error, buckets ...*bucket) (retry bool, _ error) {
-	a.lastErr = err
-	if err == nil {
-		for _, b := range buckets {
-			b.answered(now)
-		}
-		a.rateLimited = 0
-		s.authErr = nil // the key is accepted
-		return false, nil
-	}
-	ev := func(e *zerolog.Event) *zerolog.Event {
-		e = e.Str("endpoint", ep.String()).Int("attempt", a.sent)
-		if d.key.Device != "" {
-			e = e.Str("sku", d.key.SKU).Str("device", d.key.Device)
-		}
-		return e
-	}
-	if retryAfter, ok := cloud.IsRateLimited(err); ok {
-		// The cloud's bucket is empty: empty ours (both, for control: the
-		// answer does not say whether the account or the device ran out).
-		for _, b := range buckets {
-			b.limited(now)
-		}
-		s.counts.rateLimited++
-		s.counts.lastRateLimited = now
-		a.rateLimited++
-		wait := s.retryAfterLocked(retryAfter)
-		if wait <= 0 {
-			wait = s.backoff(a.rateLimited)
-		}
-		a.notBefore = now.Add(wait)
-		// A 429 of a spent quota holds every read and command until the
-		// quota renews, not only this request.
-		s.quota.advance(now)
-		if until, held := s.quotaHoldLocked(now, err); held {
-			if until.After(a.notBefore) {
-				a.notBefore = until
-			}
-			a.lastErr = s.quota.holdErr
-		}
-		ev(s.log.Warn()).Dur("retry_after", retryAfter).Dur("wait", a.notBefore.Sub(now)).Msg("scheduler: rate limited by the cloud (429), bucket emptied, will retry")
-		if s.closed {
-			s.counts.failures++
-			return false, fmt.Errorf("%w: %w", ErrNotSent, err)
-		}
-		return true, nil
-	}
-	for _, b := range buckets {
-		b.answered(now)
-	}
-	switch {
-	case cloud.IsAuth(err):
-		if !now.Before(s.authUntil) {
-			ev(s.log.Error()).Err(err).Dur("holdoff", AuthHoldoff).
-				Msg("scheduler: the cloud refused the API key; failing requests without sending them for a while")
-		}
-		s.authUntil = now.Add(AuthHoldoff)
-		s.authErr = err
-		s.counts.failures++
-		return false, err
-	case cloud.IsRejected(err):
-		s.authErr = nil // a 400 or 404 comes after the key was checked
-		s.counts.failures++
-		return false, err
-	}
-	a.failures++
-	if s.closed {
-		s.counts.failures++
-		return false, err
-	}
-	if a.giveUpAt.IsZero() && a.failures >= s.cfg.MaxAttempts || !a.giveUpAt.IsZero() && !now.Before(a.giveUpAt) {
-		ev(s.log.Warn()).Err(err).Msg("scheduler: giving up after transient failures")
-		s.counts.failures++
-		return false, fmt.Errorf("scheduler: gave up after %d attempts: %w", a.sent, err)
-	}
-	wait := s.backoff(a.failures)
-	if !a.giveUpAt.IsZero() && now.Add(wait).After(a.giveUpAt) {
-		wait = max(a.giveUpAt.Sub(now), 0) // one last try when the command is due to give up
-	}
-	a.notBefore = now.Add(wait)
-	ev(s.log.Debug()).Err(err).Time("retry_at", a.notBefore).Msg("scheduler: transient failure, will retry")
-	return true, nil
-}
-
-// backoff is the wait before the nth retry: RetryBase doubled per retry,
-// capped at RetryMax, with jitter (between half and all of it).
-func (s *Scheduler) backoff(n int) time.Duration {
-	d := Backoff(RetryBase, RetryMax, n)
-	half := d / 2
-	return half + rand.N(d-half+1)
-}
-
-// Backoff is the exponential back-off used for every retry of the bridge:
-// base after n ≤ 1 failures, doubled for each further one, capped at limit.
-func Backoff(base, limit time.Duration, n int) time.Duration {
-	d := base
-	for i := 1; i < n && d < limit; i++ {
-		d *= 2
-	}
-	return min(d, limit)
 }

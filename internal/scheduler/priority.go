@@ -9,6 +9,11 @@ const (
 	PriorityCommand Priority = iota
 	// PriorityConfirm is the state read that confirms a command's effect.
 	PriorityConfirm
+	// PriorityFirst is a device's first state read (after the start, or
+	// once the device list adds it): it may go on the wire beside the
+	// steady reads in flight, up to Config.FirstInFlight at once, since
+	// the cloud's state limit is per device and its bucket is full.
+	PriorityFirst
 	// PriorityPoll is a periodic state read.
 	PriorityPoll
 	// PriorityRefresh is a device-list or scene refresh.
@@ -22,6 +27,8 @@ func (p Priority) String() string {
 		return "command"
 	case PriorityConfirm:
 		return "confirm"
+	case PriorityFirst:
+		return "first"
 	case PriorityPoll:
 		return "poll"
 	case PriorityRefresh:

@@ -322,7 +322,7 @@ func (s *Scheduler) Quota() Quota {
 
 func (s *Scheduler) quotaLocked(now time.Time) Quota {
 	s.quota.advance(now)
-	q := Quota{Pending: s.queuedCommands + s.requestsInFlight}
+	q := Quota{Pending: s.queuedCommands + s.requestsInFlight + s.firstInFlight}
 	for p := range s.readQueues {
 		q.Pending += s.readQueues[p].Len()
 	}

@@ -133,6 +133,9 @@ type read struct {
 	waiters  []func(any, error)
 	queued   time.Time
 	elem     *list.Element
+	// first: on the wire as one of the FirstInFlight first reads, not
+	// in a steady read slot.
+	first bool
 }
 
 // Scheduler sends every cloud request within the cloud's budgets. Create it
@@ -157,6 +160,7 @@ type Scheduler struct {
 	queuedReadWaiters int                            // queued read waiters
 	requestsInFlight  int                            // requests on the wire, commands and reads
 	readsInFlight     int                            // reads in flight
+	firstInFlight     int                            // first reads in flight beside them (not in requestsInFlight)
 	outbox            []func()
 
 	authUntil time.Time
@@ -406,10 +410,13 @@ type Tokens struct {
 type Stats struct {
 	// Queued counts the requests waiting, by priority (commands under
 	// PriorityCommand; a coalesced read counts once).
-	Queued           map[Priority]int
-	QueuedCommands   int
-	QueuedReads      int // waiters, counting each coalesced report
+	Queued         map[Priority]int
+	QueuedCommands int
+	QueuedReads    int // waiters, counting each coalesced report
+	// InFlight counts the requests on the wire; InFlightFirst of those are
+	// first reads beside the steady MaxInFlight (Config.FirstInFlight).
 	InFlight         int
+	InFlightFirst    int
 	InFlightCommands int
 	// Devices is the number of devices whose buckets are tracked; devices
 	// idle with full buckets are forgotten (every minute), so it stays near
@@ -454,7 +461,8 @@ func (s *Scheduler) Stats() Stats {
 		Queued:           make(map[Priority]int, len(s.readQueues)),
 		QueuedCommands:   s.queuedCommands,
 		QueuedReads:      s.queuedReadWaiters,
-		InFlight:         s.requestsInFlight,
+		InFlight:         s.requestsInFlight + s.firstInFlight,
+		InFlightFirst:    s.firstInFlight,
 		InFlightCommands: s.requestsInFlight - s.readsInFlight,
 		Devices:          len(s.devices),
 		Coalesced:        s.counts.coalesced,

@@ -15,6 +15,7 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/mqtttest"
 	"cloud2mqtt/internal/topic"
 )
@@ -35,6 +36,7 @@ func init() {
 type firstRun struct {
 	list        time.Duration // the device list's publication (bridge/devices)
 	first, last time.Duration // the first and the last device's first state
+	configs     time.Duration // the last of every device's discovery configs
 	conns, open int           // connections opened to the cloud during the start; open at its end
 	requests    string        // the cloud requests the daemon counted by then
 	load        string
@@ -102,13 +104,14 @@ func firstStatesOf(t *testing.T, paths, labels []string, simBin, catalogue strin
 			}
 			fr := startOnce(t, paths[b], simBin, catalogue, n, latency, fmt.Sprintf("%s-%d-%s-%d", strings.ReplaceAll(labels[b], "/", "_"), n, latency, r))
 			runs[b] = append(runs[b], fr)
-			t.Logf("%d lights, latency %s, %s, start %d: device list %.3f s, first state %.3f s, last first state %.3f s after exec (%.3f s after the list); %d connections opened, %d open; %s; load %s",
-				n, latency, labels[b], r+1, fr.list.Seconds(), fr.first.Seconds(), fr.last.Seconds(), (fr.last - fr.list).Seconds(), fr.conns, fr.open, fr.requests, fr.load)
+			t.Logf("%d lights, latency %s, %s, start %d: device list %.3f s, first state %.3f s, last first state %.3f s after exec (%.3f s after the list), every discovery config %.3f s; %d connections opened, %d open; %s; load %s",
+				n, latency, labels[b], r+1, fr.list.Seconds(), fr.first.Seconds(), fr.last.Seconds(), (fr.last - fr.list).Seconds(), fr.configs.Seconds(), fr.conns, fr.open, fr.requests, fr.load)
 		}
 	}
 	for b := range paths {
-		var list, last, after, conns []float64
+		var list, last, after, conns, configs []float64
 		for _, fr := range runs[b] {
+			configs = append(configs, fr.configs.Seconds())
 			list = append(list, fr.list.Seconds())
 			last = append(last, fr.last.Seconds())
 			after = append(after, (fr.last - fr.list).Seconds())
@@ -118,8 +121,9 @@ func firstStatesOf(t *testing.T, paths, labels []string, simBin, catalogue strin
 		a0, a1, a2 := spread(after)
 		c0, _, c2 := spread(conns)
 		_, d1, _ := spread(list)
-		t.Logf("SUMMARY %d lights, latency %s, %s, %d starts: last first state after exec min %.3f / median %.3f / max %.3f s; after the device list %.3f / %.3f / %.3f s (the list: median %.3f s after exec); connections %.0f–%.0f",
-			n, latency, labels[b], len(runs[b]), l0, l1, l2, a0, a1, a2, d1, c0, c2)
+		g0, g1, g2 := spread(configs)
+		t.Logf("SUMMARY %d lights, latency %s, %s, %d starts: last first state after exec min %.3f / median %.3f / max %.3f s; after the device list %.3f / %.3f / %.3f s (the list: median %.3f s after exec); every discovery config %.3f / %.3f / %.3f s; connections %.0f–%.0f",
+			n, latency, labels[b], len(runs[b]), l0, l1, l2, a0, a1, a2, d1, g0, g1, g2, c0, c2)
 	}
 }
 
@@ -149,15 +153,15 @@ func startOnce(t *testing.T, bin, simBin, catalogue string, n int, latency time.
 	case <-d.exited:
 		t.Fatalf("bridge exited early: %v; log:\n%s", d.waitErr, d.logs.tail())
 	case <-time.After(*firstTimeout):
-		t.Fatalf("%d of %d first states within %s; log:\n%s", watch.count(), n, *firstTimeout, d.logs.tail())
+		t.Fatalf("%d of %d first states and %d of %d discovery configs within %s; log:\n%s", watch.count(), n, watch.configCount(), watch.cfgN, *firstTimeout, d.logs.tail())
 	}
 	fr.open = established(sim.port)
-	list, first, last := watch.times()
+	list, first, last, configs := watch.times()
 	if list.IsZero() {
 		t.Errorf("%s: every first state arrived before the device list (bridge/devices)", name)
 		list = last
 	}
-	fr.list, fr.first, fr.last = list.Sub(d.started), first.Sub(d.started), last.Sub(d.started)
+	fr.list, fr.first, fr.last, fr.configs = list.Sub(d.started), first.Sub(d.started), last.Sub(d.started), configs.Sub(d.started)
 	if m, err := d.metrics(); err == nil {
 		var parts []string
 		for _, ep := range []string{"devices", "state", "scenes", "diy-scenes"} {
@@ -179,33 +183,44 @@ func startOnce(t *testing.T, bin, simBin, catalogue string, n int, latency time.
 	return fr
 }
 
-// firstWatcher notes when each device's first <id>/state message and the
-// device list arrive, and says when every state has.
+// firstWatcher notes when each device's first <id>/state message, the
+// device list and each of its discovery configs arrive (Home Assistant
+// shows a state once the entity's config is in), and says when every
+// state and config has.
 type firstWatcher struct {
-	c     paho.Client
-	all   chan struct{} // closed when every state has arrived
-	mu    sync.Mutex
-	want  map[string]bool // state topics not yet seen
-	n     int
-	list  time.Time
-	first time.Time
-	last  time.Time
+	c       paho.Client
+	all     chan struct{} // closed when every state and config has arrived
+	mu      sync.Mutex
+	want    map[string]bool // state topics not yet seen
+	n       int
+	cfgWant map[string]bool // config topics not yet seen
+	cfgN    int
+	list    time.Time
+	first   time.Time
+	last    time.Time
+	cfgLast time.Time
 }
 
 func newFirstWatcher(t testing.TB, url string, c *cloudsim.Catalogue) *firstWatcher {
 	t.Helper()
-	w := &firstWatcher{all: make(chan struct{}), want: map[string]bool{}}
+	w := &firstWatcher{all: make(chan struct{}), want: map[string]bool{}, cfgWant: map[string]bool{}}
+	dcfg := discovery.Config{Layout: topic.New(baseTopic)}
 	for _, d := range c.Devices {
 		w.want[baseTopic+"/"+topic.DeviceID(d.SKU, d.Device.Device)+"/state"] = true
+		for t := range discovery.Configs(dcfg, d.Device) {
+			w.cfgWant[t] = true
+		}
 	}
-	w.n = len(w.want)
+	w.n, w.cfgN = len(w.want), len(w.cfgWant)
 	devices := baseTopic + "/bridge/devices"
 	opts := paho.NewClientOptions().AddBroker(url).SetClientID("soak-first-states").SetCleanSession(true).SetOrderMatters(false)
 	w.c = paho.NewClient(opts)
 	if tok := w.c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 		t.Fatalf("soak: watcher connect: %v", tok.Error())
 	}
-	tok := w.c.SubscribeMultiple(map[string]byte{baseTopic + "/+/state": 1, devices: 1}, func(_ paho.Client, m paho.Message) {
+	// The configs at QoS 0: mosquitto queues at most 1000 QoS 1 messages
+	// for a subscriber, and a start sends thousands of configs at once.
+	tok := w.c.SubscribeMultiple(map[string]byte{baseTopic + "/+/state": 1, devices: 1, discovery.DefaultPrefix + "/#": 0}, func(_ paho.Client, m paho.Message) {
 		now := time.Now()
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -221,7 +236,13 @@ func newFirstWatcher(t testing.TB, url string, c *cloudsim.Catalogue) *firstWatc
 			delete(w.want, m.Topic())
 			if len(w.want) == 0 {
 				w.last = now
-				close(w.all)
+				w.doneLocked()
+			}
+		case w.cfgWant[m.Topic()] && len(m.Payload()) > 0:
+			delete(w.cfgWant, m.Topic())
+			if len(w.cfgWant) == 0 {
+				w.cfgLast = now
+				w.doneLocked()
 			}
 		}
 	})
@@ -231,16 +252,29 @@ func newFirstWatcher(t testing.TB, url string, c *cloudsim.Catalogue) *firstWatc
 	return w
 }
 
+// doneLocked closes all once every state and config has arrived.
+func (w *firstWatcher) doneLocked() {
+	if len(w.want) == 0 && len(w.cfgWant) == 0 {
+		close(w.all)
+	}
+}
+
+func (w *firstWatcher) configCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cfgN - len(w.cfgWant)
+}
+
 func (w *firstWatcher) count() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.n - len(w.want)
 }
 
-func (w *firstWatcher) times() (list, first, last time.Time) {
+func (w *firstWatcher) times() (list, first, last, configs time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.list, w.first, w.last
+	return w.list, w.first, w.last, w.cfgLast
 }
 
 func (w *firstWatcher) close() { w.c.Disconnect(100) }
