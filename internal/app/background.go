@@ -21,26 +21,30 @@ const infoEvery = time.Minute
 
 // background publishes the bridge's stats and info, reports progress to
 // systemd, and marks the daemon ready (WaitReady) once the first device
-// list is in. A change of a figure (kick) publishes the stats within
-// statsDelay after a quiet while, and changes that keep coming at most every
-// statsSpacing (5 × statsDelay: at 1000 devices every read changes
-// requests_today, and a look a second cost a tenth of a core's percent);
-// the tick catches what changes with time alone (the Cloud sensor, a 429 a
-// minute old).
+// list is in. A change of a figure (kick) publishes the stats at the first
+// instant of the poller's read grid (poller.Stats.Grid) at least statsDelay
+// after it, and changes that keep coming at most every statsSpacing ×
+// statsDelay (at 1000 devices every read changes requests_today, and a look
+// a second cost a tenth of a core's percent); while nothing changes, a look
+// quietLook after the last catches what changes with time alone (the Cloud
+// sensor, a 429 a minute old). Every look falls on an instant of the read
+// grid: an idle daemon's looks share the wake-ups of its periodic reads
+// instead of adding their own (issue 32).
 func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listener, p parts) {
 	clk := m.clock()
 	b := &backgroundLoop{m: m, p: p, clk: clk, ready: ready, sd: Systemd{Log: m.Log, Clock: clk}}
-	t := clk.NewTicker(5 * time.Second)
-	defer t.Stop()
-	gather := clk.NewTimer(time.Hour)
-	gather.Stop()
-	defer gather.Stop()
-	gathering := false
+	look := clk.NewTimer(quietLook)
+	defer look.Stop()
 	var lastCheck time.Time
+	gathering := false // kicked, and a look is set for it
 	check := func() {
+		if gathering {
+			gathering = false
+			kick.done()
+		}
 		b.check()
 		lastCheck = clk.Now()
-		t.Reset(5 * time.Second)
+		look.ResetAt(onGrid(lastCheck.Add(quietLook), b.grid))
 	}
 	// Until ready, look when the first device list is in, and often: the
 	// list should show at once (the connection may be back only later).
@@ -60,19 +64,35 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listen
 				continue
 			}
 			check()
-		case <-t.C():
+		case <-look.C():
 			check()
 		case <-kick.c:
 			if !gathering {
 				gathering = true
-				gather.ResetAt(later(clk.Now().Add(statsDelay), lastCheck.Add(statsSpacing*statsDelay)))
+				look.ResetAt(onGrid(later(clk.Now().Add(statsDelay), lastCheck.Add(statsSpacing*statsDelay)), b.grid))
 			}
-		case <-gather.C():
-			gathering = false
-			kick.done()
-			check()
 		}
 	}
+}
+
+// quietLook is the longest the background loop goes without a look while
+// nothing kicks it (rounded up to the read grid's next instant). The time
+// alone changes little: the Cloud sensor turns off after cloudGrace of
+// failed requests, and those requests kick the loop.
+const quietLook = 15 * time.Second
+
+// onGrid is t rounded up to a whole multiple of g since the zero time: an
+// instant of the poller's read grid when g is its Stats.Grid (the poller
+// rounds the same way). t itself when g is not positive.
+// It keeps t's monotonic clock reading, as the poller's does.
+func onGrid(t time.Time, g time.Duration) time.Time {
+	if g <= 0 {
+		return t
+	}
+	if past := t.Sub(t.Truncate(g)); past > 0 {
+		return t.Add(g - past)
+	}
+	return t
 }
 
 // later is the later of two instants.
@@ -81,6 +101,21 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// lastOnGrid is the last whole multiple of g since the zero time in
+// (now, now+within], or now+within when there is none: the latest instant
+// of the read grid that keeps a promise of "within".
+func lastOnGrid(now time.Time, within, g time.Duration) time.Time {
+	end := now.Add(within)
+	if g <= 0 {
+		return end
+	}
+	at := end.Add(-end.Sub(end.Truncate(g))) // keeps the monotonic reading
+	if !at.After(now) {
+		return end
+	}
+	return at
 }
 
 // backgroundLoop is the state of Main.background between its checks.
@@ -96,6 +131,9 @@ type backgroundLoop struct {
 	lastInfo infoKey
 	infoAt   time.Time
 	start    startMemory
+	// grid is the poller's read grid at the last check (Stats.Grid):
+	// the loop's looks fall on its instants.
+	grid time.Duration
 }
 
 // infoKey is what, changed, makes bridge/info go out before infoEvery.
@@ -109,6 +147,7 @@ type infoKey struct {
 func (b *backgroundLoop) check() {
 	now := b.clk.Now()
 	sc, ps, rs := b.p.sched.Stats(), b.p.poll.Stats(), b.p.reg.Stats()
+	b.grid = ps.Grid
 	b.publishStats(now, sc, rs)
 	b.publishInfo(now, sc, ps)
 	b.reportStatus(sc, ps, rs)

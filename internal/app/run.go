@@ -240,7 +240,7 @@ func (m *Main) runBackground(ctx context.Context, wg *sync.WaitGroup, d *running
 		goWG(func() { d.lan.Run(ctx) })
 	}
 	goWG(func() { d.br.Run(ctx) })
-	goWG(func() { persist(ctx, d.clk, d.saveKick, d.dir, d.reg, d.sched, d.log) })
+	goWG(func() { persist(ctx, d.clk, d.saveKick, d.dir, d.reg, d.sched, d.poll.Stats, d.log) })
 	goWG(func() { m.background(ctx, ready, d.statsKick, d.parts) })
 	goWG(func() {
 		d.sd.Watchdog(ctx, d.poll.Progress, func() time.Duration { return staleAfter(d.poll.Stats().Interval) })

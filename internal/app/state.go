@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/clock"
+	"cloud2mqtt/internal/poller"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
 	"cloud2mqtt/internal/statedir"
@@ -113,12 +114,15 @@ func saveState(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) {
 }
 
 // persist writes the registry (the device list and scene lists when they
-// changed, else the last values alone) and today's request count saveDelay
-// after a change (kick) on clk, the changes within it together, until ctx
-// ends (the shutdown saves once more after the poller has stopped): a kill
-// loses at most saveDelay and the write. The options are written by the
-// settings as they change.
-func persist(ctx context.Context, clk clock.Clock, kick *listener, dir statedir.Dir, reg *registry.Registry, sched *scheduler.Scheduler, log zerolog.Logger) {
+// changed, else the last values alone) and today's request count at most
+// saveDelay after a change (kick) on clk, the changes within it together,
+// until ctx ends (the shutdown saves once more after the poller has
+// stopped): a kill loses at most saveDelay and the write. The write falls
+// on the last instant of the poller's read grid (pollStats' Grid) within saveDelay
+// when there is one, so that an idle daemon's saves (every batch of reads
+// changes the day's count) share the wake-ups of its reads. The options
+// are written by the settings as they change.
+func persist(ctx context.Context, clk clock.Clock, kick *listener, dir statedir.Dir, reg *registry.Registry, sched *scheduler.Scheduler, pollStats func() poller.Stats, log zerolog.Logger) {
 	if dir == "" {
 		return
 	}
@@ -135,7 +139,7 @@ func persist(ctx context.Context, clk clock.Clock, kick *listener, dir statedir.
 		case <-kick.c:
 			if !pending {
 				pending = true
-				t.Reset(saveDelay)
+				t.ResetAt(lastOnGrid(clk.Now(), saveDelay, pollStats().Grid))
 			}
 		case <-t.C():
 			pending = false

@@ -72,15 +72,21 @@ func (c *Client) allFound() bool {
 	return len(c.known) > 0 && found >= len(c.known)
 }
 
-// RunScans scans at once and then every interval until ctx ends, logging
-// failures; the caller owns the goroutine. An interval under 1 s is 1 s.
+// RunScans scans at once and then at every whole multiple of interval
+// since the zero time (on the clock) until ctx ends, logging failures; the
+// caller owns the goroutine. An interval under 1 s is 1 s. Whole multiples
+// of the interval fall on the poller's read grid whenever the grid divides
+// the interval (it does at the defaults): the rounds share the wake-ups of
+// the cloud reads instead of adding their own.
 func (c *Client) RunScans(ctx context.Context, interval time.Duration) {
-	t := c.cfg.Clock.NewTicker(max(interval, time.Second))
+	every := max(interval, time.Second)
+	t := c.cfg.Clock.NewTimer(every)
 	defer t.Stop()
 	for {
 		if err := c.Scan(ctx); err != nil && ctx.Err() == nil {
 			c.log.Warn().Err(err).Msg("LAN scan incomplete")
 		}
+		t.ResetAt(nextMultiple(c.cfg.Clock.Now(), every))
 		select {
 		case <-ctx.Done():
 			return
@@ -91,8 +97,9 @@ func (c *Client) RunScans(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// RunPolls reads every found device's status every interval until ctx
-// ends, the devices of a round at once; the caller owns the goroutine. An
+// RunPolls reads every found device's status at every whole multiple of
+// interval since the zero time (on the clock, as RunScans) until ctx ends,
+// the devices of a round at once; the caller owns the goroutine. An
 // interval under 100 ms is 100 ms. read does one device's read with
 // Status; the router's takes the registry's sequence number before calling
 // Status, so that a read sent before a command cannot overwrite the
@@ -100,9 +107,11 @@ func (c *Client) RunScans(ctx context.Context, interval time.Duration) {
 // Status (one try while it already is, so a silent device costs one
 // datagram a round).
 func (c *Client) RunPolls(ctx context.Context, interval time.Duration, read func(ctx context.Context, id string)) {
-	t := c.cfg.Clock.NewTicker(max(interval, 100*time.Millisecond))
+	every := max(interval, 100*time.Millisecond)
+	t := c.cfg.Clock.NewTimer(every)
 	defer t.Stop()
 	for {
+		t.ResetAt(nextMultiple(c.cfg.Clock.Now(), every))
 		select {
 		case <-ctx.Done():
 			return
@@ -116,6 +125,12 @@ func (c *Client) RunPolls(ctx context.Context, interval time.Duration, read func
 		}
 		wg.Wait()
 	}
+}
+
+// nextMultiple is the first whole multiple of every since the zero time
+// after now. It keeps now's monotonic clock reading.
+func nextMultiple(now time.Time, every time.Duration) time.Time {
+	return now.Add(every - now.Sub(now.Truncate(every)))
 }
 
 // located is a found device's record, or ErrNotLocal.

@@ -4,42 +4,48 @@ import "time"
 
 // readGrid is the finest grid: the first reads of new devices, a device
 // enabled again and every interval fall on whole multiples of it. Periodic
-// reads and scene rounds fall on a coarser grid when the account is small
-// (see periodicGrid), so that the devices due together go out in one wake
-// of the loop (in list order) instead of each in its own.
+// reads and scene rounds fall on a coarser grid whenever the interval
+// allows it (see periodicGrid), so that the devices due together go out in
+// one wake of the loop (in list order) instead of each in its own.
 //
 // Waking up is what an idle daemon spends its CPU on, not the reads: each
-// read through net/http costs goroutine hand-offs and futex wake-ups, and
-// reads sent together share them (measured in docs/benchmarks.md,
-// docs/reliability.md and docs/decisions.md, "one-second read grid",
-// "a grid that grows for small accounts").
+// wake of an idle process costs the hypervisor's interrupts, the Go
+// runtime's sysmon thread (which polls every 20 µs to 10 ms while anything
+// runs) and the threads' hand-offs, and reads sent together share them
+// (measured in docs/benchmarks.md, docs/reliability.md and
+// docs/decisions.md, "one-second read grid", "a grid that grows for small
+// accounts", "a coarser grid for large accounts").
 //
 // Reads a user waits for are not put on a grid: confirming reads after
 // commands, reads and scene or list refreshes on request, and the
 // MinInterval floor keep their exact instants.
 const readGrid = time.Second
 
-// readsPerWake is how many periodic reads the grid aims to send in one wake
-// of the loop; maxGrid and minSlots bound the grid so that an interval keeps
-// several instants (the reads stay spread) and a read is never batched far
-// from where an even spread would put it.
+// maxGrid and minSlots bound the grid of periodic reads, so that an
+// interval keeps several instants and a read off the grid (a confirming
+// read, a read on request) delays the device's next periodic read by at
+// most maxGrid; maxBatch bounds the reads of one instant, so that a batch
+// is answered well before the next: the scheduler sends 7 reads at once,
+// and a live cloud answers in 100–300 ms, so 100 reads take 1.5–4.5 s.
 const (
-	readsPerWake = 5
-	maxGrid      = 10 * time.Second
-	minSlots     = 6
+	maxGrid  = 10 * time.Second
+	minSlots = 6
+	maxBatch = 100
 )
 
 // periodicGrid returns the grid of the periodic reads of n devices read
-// every interval: the widest that puts about readsPerWake reads in each of
-// its instants, at most maxGrid and interval/minSlots, and a whole number
-// of seconds that divides the interval (so that a device read on the grid
-// is read again exactly one interval later, still on it). It is readGrid
-// for large accounts and short intervals.
+// every interval: the widest that is at most maxGrid and interval/minSlots,
+// puts at most maxBatch reads in each of its instants, and is a whole
+// number of seconds that divides the interval (so that a device read on
+// the grid is read again exactly one interval later, still on it). At
+// 1000 devices and 60 s that is 6 s, about 100 reads a wake; at 100
+// devices 10 s. It is readGrid for short intervals and for accounts so
+// large that even a second holds maxBatch reads.
 func periodicGrid(interval time.Duration, n int) time.Duration {
 	if n <= 0 || interval <= 0 {
 		return readGrid
 	}
-	want := min(interval*readsPerWake/time.Duration(n), interval/minSlots, maxGrid)
+	want := min(interval*maxBatch/time.Duration(n), interval/minSlots, maxGrid)
 	return fitGrid(want, interval)
 }
 

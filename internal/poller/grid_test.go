@@ -103,25 +103,29 @@ func checkGridBatches(t *testing.T, list []capability.Device, reads []call, inte
 }
 
 // TestThousandDevicesBatchedOnGrid: at 1000 devices and 60 s, every device
-// is read at once, then the reads go out once a second, 16 or 17 at a
-// time, each device exactly 60 s apart.
+// is read at once, then the reads go out every 6 s, 100 at a time, each
+// device exactly 60 s apart.
 func TestThousandDevicesBatchedOnGrid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const n = 1000
+		const n, grid = 1000, 6 * time.Second
 		list := numbered(n)
 		f := newFake(list...)
 		f.latency = 300 * time.Millisecond
 		h := start(t, f, Config{Interval: time.Minute, ListInterval: time.Hour})
 		// The list arrives at 0.3 s: every device is read at once, then
-		// the reads fill the grid from 61 s.
+		// the reads fill the 6 s grid from 66 s.
 		first := h.t0.Add(300 * time.Millisecond)
-		end := h.t0.Add(time.Second + 4*time.Minute)
+		periodic := h.t0.Add(grid + time.Minute)
+		end := periodic.Add(3 * time.Minute)
 		time.Sleep(time.Until(end) - 500*time.Millisecond) // the last batch is answered
 		h.stop()
+		if g := h.p.Stats().Grid; g != grid {
+			t.Fatalf("grid of 1000 devices at 1 min: %v, want %v", g, grid)
+		}
 
 		at := func(c call) time.Time { return c.at }
 		reads := firstReadsAtOnce(t, list, f.reads(""), first, at)
-		checkGridBatches(t, list, reads, time.Minute, readGrid, h.t0.Add(time.Second+time.Minute), end, at)
+		checkGridBatches(t, list, reads, time.Minute, grid, periodic, end, at)
 
 		// The scene rounds of the devices with scenes went out with their
 		// first reads, in the same batch.
@@ -141,28 +145,28 @@ func TestThousandDevicesBatchedOnGrid(t *testing.T) {
 }
 
 // TestSmallAccountsOnAWiderGrid: at 100 devices and 60 s the periodic reads
-// go out every 3 s, 5 at a time, each device exactly 60 s apart; the first
-// reads still go out at once.
+// go out every 10 s, 16 or 17 at a time, each device exactly 60 s apart;
+// the first reads still go out at once.
 func TestSmallAccountsOnAWiderGrid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const n = 100
+		const n, grid = 100, 10 * time.Second
 		list := numbered(n)
 		f := newFake(list...)
 		f.latency = 300 * time.Millisecond
 		h := start(t, f, Config{Interval: time.Minute, ListInterval: time.Hour})
 		// The list arrives at 0.3 s: every device is read at once, then
-		// the reads fill the 3 s grid from 63 s.
+		// the reads fill the 10 s grid from 70 s.
 		first := h.t0.Add(300 * time.Millisecond)
-		periodic := h.t0.Add(3*time.Second + time.Minute)
+		periodic := h.t0.Add(grid + time.Minute)
 		end := periodic.Add(3 * time.Minute)
 		time.Sleep(time.Until(end) - 500*time.Millisecond)
 		h.stop()
-		if g := h.p.grid; g != 3*time.Second {
-			t.Fatalf("grid of 100 devices at 1 min: %v, want 3s", g)
+		if g := h.p.Stats().Grid; g != grid {
+			t.Fatalf("grid of 100 devices at 1 min: %v, want %v", g, grid)
 		}
 		at := func(c call) time.Time { return c.at }
 		reads := firstReadsAtOnce(t, list, f.reads(""), first, at)
-		checkGridBatches(t, list, reads, time.Minute, 3*time.Second, periodic, end, at)
+		checkGridBatches(t, list, reads, time.Minute, grid, periodic, end, at)
 	})
 }
 
@@ -173,16 +177,25 @@ func TestPeriodicGrid(t *testing.T) {
 		want     time.Duration
 		why      string
 	}{
-		{time.Minute, 1000, time.Second, "17 reads a second already share each wake"},
-		{time.Minute, 100, 3 * time.Second, "5 reads a wake"},
+		{time.Minute, 1000, 6 * time.Second, "100 reads a wake (maxBatch)"},
+		{time.Minute, 2000, 3 * time.Second, "100 reads a wake (maxBatch)"},
+		{time.Minute, 1500, 4 * time.Second, "60×100/1500 = 4 s"},
+		{time.Minute, 1400, 4 * time.Second, "60×100/1400 = 4.3 s, down to whole seconds that divide 60 s"},
+		{time.Minute, 6000, time.Second, "100 reads a second already"},
+		{time.Minute, 20000, time.Second, "never finer than readGrid"},
+		{time.Minute, 500, 10 * time.Second, "at most maxGrid (83 reads a wake)"},
+		{time.Minute, 100, 10 * time.Second, "at most maxGrid"},
 		{time.Minute, 20, 10 * time.Second, "at most maxGrid"},
 		{time.Minute, 1, 10 * time.Second, "at most maxGrid"},
+		{5 * time.Minute, 1000, 10 * time.Second, "at most maxGrid (33 reads a wake)"},
 		{30 * time.Second, 4, 5 * time.Second, "at least minSlots instants an interval"},
 		{10 * time.Second, 5, time.Second, "10/6 s is less than 2 s"},
 		{61 * time.Second, 20, time.Second, "no wider whole second divides 61 s"},
-		{45 * time.Second, 60, 3 * time.Second, "45×5/60 = 3.75 s, down to whole seconds that divide 45 s"},
-		{50 * time.Second, 60, 2 * time.Second, "50×5/60 = 4.2 s; 4 s does not divide 50 s, 2 s does"},
+		{45 * time.Second, 60, 5 * time.Second, "45/6 = 7.5 s, down to whole seconds that divide 45 s"},
+		{50 * time.Second, 1000, 5 * time.Second, "50×100/1000 = 5 s"},
+		{50 * time.Second, 1200, 2 * time.Second, "50×100/1200 = 4.2 s; 4 s and 3 s do not divide 50 s, 2 s does"},
 		{time.Hour, 50, 10 * time.Second, "at most maxGrid"},
+		{day, 100000, 10 * time.Second, "at most maxGrid"},
 		{time.Minute, 0, time.Second, "no devices"},
 	} {
 		got := periodicGrid(tc.interval, tc.devices)
@@ -191,6 +204,9 @@ func TestPeriodicGrid(t *testing.T) {
 		}
 		if tc.interval%got != 0 {
 			t.Errorf("periodicGrid(%v, %d) = %v does not divide the interval", tc.interval, tc.devices, got)
+		}
+		if per := float64(tc.devices) * got.Seconds() / tc.interval.Seconds(); got > readGrid && per > maxBatch {
+			t.Errorf("periodicGrid(%v, %d) = %v puts %.0f reads in an instant, more than %d", tc.interval, tc.devices, got, per, maxBatch)
 		}
 	}
 }
@@ -261,14 +277,15 @@ func TestLateWakesKeepTheGrid(t *testing.T) {
 		}
 		clk.now = next.Add(late)
 	}
+	grid := p.Stats().Grid // 6 s at 1000 devices
 	at := func(c call) time.Time {
-		if c.at.Sub(c.at.Truncate(readGrid)) != late {
+		if c.at.Sub(c.at.Truncate(grid)) != late {
 			t.Fatalf("%s: read at %v, want %v after a grid instant", c.device, c.at, late)
 		}
-		return c.at.Truncate(readGrid)
+		return c.at.Truncate(grid)
 	}
 	reads := firstReadsAtOnce(t, list, s.reads, first, at)
-	checkGridBatches(t, list, reads, DefaultInterval, readGrid, first.Add(DefaultInterval), end, at)
+	checkGridBatches(t, list, reads, DefaultInterval, grid, first.Add(DefaultInterval), end, at)
 }
 
 // TestConfirmOffGrid: a confirming read is not put on the grid, and the

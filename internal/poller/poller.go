@@ -105,8 +105,9 @@ type Config struct {
 	// Interval is how often each online device is read (POLL_INTERVAL).
 	// Below MinInterval it is raised to MinInterval, with a warning. The
 	// interval used is rounded up to whole seconds: periodic reads are
-	// batched on a one-second grid, so that the devices due in the same
-	// second cost the daemon one wake-up instead of one each.
+	// batched on a grid of whole seconds (periodicGrid), so that the
+	// devices due at the same instant cost the daemon one wake-up instead
+	// of one each.
 	Interval time.Duration
 	// DailyLimit is the account's request limit per day (CLOUD_DAILY_LIMIT),
 	// 0 for none. With a limit the interval is planned by PlanInterval.
@@ -173,11 +174,15 @@ var (
 
 // Stats is a snapshot of the poller for metrics and the health endpoint.
 type Stats struct {
-	Devices    int           // devices in the list
-	Interval   time.Duration // current poll interval of online devices
-	Reads      uint64        // state reads completed since start, ok or not
-	ReadErrors uint64        // of which failed
-	Plan       Plan          // the arithmetic behind Interval
+	Devices  int           // devices in the list
+	Interval time.Duration // current poll interval of online devices
+	// Grid is the grid of the periodic reads (periodicGrid): they go out
+	// in batches at its instants, whole multiples of it since the zero
+	// time, so work timed to its instants shares their wake-ups.
+	Grid       time.Duration
+	Reads      uint64 // state reads completed since start, ok or not
+	ReadErrors uint64 // of which failed
+	Plan       Plan   // the arithmetic behind Interval
 	// ListFailures counts failed device-list reads in a row.
 	ListFailures int
 	// QuotaWait is set while the periodic reads wait for a window of the

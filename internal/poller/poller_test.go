@@ -40,13 +40,16 @@ func secs(s ...float64) []time.Duration {
 
 // TestReadsSpreadEvenlyOncePerInterval: 200 devices at 60 s are all read
 // at once at the start, then in batches on the one-second grid, 3 or 4 a
-// second, each exactly once per interval.
+// second, each exactly once per interval. The grid is fixed at 1 s, the
+// finest (the default for 200 devices is 10 s, periodicGrid): the test is
+// the spread's, which the finest grid shows best; the default grids are
+// TestThousandDevicesBatchedOnGrid's and TestSmallAccountsOnAWiderGrid's.
 func TestReadsSpreadEvenlyOncePerInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 200
 		f := newFake(devs(n)...)
 		f.latency = 500 * time.Millisecond // answers take time; the plan must not drift
-		h := start(t, f, Config{Interval: time.Minute, ListInterval: time.Hour})
+		h := start(t, f, Config{Interval: time.Minute, ListInterval: time.Hour, Grid: time.Second})
 		time.Sleep(10*time.Minute + 700*time.Millisecond) // the reads at 600 s are answered
 		h.stop()
 

@@ -158,7 +158,7 @@ func (p *Poller) Progress() time.Time {
 func (p *Poller) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Stats{Devices: len(p.devices), Interval: p.interval, Reads: p.reads, ReadErrors: p.readErrors, Plan: p.plan,
+	return Stats{Devices: len(p.devices), Interval: p.interval, Grid: p.grid, Reads: p.reads, ReadErrors: p.readErrors, Plan: p.plan,
 		ListFailures: p.listFailures, QuotaWait: p.pace.held()}
 }
 

@@ -31,6 +31,9 @@ type Clock struct {
 	mu     sync.Mutex
 	armed  map[*timer]struct{}
 	change chan struct{} // closed and replaced whenever a timer is armed
+	// recorded holds the deadlines of the waits that ended at them since
+	// Record, nil while not recording.
+	recorded []time.Time
 }
 
 // New is a clock that runs with the system's time, Advance jumping it
@@ -88,6 +91,7 @@ func (c *Clock) Advance(d time.Duration) {
 		}
 	}
 	for _, t := range due {
+		c.recordLocked(t.when)
 		c.fireLocked(t, now)
 	}
 	for t := range c.armed {
@@ -119,6 +123,33 @@ func (c *Clock) WaitPending(ctx context.Context, n int) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+}
+
+// Record starts keeping the deadline of every wait on c that ends at it
+// from now on: a timer, an AfterFunc or a ticker's period firing because
+// the clock reached it (flowing or by Advance): the instants at which the
+// code under test was woken by its clock. A timer stopped or reset before
+// its deadline woke nobody, and one armed for an instant the clock has
+// already reached fires at once without a wait: neither is kept. Record
+// again starts afresh.
+func (c *Clock) Record() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recorded = make([]time.Time, 0, 64)
+}
+
+// Recorded is the deadlines kept since Record, in the order they fired.
+func (c *Clock) Recorded() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Time(nil), c.recorded...)
+}
+
+// recordLocked keeps when if c is recording.
+func (c *Clock) recordLocked(when time.Time) {
+	if c.recorded != nil {
+		c.recorded = append(c.recorded, when)
 	}
 }
 
@@ -209,6 +240,7 @@ func (c *Clock) wake(t *timer, gen uint64) {
 	}
 	t.real = nil
 	now := c.Now()
+	c.recordLocked(t.when)
 	c.fireLocked(t, now)
 	if _, ticking := c.armed[t]; ticking {
 		c.armRealLocked(t, t.when.Sub(now))

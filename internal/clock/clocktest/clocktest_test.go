@@ -465,3 +465,42 @@ func TestNewAtRunsFromItsStart(t *testing.T) {
 		t.Fatal("an hour's timer did not fire when the clock jumped an hour")
 	}
 }
+
+// TestRecord: after Record, every wait that ends at its deadline is kept
+// (a timer, a ticker's periods, by the clock flowing or by a jump); a
+// timer reset or stopped before its deadline, and one armed for an instant
+// already reached (it fires at once), woke nobody and are not.
+func TestRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := clocktest.New()
+		early := c.NewTimer(time.Second) // fires before Record: not kept
+		<-early.C()
+		c.Record()
+		start := c.Now()
+		tm := c.NewTimer(5 * time.Second)
+		tm.ResetAt(start.Add(7 * time.Second)) // 5 s never ends
+		stopped := c.NewTimer(9 * time.Second)
+		stopped.Stop()
+		now := c.NewTimer(0) // fires at once
+		<-now.C()
+		k := c.NewTicker(10 * time.Second)
+		defer k.Stop()
+		<-tm.C()
+		<-k.C()
+		c.Advance(15 * time.Second) // from 10 s to 25 s: the tick of 20 s
+		want := []time.Duration{7 * time.Second, 10 * time.Second, 20 * time.Second}
+		got := c.Recorded()
+		if len(got) != len(want) {
+			t.Fatalf("recorded %v, want %d deadlines %v after the start", got, len(want), want)
+		}
+		for i, at := range got {
+			if at.Sub(start) != want[i] {
+				t.Errorf("deadline %d at %v after the start, want %v", i, at.Sub(start), want[i])
+			}
+		}
+		c.Record()
+		if got := c.Recorded(); len(got) != 0 {
+			t.Errorf("Record again kept %v", got)
+		}
+	})
+}

@@ -1,0 +1,75 @@
+package app_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestIdleDaemonWakesOnlyOnTheReadGrid: once its start is over, an idle
+// daemon (the cloud answering, nothing commanded, the LAN off, a state
+// directory to keep) is woken by its clock only at the instants of its
+// read grid (5 s for the demo account at 30 s): the poller's batches of
+// reads, the background's looks at the stats and the state directory's
+// writes share those wake-ups instead of each adding its own between them
+// (issue 32: on these virtual machines a wake-up is the idle cost).
+func TestIdleDaemonWakesOnlyOnTheReadGrid(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, harnessOptions{env: map[string]string{"POLL_INTERVAL": "30s", "STATE_DIR": t.TempDir()}})
+	availability(h.watch, wait, "online", h.ids()...)
+	h.devicesWithScenes()
+	idleWakesOnGrid(t, h, 5*time.Second) // interval/6 (the poller's minSlots)
+}
+
+// TestIdleDaemonWithLANWakesOnlyOnTheReadGrid: the same with the LAN on
+// (two lights local, read over the LAN every 10 s, a scan every 5 min):
+// the LAN's rounds fall on the read grid's instants too.
+func TestIdleDaemonWithLANWakesOnlyOnTheReadGrid(t *testing.T) {
+	t.Parallel()
+	h := startLANHarness(t, map[string]string{"POLL_INTERVAL": "30s", "LAN_POLL_INTERVAL": "10s",
+		"LAN_SCAN_INTERVAL": "5m", "STATE_DIR": t.TempDir()})
+	h.waitConnection(lanToggleLight, "local")
+	h.waitConnection(lanQuietLight, "local")
+	h.waitConnection(lanCloudLight, "cloud")
+	polls := h.lan.Counts(lanQuietLight)["devStatus"]
+	idleWakesOnGrid(t, h.harness, 5*time.Second)
+	if n := h.lan.Counts(lanQuietLight)["devStatus"] - polls; n < 12 {
+		t.Errorf("%d LAN status reads of a local light in three idle minutes, want one every 10 s (18)", n)
+	}
+}
+
+// idleWakesOnGrid lets a minute pass on h's clock (the start's looks, every
+// device's first reads and their spread onto the grid are over within an
+// interval), then two more, and checks that every timer of the daemon's
+// clock that fired in those two minutes fired at an instant of the read
+// grid.
+func idleWakesOnGrid(t *testing.T, h *harness, grid time.Duration) {
+	t.Helper()
+	jump := func(d time.Duration, what string) {
+		t.Helper()
+		end := h.clock.Now().Add(d)
+		h.jumpUntil(wait, grid, what, func() bool { return !h.clock.Now().Before(end) })
+	}
+	jump(time.Minute, "a minute after the start")
+	h.clock.Record()
+	from := h.clock.Now()
+	jump(2*time.Minute, "two idle minutes")
+	fired := h.clock.Recorded()
+
+	var instants []time.Time
+	for _, at := range fired {
+		if off := at.Sub(at.Truncate(grid)); off != 0 {
+			t.Errorf("a timer fired %v after the idle minutes began, %v past an instant of the %v read grid", at.Sub(from).Round(time.Millisecond), off, grid)
+		}
+		instants = append(instants, at.Truncate(grid))
+	}
+	slices.SortFunc(instants, func(a, b time.Time) int { return a.Compare(b) })
+	instants = slices.CompactFunc(instants, time.Time.Equal)
+	// Two minutes hold 24 grid instants and the poller's batches fall on
+	// most of them. Fewer would mean the recording missed the poller's
+	// timer and the test proved nothing.
+	if len(instants) < 12 {
+		t.Errorf("timers fired at %d instants in two idle minutes (%d timers), want the read grid's batches (at least 12)", len(instants), len(fired))
+	}
+	t.Logf("%d timers fired at %d instants of the %v grid in two idle minutes", len(fired), len(instants), grid)
+}
