@@ -30,7 +30,7 @@ func testConfig(t *testing.T, url string) (Config, *mqtttest.SyncBuffer) {
 		URL:                  url,
 		ClientID:             "bridge-" + strings.NewReplacer("/", "-", " ", "").Replace(t.Name()),
 		StateTopic:           stateTopic,
-		Logger:               zerolog.New(logs),
+		Logger:               zerolog.New(logs).With().Timestamp().Logger(), // a failure's log shows when
 		ConnectTimeout:       2 * time.Second,
 		ConnectRetryInterval: 100 * time.Millisecond,
 		MaxReconnectInterval: 300 * time.Millisecond,
