@@ -4,8 +4,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"cloud2mqtt/internal/lansim"
 )
 
 // TestIdleDaemonWakesOnlyOnTheReadGrid: once its start is over, an idle
@@ -20,7 +18,7 @@ func TestIdleDaemonWakesOnlyOnTheReadGrid(t *testing.T) {
 	h := startHarness(t, harnessOptions{env: map[string]string{"POLL_INTERVAL": "30s", "STATE_DIR": t.TempDir()}})
 	availability(h.watch, wait, "online", h.ids()...)
 	h.devicesWithScenes()
-	idleWakesOnGrid(t, h, 5*time.Second) // interval/6 (the poller's minSlots)
+	idleWakesOnGrid(t, h, 5*time.Second, nil, nil) // interval/6 (the poller's minSlots)
 }
 
 // TestIdleDaemonWithLANWakesOnlyOnTheReadGrid: the same with the LAN on
@@ -33,14 +31,19 @@ func TestIdleDaemonWithLANWakesOnlyOnTheReadGrid(t *testing.T) {
 	h.waitConnection(lanToggleLight, "local")
 	h.waitConnection(lanQuietLight, "local")
 	h.waitConnection(lanCloudLight, "cloud")
-	// A LAN datagram is activity, as a cloud request is: the clock jumps
-	// on only once the lights' answers are in, so that a status read's
-	// wait for its answer (ConfirmTimeout after it was sent) is never cut
-	// short by a jump while the answer is on its way (it was, under the
-	// race detector on two busy cores).
-	h.lan.OnReceive(func(string, lansim.Received) { h.lastRequest.Store(time.Now().UnixNano()) })
 	polls := h.lan.Counts(lanQuietLight)["devStatus"]
-	idleWakesOnGrid(t, h.harness, 5*time.Second)
+	// The LAN's rounds are every 10 s: after a jump across one, the clock
+	// jumps on once both local lights took their status reads and the
+	// daemon settled, so that no read's wait for its answer is cut short
+	// by a jump while the answer is on its way.
+	round := func() int {
+		return h.lan.Counts(lanToggleLight)["devStatus"] + h.lan.Counts(lanQuietLight)["devStatus"]
+	}
+	idleWakesOnGrid(t, h.harness, 5*time.Second, func(from, to time.Time, before int) {
+		if to.Truncate(10 * time.Second).After(from) {
+			h.watch.until(wait, "both local lights' status reads of a LAN round", func() bool { return round() >= before+2 })
+		}
+	}, round)
 	if n := h.lan.Counts(lanQuietLight)["devStatus"] - polls; n < 12 {
 		t.Errorf("%d LAN status reads of a local light in three idle minutes, want one every 10 s (18)", n)
 	}
@@ -48,20 +51,32 @@ func TestIdleDaemonWithLANWakesOnlyOnTheReadGrid(t *testing.T) {
 
 // idleWakesOnGrid lets a minute pass on h's clock (the start's looks, every
 // device's first reads and their spread onto the grid are over within an
-// interval), then two more, and checks that every timer of the daemon's
-// clock that fired in those two minutes fired at an instant of the read
-// grid.
-func idleWakesOnGrid(t *testing.T, h *harness, grid time.Duration) {
+// interval), then freezes the clock and jumps it two more minutes a grid
+// step at a time, and checks that every timer of the daemon's clock that
+// fired in those two minutes fired at an instant of the read grid. Frozen,
+// the clock moves only by the jumps, each after the daemon settled: how
+// fast the machine answers cannot make a wait armed at a grid instant end
+// between two. afterJump, when set, is called after each jump from one
+// instant to the next with count as it was before the jump, and waits for
+// what the jump set off.
+func idleWakesOnGrid(t *testing.T, h *harness, grid time.Duration, afterJump func(from, to time.Time, before int), count func() int) {
 	t.Helper()
-	jump := func(d time.Duration, what string) {
-		t.Helper()
-		end := h.clock.Now().Add(d)
-		h.jumpUntil(wait, grid, what, func() bool { return !h.clock.Now().Before(end) })
-	}
-	jump(time.Minute, "a minute after the start")
+	end := h.clock.Now().Add(time.Minute)
+	h.jumpUntil(wait, grid, "a minute after the start", func() bool { return !h.clock.Now().Before(end) })
+	h.clock.Freeze()
 	h.clock.Record()
 	from := h.clock.Now()
-	jump(2*time.Minute, "two idle minutes")
+	for range int(2 * time.Minute / grid) {
+		n, at := 0, h.clock.Now()
+		if count != nil {
+			n = count()
+		}
+		h.clock.Advance(grid)
+		if afterJump != nil {
+			afterJump(at, h.clock.Now(), n)
+		}
+		h.settle(func() bool { return false })
+	}
 	fired := h.clock.Recorded()
 
 	var instants []time.Time

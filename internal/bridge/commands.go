@@ -203,7 +203,11 @@ func (b *Bridge) commandDone(id string, dev capability.Device, r scheduler.Comma
 		b.reg.SetOptimistic(dev.Key(), r.Request.Instance, r.Request.Value)
 		b.read.Confirm(dev.SKU, dev.Device)
 	case errors.Is(r.Err, capability.ErrSuperseded):
-		// A newer value for the same instance took its place; that one reports.
+		// A newer value for the same instance took its place; that one
+		// reports. Said at debug, so that a value that never reached the
+		// cloud can be told from a lost one.
+		b.log.Debug().Str("device", dev.String()).Str("instance", r.Request.Instance).
+			Interface("value", r.Request.Value).Msg("command superseded by a newer one before it was sent")
 	default:
 		b.reject(id, dev, r.Request.Instance, r.Request.Value, r.Err)
 		b.mirror.republishState(dev.Key()) // roll back what an optimistic UI may show

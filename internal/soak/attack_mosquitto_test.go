@@ -147,10 +147,16 @@ func TestHugePayloadsAreRefusedAndMemoryReturns(t *testing.T) {
 	}
 	huge := strings.Repeat("7", 50<<20)
 	topics := []string{"/" + id + "/set/brightness", "/" + id + "/set", "/" + id + "/light/set", "/nosuch/set/brightness"}
+	// Every publisher connects before the first 50 MiB goes out: a client
+	// connecting while mosquitto reads them may wait past its connect
+	// timeout on two busy cores (it did in .ci/run's race run).
+	pubs := make([]*mqtttest.Client, len(topics))
+	for i := range topics {
+		pubs[i] = mqtttest.NewClient(t, w.broker.URL(), mqtttest.ClientOptions{})
+	}
 	var wg sync.WaitGroup
-	for _, tp := range topics {
-		c := mqtttest.NewClient(t, w.broker.URL(), mqtttest.ClientOptions{})
-		wg.Go(func() { c.Publish(baseTopic+tp, huge, false, 1) })
+	for i, tp := range topics {
+		wg.Go(func() { pubs[i].Publish(baseTopic+tp, huge, false, 1) })
 	}
 	wg.Wait()
 	largest := 0

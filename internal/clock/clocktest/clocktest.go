@@ -24,8 +24,9 @@ import (
 // Clock is a clock.Clock whose time a test moves forward with Advance.
 // Its methods are safe for concurrent use.
 type Clock struct {
-	frozen bool
-	start  time.Time    // a frozen clock's time before any Advance
+	// frozen holds a frozen clock's time before any Advance (nil while the
+	// clock runs with the system's time), read without the lock by Now.
+	frozen atomic.Pointer[time.Time]
 	offset atomic.Int64 // nanoseconds from the system's time (NewAt's start, then every jump), read without the lock by Now
 
 	mu     sync.Mutex
@@ -53,8 +54,25 @@ func NewAt(start time.Time) *Clock {
 // timers fire only when an Advance reaches them.
 func NewFrozen(start time.Time) *Clock {
 	c := New()
-	c.frozen, c.start = true, start
+	c.frozen.Store(&start)
 	return c
+}
+
+// Freeze stops a running clock where it stands: from then on only Advance
+// moves it, and its timers fire only when an Advance reaches them. A test
+// lets a daemon start on the running clock and freezes it for a phase
+// whose instants must not depend on how fast the machine is.
+func (c *Clock) Freeze() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frozen.Load() != nil {
+		return
+	}
+	now := time.Now()
+	c.frozen.Store(&now) // Now stays what it was: now plus the offset
+	for t := range c.armed {
+		t.disarmReal()
+	}
 }
 
 var _ clock.Clock = (*Clock)(nil)
@@ -62,8 +80,8 @@ var _ clock.Clock = (*Clock)(nil)
 // Now is the system's time (a frozen clock's start) plus every Advance.
 func (c *Clock) Now() time.Time {
 	off := time.Duration(c.offset.Load())
-	if c.frozen {
-		return c.start.Add(off)
+	if start := c.frozen.Load(); start != nil {
+		return start.Add(off)
 	}
 	return time.Now().Add(off)
 }
@@ -214,7 +232,7 @@ func (c *Clock) armLocked(t *timer, when time.Time) {
 // clock is frozen.
 func (c *Clock) armRealLocked(t *timer, d time.Duration) {
 	t.gen++
-	if c.frozen {
+	if c.frozen.Load() != nil {
 		return
 	}
 	gen := t.gen

@@ -504,3 +504,38 @@ func TestRecord(t *testing.T) {
 		}
 	})
 }
+
+// TestFreezeStopsARunningClock: after Freeze the clock stands where it
+// stood (system time passing moves it no more), a timer armed before
+// waits for a jump, and Advance moves it and fires what is due.
+func TestFreezeStopsARunningClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := clocktest.New()
+		time.Sleep(time.Minute) // the clock runs with the system's time
+		tm := c.NewTimer(time.Second)
+		c.Freeze()
+		at := c.Now()
+		time.Sleep(time.Hour)
+		if got := c.Now(); !got.Equal(at) {
+			t.Fatalf("a frozen clock moved %v while an hour passed", got.Sub(at))
+		}
+		select {
+		case <-tm.C():
+			t.Fatal("a second's timer fired on a frozen clock without a jump")
+		default:
+		}
+		c.Advance(time.Second)
+		select {
+		case got := <-tm.C():
+			if !got.Equal(at.Add(time.Second)) {
+				t.Errorf("the timer fired at %v, want a second after the freeze", got.Sub(at))
+			}
+		default:
+			t.Fatal("the jump to the timer's deadline did not fire it")
+		}
+		c.Freeze() // again: nothing changes
+		if got := c.Now(); !got.Equal(at.Add(time.Second)) {
+			t.Errorf("Freeze again moved the clock to %v", got.Sub(at))
+		}
+	})
+}
