@@ -14,6 +14,7 @@ package clocktest
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,6 +124,19 @@ func (c *Clock) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.armed)
+}
+
+// Deadlines are the instants at which the armed timers and tickers fire
+// next, earliest first.
+func (c *Clock) Deadlines() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]time.Time, 0, len(c.armed))
+	for t := range c.armed {
+		out = append(out, t.when)
+	}
+	slices.SortFunc(out, time.Time.Compare)
+	return out
 }
 
 // WaitPending waits until at least n timers or tickers are armed (the code

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -538,4 +539,32 @@ func TestFreezeStopsARunningClock(t *testing.T) {
 			t.Errorf("Freeze again moved the clock to %v", got.Sub(at))
 		}
 	})
+}
+
+// TestDeadlines: the armed timers' and tickers' next instants, earliest
+// first; a stopped or fired timer is not among them.
+func TestDeadlines(t *testing.T) {
+	start := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	c := clocktest.NewFrozen(start)
+	late := c.NewTimer(3 * time.Second)
+	c.NewTimer(time.Second)
+	k := c.NewTicker(2 * time.Second)
+	defer k.Stop()
+	stopped := c.NewTimer(time.Hour)
+	stopped.Stop()
+	at := func(d ...time.Duration) []time.Time {
+		var out []time.Time
+		for _, x := range d {
+			out = append(out, start.Add(x))
+		}
+		return out
+	}
+	if got, want := c.Deadlines(), at(time.Second, 2*time.Second, 3*time.Second); !slices.Equal(got, want) {
+		t.Fatalf("Deadlines = %v, want %v", got, want)
+	}
+	c.Advance(2 * time.Second) // the second's timer fired, the ticker is due at 4 s
+	late.Stop()
+	if got, want := c.Deadlines(), at(4*time.Second); !slices.Equal(got, want) {
+		t.Errorf("after a jump and a stop: Deadlines = %v, want %v", got, want)
+	}
 }
