@@ -194,6 +194,22 @@ func (s *store) All() []string {
 	return keys
 }
 
+// Get hands paho a copy of a publish it stored. After a reconnection
+// paho's resume marks each stored publish as a duplicate (Dup) before
+// sending it again, while the lost connection's writer may still be
+// writing that same packet: a data race inside paho (eclipse-paho/
+// paho.mqtt.golang#703), which a window of publishes on the wire makes
+// likelier. The copy is what resume marks and resends; the writer keeps
+// the original. The payload is shared: nothing writes it.
+func (s *store) Get(key string) packets.ControlPacket {
+	p := s.Store.Get(key)
+	if pub, ok := p.(*packets.PublishPacket); ok {
+		cp := *pub
+		return &cp
+	}
+	return p
+}
+
 func (s *store) Del(key string) {
 	s.Store.Del(key)
 	s.mu.Lock()
