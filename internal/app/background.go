@@ -44,7 +44,7 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listen
 		}
 		b.check()
 		lastCheck = clk.Now()
-		look.ResetAt(onGrid(lastCheck.Add(quietLook), b.grid))
+		look.ResetAt(clock.Ceil(lastCheck.Add(quietLook), b.grid))
 	}
 	// Until ready, look when the first device list is in, and often: the
 	// list should show at once (the connection may be back only later).
@@ -69,7 +69,7 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listen
 		case <-kick.c:
 			if !gathering {
 				gathering = true
-				look.ResetAt(onGrid(later(clk.Now().Add(statsDelay), lastCheck.Add(statsSpacing*statsDelay)), b.grid))
+				look.ResetAt(clock.Ceil(later(clk.Now().Add(statsDelay), lastCheck.Add(statsSpacing*statsDelay)), b.grid))
 			}
 		}
 	}
@@ -80,20 +80,6 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listen
 // alone changes little: the Cloud sensor turns off after cloudGrace of
 // failed requests, and those requests kick the loop.
 const quietLook = 15 * time.Second
-
-// onGrid is t rounded up to a whole multiple of g since the zero time: an
-// instant of the poller's read grid when g is its Stats.Grid (the poller
-// rounds the same way). t itself when g is not positive.
-// It keeps t's monotonic clock reading, as the poller's does.
-func onGrid(t time.Time, g time.Duration) time.Time {
-	if g <= 0 {
-		return t
-	}
-	if past := t.Sub(t.Truncate(g)); past > 0 {
-		return t.Add(g - past)
-	}
-	return t
-}
 
 // later is the later of two instants.
 func later(a, b time.Time) time.Time {

@@ -131,3 +131,18 @@ func Wait(ctx context.Context, c Clock, lim *rate.Limiter) error {
 		return ctx.Err()
 	}
 }
+
+// Ceil is t rounded up to a whole multiple of g since the zero time: an
+// instant of a grid of g (the poller's read grid, which the other timers
+// of an idle daemon share). t itself when it is on the grid already, or
+// when g is not positive. It keeps t's monotonic clock reading, so that a
+// timer set from it is not moved by a change of the wall clock.
+func Ceil(t time.Time, g time.Duration) time.Time {
+	if g <= 0 {
+		return t
+	}
+	if past := t.Sub(t.Truncate(g)); past > 0 {
+		return t.Add(g - past)
+	}
+	return t
+}

@@ -3,6 +3,7 @@ package clock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -136,5 +137,31 @@ func TestWaitGivesTheTokenBack(t *testing.T) {
 	}
 	if err := clock.Wait(context.Background(), c, rate.NewLimiter(1, 0)); err == nil {
 		t.Error("Wait on a limiter of burst 0 did not fail")
+	}
+}
+
+// TestCeil: up to the next whole multiple of the grid since the zero time,
+// an instant on the grid as it is, no grid no change, and the monotonic
+// reading kept (timers set from it ignore wall-clock changes).
+func TestCeil(t *testing.T) {
+	at := time.Date(2026, 11, 26, 12, 0, 7, 250e6, time.UTC)
+	for _, tc := range []struct {
+		t    time.Time
+		g    time.Duration
+		want time.Time
+	}{
+		{at, 5 * time.Second, time.Date(2026, 11, 26, 12, 0, 10, 0, time.UTC)},
+		{at, time.Second, time.Date(2026, 11, 26, 12, 0, 8, 0, time.UTC)},
+		{at.Truncate(5 * time.Second), 5 * time.Second, time.Date(2026, 11, 26, 12, 0, 5, 0, time.UTC)},
+		{at, 0, at},
+		{at, -time.Second, at},
+	} {
+		if got := clock.Ceil(tc.t, tc.g); !got.Equal(tc.want) {
+			t.Errorf("Ceil(%v, %v) = %v, want %v", tc.t, tc.g, got, tc.want)
+		}
+	}
+	now := time.Now()
+	if got := clock.Ceil(now, time.Second); !strings.Contains(got.String(), "m=+") {
+		t.Errorf("Ceil(now) = %v lost the monotonic reading", got)
 	}
 }

@@ -128,9 +128,9 @@ func (c *Client) RunPolls(ctx context.Context, interval time.Duration, read func
 }
 
 // nextMultiple is the first whole multiple of every since the zero time
-// after now. It keeps now's monotonic clock reading.
+// after now (strictly: a round that ran at one is not run again).
 func nextMultiple(now time.Time, every time.Duration) time.Time {
-	return now.Add(every - now.Sub(now.Truncate(every)))
+	return clock.Ceil(now.Add(time.Nanosecond), every)
 }
 
 // located is a found device's record, or ErrNotLocal.

@@ -1,6 +1,10 @@
 package poller
 
-import "time"
+import (
+	"time"
+
+	"cloud2mqtt/internal/clock"
+)
 
 // readGrid is the finest grid: the first reads of new devices, a device
 // enabled again and every interval fall on whole multiples of it. Periodic
@@ -71,12 +75,7 @@ func onGrid(t time.Time) time.Time { return onGridOf(t, readGrid) }
 // absolute time); a t already on the grid is returned as is. It keeps t's
 // monotonic clock reading, so timers set from it are not affected by
 // changes of the wall clock.
-func onGridOf(t time.Time, g time.Duration) time.Time {
-	if past := t.Sub(t.Truncate(g)); past > 0 {
-		return t.Add(g - past)
-	}
-	return t
-}
+func onGridOf(t time.Time, g time.Duration) time.Time { return clock.Ceil(t, g) }
 
 // gridUp returns d rounded up to a whole multiple of readGrid: an interval
 // that reads from one grid instant to the next.
