@@ -147,6 +147,7 @@ type Client struct {
 	now       func() time.Time
 	maxBody   int64
 	onLimits  func(RateLimits)
+	names     names // capability types and instances of state answers
 
 	mu   sync.Mutex
 	seen map[string]struct{} // warnings already logged
@@ -274,6 +275,7 @@ func (c *Client) State(ctx context.Context, sku, device string) (DeviceState, er
 	if err != nil {
 		return DeviceState{}, err
 	}
+	defer a.release() // the decoded state keeps none of the body's bytes
 	return c.readState(cl, a)
 }
 

@@ -3,7 +3,7 @@ package cloud
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"cloud2mqtt/internal/capability"
@@ -24,12 +24,14 @@ import (
 
 // plainState is the part of a plain state answer a success needs.
 type plainState struct {
-	sku, device  string
+	sku, device  []byte // nil when absent or null
 	capabilities []plainCapState
 }
 
+// plainCapState is one capability of a plain answer: slices of the answer,
+// which readStateFast copies (or finds among the names it has seen).
 type plainCapState struct {
-	typ, instance string
+	typ, instance []byte
 	value         []byte // the raw value; nil when absent
 }
 
@@ -48,16 +50,24 @@ func (c *Client) readStateFast(cl call, a answer) (st DeviceState, ok bool) {
 	if a.status < 200 || a.status > 299 {
 		return DeviceState{}, false
 	}
-	p, ok := readPlainState(a.body)
-	if !ok {
+	room := capRooms.Get().(*[]plainCapState)
+	p := plainState{capabilities: (*room)[:0]}
+	defer func() {
+		if cap(p.capabilities) <= 64 { // a hostile answer's thousands are not kept
+			clear(p.capabilities) // they point into the answer's buffer
+			*room = p.capabilities[:0]
+			capRooms.Put(room)
+		}
+	}()
+	if !readPlainState(a.body, &p) {
 		return DeviceState{}, false
 	}
-	if (p.sku != "" && !strings.EqualFold(p.sku, cl.sku)) || (p.device != "" && !strings.EqualFold(p.device, cl.device)) {
+	if (len(p.sku) != 0 && !bytes.EqualFold(p.sku, []byte(cl.sku))) || (len(p.device) != 0 && !bytes.EqualFold(p.device, []byte(cl.device))) {
 		return DeviceState{}, false
 	}
 	caps := make([]CapabilityState, 0, len(p.capabilities))
 	for _, pc := range p.capabilities {
-		if pc.instance == "" {
+		if len(pc.instance) == 0 {
 			return DeviceState{}, false
 		}
 		var v any
@@ -67,7 +77,7 @@ func (c *Client) readStateFast(cl call, a answer) (st DeviceState, ok bool) {
 				return DeviceState{}, false
 			}
 		}
-		caps = append(caps, CapabilityState{Type: capability.NormalizeType(pc.typ), Instance: pc.instance, State: StateValue{Value: v}})
+		caps = append(caps, CapabilityState{Type: capability.NormalizeType(c.names.get(pc.typ)), Instance: c.names.get(pc.instance), State: StateValue{Value: v}})
 	}
 	// The same log lines, in the same order, as the robust decoding.
 	for _, cs := range caps {
@@ -76,31 +86,36 @@ func (c *Client) readStateFast(cl call, a answer) (st DeviceState, ok bool) {
 	return DeviceState{SKU: cl.sku, Device: cl.device, Capabilities: caps}, true
 }
 
+// capRooms keeps the slices readPlainState collects capabilities in, for
+// the next answer: one a read would be most of what is left for the
+// collector once the answer's buffer is reused (answer.release).
+var capRooms = sync.Pool{New: func() any { s := make([]plainCapState, 0, 16); return &s }}
+
 // readPlainState reads a state answer when it is plain (see above); ok is
 // false for anything else. The members it reads are matched exactly, and a
 // member spelt so that encoding/json would match it to one of them
 // regardless of case makes it give up, as does a second one of the same.
-func readPlainState(body []byte) (p plainState, ok bool) {
+func readPlainState(body []byte, p *plainState) bool {
 	if !json.Valid(body) {
-		return p, false
+		return false
 	}
 	r := plainReader{b: body}
 	var code, payload bool
-	ok = r.object(func(key []byte) bool {
+	ok := r.object(func(key []byte) bool {
 		switch {
 		case string(key) == "code" && !code:
 			code = true
 			return string(r.token()) == "200"
 		case string(key) == "payload" && !payload:
 			payload = true
-			return r.payload(&p)
+			return r.payload(p)
 		case foldsTo(key, "code") || foldsTo(key, "payload"):
 			return false
 		}
 		r.skip()
 		return true
 	})
-	return p, ok && code && payload
+	return ok && code && payload
 }
 
 func (r *plainReader) payload(p *plainState) bool {
@@ -109,10 +124,10 @@ func (r *plainReader) payload(p *plainState) bool {
 		switch {
 		case string(key) == "sku" && !sku:
 			sku = true
-			return r.name(&p.sku)
+			return r.raw(&p.sku)
 		case string(key) == "device" && !device:
 			device = true
-			return r.name(&p.device)
+			return r.raw(&p.device)
 		case string(key) == "capabilities" && !caps:
 			caps = true
 			return r.null() || r.array(func() bool {
@@ -135,10 +150,10 @@ func (r *plainReader) capability(c *plainCapState) bool {
 		switch {
 		case string(key) == "type" && !typ:
 			typ = true
-			return r.name(&c.typ)
+			return r.raw(&c.typ)
 		case string(key) == "instance" && !instance:
 			instance = true
-			return r.name(&c.instance)
+			return r.raw(&c.instance)
 		case string(key) == "state" && !state:
 			state = true
 			var value bool
@@ -227,15 +242,16 @@ func (r *plainReader) array(element func() bool) bool {
 	}
 }
 
-// name reads a string without escapes that is valid UTF-8 (what the typed
-// decoding would return unchanged) into s; null leaves s as it is.
-func (r *plainReader) name(s *string) bool {
+// raw reads a string without escapes that is valid UTF-8 (what the typed
+// decoding would return unchanged) into s, a slice of the answer; null
+// leaves s as it is.
+func (r *plainReader) raw(s *[]byte) bool {
 	if r.null() {
 		return true
 	}
 	b, ok := r.plainString()
 	if ok {
-		*s = string(b)
+		*s = b
 	}
 	return ok
 }

@@ -272,7 +272,7 @@ func TestReadPlainState(t *testing.T) {
 		{`[{"code":200,"payload":{}}]`, false},
 	}
 	for _, tt := range tests {
-		if _, got := readPlainState([]byte(tt.body)); got != tt.want {
+		if got := readPlainState([]byte(tt.body), &plainState{}); got != tt.want {
 			t.Errorf("readPlainState(%s) answered %v, want %v", tt.body, got, tt.want)
 		}
 	}

@@ -492,17 +492,26 @@ func (s *Scheduler) Stats() Stats {
 	st.Quota = s.quotaLocked(now)
 	st.Tokens.ControlAccount = s.control.left(now)
 	st.Tokens.DeviceList = s.tokensLocked(s.account, epDevices, now)
-	minOf := func(ep endpoint) float64 {
-		m := float64(s.limitFor(ep).Burst)
-		for _, d := range s.devices {
-			m = min(m, s.tokensLocked(d, ep, now))
-		}
-		return m
+	// The emptiest per-device bucket of each row, in one pass over the
+	// devices (the stats are looked at every few seconds, and a pass costs
+	// a map walk of up to every device): a device without a bucket of a
+	// row has a full one.
+	perDevice := [...]endpoint{epControl, epState, epScenes, epDIYScenes}
+	var least [len(perDevice)]float64
+	for i, ep := range perDevice {
+		least[i] = float64(s.limitFor(ep).Burst)
 	}
-	st.Tokens.ControlDeviceMin = minOf(epControl)
-	st.Tokens.StateMin = minOf(epState)
-	st.Tokens.ScenesMin = minOf(epScenes)
-	st.Tokens.DIYScenesMin = minOf(epDIYScenes)
+	for _, d := range s.devices {
+		for i, ep := range perDevice {
+			if b := d.buckets[ep]; b != nil {
+				least[i] = min(least[i], b.left(now))
+			}
+		}
+	}
+	st.Tokens.ControlDeviceMin = least[0]
+	st.Tokens.StateMin = least[1]
+	st.Tokens.ScenesMin = least[2]
+	st.Tokens.DIYScenesMin = least[3]
 	return st
 }
 

@@ -74,8 +74,8 @@ func TestIdleRatio(t *testing.T) {
 			load := loadAverages()
 			f, sim := measureIdle(t, s, simBin, catalogue, n, usePerf, fmt.Sprintf("idle-%d-%d", r, i))
 			results[i] = append(results[i], f)
-			t.Logf("round %d, %s: cpu %.3f %% of a core (utime+stime %.3f %%), %.1f wake-ups/s (voluntary switches; %.1f forced), perf %s; %d state reads (%.2f/s); simulator cpu %.3f %%; load %s",
-				r+1, s.label, f.cpuPct, f.tickPct, f.switchesPS, f.forcedPS, f.perf.String(f.secs), f.reads, float64(f.reads)/f.secs, sim.cpuPct, load)
+			t.Logf("round %d, %s: cpu %.3f %% of a core (utime+stime %.3f %%), %.1f wake-ups/s (voluntary switches; %.1f forced), perf %s; %d state reads (%.2f/s); resident %.1f MB; simulator cpu %.3f %%; load %s",
+				r+1, s.label, f.cpuPct, f.tickPct, f.switchesPS, f.forcedPS, f.perf.String(f.secs), f.reads, float64(f.reads)/f.secs, float64(f.rssKB)/1024, sim.cpuPct, load)
 		}
 	}
 	report(t, subjects, results)

@@ -180,6 +180,7 @@ type procFigures struct {
 	cpu       time.Duration // the threads' schedstat, to the nanosecond
 	voluntary int64         // voluntary_ctxt_switches: the thread slept (a wake-up follows)
 	forced    int64         // nonvoluntary_ctxt_switches: preempted
+	rssKB     int64         // VmRSS
 }
 
 func lookProc(t testing.TB, pid int) procFigures {
@@ -195,6 +196,13 @@ func lookProc(t testing.TB, pid int) procFigures {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		t.Fatalf("soak: threads of %d: %v", pid, err)
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				f.rssKB, _ = strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			}
+		}
 	}
 	for _, task := range tasks {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
@@ -223,7 +231,8 @@ type idleFigures struct {
 	switchesPS float64 // voluntary context switches a second: wake-ups
 	forcedPS   float64
 	perf       perfFigures
-	reads      int // state reads in the window
+	reads      int   // state reads in the window
+	rssKB      int64 // resident memory at the window's end
 }
 
 func between(a, b procFigures) idleFigures {
@@ -234,6 +243,7 @@ func between(a, b procFigures) idleFigures {
 		tickPct:    100 * float64(b.ticks-a.ticks) / clockTicks / s,
 		switchesPS: float64(b.voluntary-a.voluntary) / s,
 		forcedPS:   float64(b.forced-a.forced) / s,
+		rssKB:      b.rssKB,
 	}
 }
 
