@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,6 +68,11 @@ func startLANHarnessWith(t *testing.T, env map[string]string, extra func(ls *lan
 		extra(ls, &cc)
 	}
 	h.main.LANClient = &cc
+	// A test that sets its own OnReceive replaces this: its jumps then
+	// wait as for a daemon without the LAN.
+	var lastDatagram atomic.Int64
+	ls.OnReceive(func(string, lansim.Received) { lastDatagram.Store(time.Now().UnixNano()) })
+	h.lanActivity = lastDatagram.Load
 	h.start()
 	lh := &lanHarness{harness: h, lan: ls, cc: cc, ids: map[string]string{}}
 	for _, d := range h.sim.Devices() {
