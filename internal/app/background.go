@@ -89,21 +89,6 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// lastOnGrid is the last whole multiple of g since the zero time in
-// (now, now+within], or now+within when there is none: the latest instant
-// of the read grid that keeps a promise of "within".
-func lastOnGrid(now time.Time, within, g time.Duration) time.Time {
-	end := now.Add(within)
-	if g <= 0 {
-		return end
-	}
-	at := end.Add(-end.Sub(end.Truncate(g))) // keeps the monotonic reading
-	if !at.After(now) {
-		return end
-	}
-	return at
-}
-
 // backgroundLoop is the state of Main.background between its checks.
 type backgroundLoop struct {
 	m         *Main

@@ -159,3 +159,14 @@ func persist(ctx context.Context, clk clock.Clock, kick *listener, dir statedir.
 		}
 	}
 }
+
+// lastOnGrid is the last whole multiple of g since the zero time in
+// (now, now+within], or now+within when there is none: the latest instant
+// of the read grid that keeps a promise of "within".
+func lastOnGrid(now time.Time, within, g time.Duration) time.Time {
+	end := now.Add(within)
+	if at := clock.Floor(end, g); at.After(now) {
+		return at
+	}
+	return end
+}

@@ -138,11 +138,18 @@ func Wait(ctx context.Context, c Clock, lim *rate.Limiter) error {
 // when g is not positive. It keeps t's monotonic clock reading, so that a
 // timer set from it is not moved by a change of the wall clock.
 func Ceil(t time.Time, g time.Duration) time.Time {
+	if f := Floor(t, g); f.Before(t) {
+		return f.Add(g)
+	}
+	return t
+}
+
+// Floor is t rounded down to a whole multiple of g since the zero time:
+// the grid's last instant at or before t. t itself when g is not
+// positive. Like Ceil it keeps t's monotonic clock reading.
+func Floor(t time.Time, g time.Duration) time.Time {
 	if g <= 0 {
 		return t
 	}
-	if past := t.Sub(t.Truncate(g)); past > 0 {
-		return t.Add(g - past)
-	}
-	return t
+	return t.Add(-t.Sub(t.Truncate(g)))
 }

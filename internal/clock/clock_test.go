@@ -165,3 +165,28 @@ func TestCeil(t *testing.T) {
 		t.Errorf("Ceil(now) = %v lost the monotonic reading", got)
 	}
 }
+
+// TestFloor: down to the last whole multiple of the grid since the zero
+// time, an instant on the grid as it is, no grid no change, and the
+// monotonic reading kept.
+func TestFloor(t *testing.T) {
+	at := time.Date(2026, 11, 26, 12, 0, 7, 250e6, time.UTC)
+	for _, tc := range []struct {
+		t    time.Time
+		g    time.Duration
+		want time.Time
+	}{
+		{at, 5 * time.Second, time.Date(2026, 11, 26, 12, 0, 5, 0, time.UTC)},
+		{at, time.Second, time.Date(2026, 11, 26, 12, 0, 7, 0, time.UTC)},
+		{at.Truncate(5 * time.Second), 5 * time.Second, time.Date(2026, 11, 26, 12, 0, 5, 0, time.UTC)},
+		{at, 0, at},
+		{at, -time.Second, at},
+	} {
+		if got := clock.Floor(tc.t, tc.g); !got.Equal(tc.want) {
+			t.Errorf("Floor(%v, %v) = %v, want %v", tc.t, tc.g, got, tc.want)
+		}
+	}
+	if got := clock.Floor(time.Now(), time.Second); !strings.Contains(got.String(), " m=") { // m=-… early in a process
+		t.Errorf("Floor(now) = %v lost the monotonic reading", got)
+	}
+}
