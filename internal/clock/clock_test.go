@@ -140,53 +140,36 @@ func TestWaitGivesTheTokenBack(t *testing.T) {
 	}
 }
 
-// TestCeil: up to the next whole multiple of the grid since the zero time,
-// an instant on the grid as it is, no grid no change, and the monotonic
-// reading kept (timers set from it ignore wall-clock changes).
-func TestCeil(t *testing.T) {
+// TestCeilAndFloor: up to the next and down to the last whole multiple of
+// the grid since the zero time, an instant on the grid as it is both ways,
+// no grid no change, and the monotonic reading kept (timers set from them
+// ignore wall-clock changes).
+func TestCeilAndFloor(t *testing.T) {
 	at := time.Date(2026, 11, 26, 12, 0, 7, 250e6, time.UTC)
+	on5 := time.Date(2026, 11, 26, 12, 0, 5, 0, time.UTC)
 	for _, tc := range []struct {
-		t    time.Time
-		g    time.Duration
-		want time.Time
+		t           time.Time
+		g           time.Duration
+		ceil, floor time.Time
 	}{
-		{at, 5 * time.Second, time.Date(2026, 11, 26, 12, 0, 10, 0, time.UTC)},
-		{at, time.Second, time.Date(2026, 11, 26, 12, 0, 8, 0, time.UTC)},
-		{at.Truncate(5 * time.Second), 5 * time.Second, time.Date(2026, 11, 26, 12, 0, 5, 0, time.UTC)},
-		{at, 0, at},
-		{at, -time.Second, at},
+		{at, 5 * time.Second, time.Date(2026, 11, 26, 12, 0, 10, 0, time.UTC), on5},
+		{at, time.Second, time.Date(2026, 11, 26, 12, 0, 8, 0, time.UTC), time.Date(2026, 11, 26, 12, 0, 7, 0, time.UTC)},
+		{on5, 5 * time.Second, on5, on5},
+		{at, 0, at, at},
+		{at, -time.Second, at, at},
 	} {
-		if got := clock.Ceil(tc.t, tc.g); !got.Equal(tc.want) {
-			t.Errorf("Ceil(%v, %v) = %v, want %v", tc.t, tc.g, got, tc.want)
+		if got := clock.Ceil(tc.t, tc.g); !got.Equal(tc.ceil) {
+			t.Errorf("Ceil(%v, %v) = %v, want %v", tc.t, tc.g, got, tc.ceil)
+		}
+		if got := clock.Floor(tc.t, tc.g); !got.Equal(tc.floor) {
+			t.Errorf("Floor(%v, %v) = %v, want %v", tc.t, tc.g, got, tc.floor)
 		}
 	}
 	now := time.Now()
 	if got := clock.Ceil(now, time.Second); !strings.Contains(got.String(), "m=+") {
 		t.Errorf("Ceil(now) = %v lost the monotonic reading", got)
 	}
-}
-
-// TestFloor: down to the last whole multiple of the grid since the zero
-// time, an instant on the grid as it is, no grid no change, and the
-// monotonic reading kept.
-func TestFloor(t *testing.T) {
-	at := time.Date(2026, 11, 26, 12, 0, 7, 250e6, time.UTC)
-	for _, tc := range []struct {
-		t    time.Time
-		g    time.Duration
-		want time.Time
-	}{
-		{at, 5 * time.Second, time.Date(2026, 11, 26, 12, 0, 5, 0, time.UTC)},
-		{at, time.Second, time.Date(2026, 11, 26, 12, 0, 7, 0, time.UTC)},
-		{at.Truncate(5 * time.Second), 5 * time.Second, time.Date(2026, 11, 26, 12, 0, 5, 0, time.UTC)},
-		{at, 0, at},
-		{at, -time.Second, at},
-	} {
-		if got := clock.Floor(tc.t, tc.g); !got.Equal(tc.want) {
-			t.Errorf("Floor(%v, %v) = %v, want %v", tc.t, tc.g, got, tc.want)
-		}
-	}
-	if got := clock.Floor(time.Now(), time.Second); !strings.Contains(got.String(), " m=") { // m=-… early in a process
+	if got := clock.Floor(now, time.Second); !strings.Contains(got.String(), " m=") { // m=-… early in a process
 		t.Errorf("Floor(now) = %v lost the monotonic reading", got)
 	}
 }
