@@ -13,7 +13,6 @@ import (
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/clock"
-	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/mqtt"
 	"cloud2mqtt/internal/poller"
@@ -236,32 +235,4 @@ func (m *metrics) registerQuota(sched *scheduler.Scheduler) {
 	}))
 	m.set.NewGauge("cloud2mqtt_quota_runs_out_timestamp_seconds", quota(func(q scheduler.Binding) float64 { return unix(q.RunsOut) }))
 	m.set.NewGauge("cloud2mqtt_quota_pace_per_hour", quota(func(q scheduler.Binding) float64 { return q.PacePerHour }))
-}
-
-// observe wraps a transport to count requests by endpoint and status.
-func observe(rt http.RoundTripper, f func(endpoint string, status int)) http.RoundTripper {
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		resp, err := rt.RoundTrip(r)
-		status := 0
-		if err == nil {
-			status = resp.StatusCode
-		}
-		f(endpointOf(r.URL.Path), status)
-		return resp, err
-	})
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// endpointOf names a cloud path as the scheduler does.
-func endpointOf(path string) string {
-	if ep := cloud.EndpointOf(path); ep != "" {
-		return ep
-	}
-	return "other"
 }

@@ -58,10 +58,13 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	log := m.Log
 	var sched *scheduler.Scheduler // the answers' rate-limit headers tell it the quota
 	clk := m.clock()
-	hc, closeIdle := m.httpClient()
+	hc, reads, closeIdle, err := m.httpClient(env.baseURL)
+	if err != nil {
+		return nil, err
+	}
 	client, err := cloud.New(cloud.Config{
 		BaseURL: env.baseURL, APIKey: env.apiKey, KeyHeader: cfg.Cloud.KeyHeader,
-		HTTPClient: hc, Logger: log,
+		HTTPClient: hc, ReadTransport: reads, OnRequest: m.countRequest, Logger: log,
 		OnLimits: func(l cloud.RateLimits) { sched.ObserveLimits(l) },
 		Now:      clk.Now, // resets and Retry-After on the scheduler's clock
 	})

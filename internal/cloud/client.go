@@ -87,11 +87,19 @@ func EndpointOf(path string) string {
 
 // Config is what New needs. Only BaseURL and APIKey are required.
 type Config struct {
-	BaseURL    string         // CLOUD_BASE_URL, e.g. https://host (paths /router/api/v1/... appended)
-	APIKey     string         // CLOUD_API_KEY; sent in KeyHeader, never logged
-	KeyHeader  string         // default "Service-API-Key"
-	HTTPClient *http.Client   // its Transport and Timeout (default: DefaultTimeout per request); redirects are never followed
-	Logger     zerolog.Logger // warnings about odd answers, debug lines per request
+	BaseURL    string       // CLOUD_BASE_URL, e.g. https://host (paths /router/api/v1/... appended)
+	APIKey     string       // CLOUD_API_KEY; sent in KeyHeader, never logged
+	KeyHeader  string       // default "Service-API-Key"
+	HTTPClient *http.Client // its Transport and Timeout (default: DefaultTimeout per request); redirects are never followed
+	// ReadTransport, when set, carries the state reads instead of
+	// HTTPClient's transport (the daemon's); the other requests keep
+	// HTTPClient's.
+	ReadTransport *ReadTransport
+	// OnRequest, when set, is told of every request sent, by endpoint name
+	// (EndpointState, ...), with its answer's HTTP status (0 when none
+	// came), from the requesting goroutine; it must not block.
+	OnRequest func(endpoint string, status int)
+	Logger    zerolog.Logger // warnings about odd answers, debug lines per request
 	// OnLimits, when set, is called with what an answer's rate-limit
 	// headers said (the account's quota, a shorter window), for every
 	// answer that carried any, success or not, before the request's method
@@ -142,6 +150,8 @@ type Client struct {
 	// copy the headers for redirects (which are never followed) and arm a
 	// second timer for every request.
 	transport http.RoundTripper
+	reads     *ReadTransport // the state reads' (nil: transport's)
+	onRequest func(endpoint string, status int)
 	timeout   time.Duration
 	log       zerolog.Logger
 	now       func() time.Time
@@ -188,6 +198,8 @@ func New(cfg Config) (*Client, error) {
 		header:    header,
 		headers:   http.Header{http.CanonicalHeaderKey(header): {cfg.APIKey}, "Content-Type": {"application/json"}, "Accept": {"application/json"}},
 		transport: transport,
+		reads:     cfg.ReadTransport,
+		onRequest: cfg.OnRequest,
 		timeout:   timeout,
 		log:       cfg.Logger.With().Str("component", "cloud").Logger(),
 		now:       cfg.Now,

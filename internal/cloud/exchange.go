@@ -21,6 +21,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // call identifies one request for errors and logs.
@@ -93,10 +95,11 @@ func newRequestID() string {
 // answer is a response read in full.
 type answer struct {
 	status int
-	header http.Header
+	header headers
 	body   []byte
-	limits RateLimits    // what its rate-limit headers said
-	buf    *bytes.Buffer // body's storage, for release
+	limits RateLimits         // what its rate-limit headers said
+	buf    *bytes.Buffer      // body's storage, for release (net/http's answers)
+	fresp  *fasthttp.Response // the same (ReadTransport's)
 }
 
 // exchange sends one request and reads its answer, whatever its status.
@@ -108,6 +111,9 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 		b, err := json.Marshal(request{RequestID: newRequestID(), Payload: payload})
 		if err != nil {
 			return answer{}, cl.fail(ErrRequest, "the request cannot be encoded as JSON", err)
+		}
+		if cl.ep == epState && c.reads != nil {
+			return c.exchangeRead(ctx, cl, b)
 		}
 		body = bytes.NewReader(b)
 	}
@@ -140,6 +146,7 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 	// header to wherever it points.
 	resp, err := c.transport.RoundTrip(req)
 	if err != nil {
+		c.counted(cl, 0)
 		err = c.transportError(ctx, cl, 0, err)
 		if wrote.Load() {
 			err = &sentError{err}
@@ -147,8 +154,9 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 		return answer{}, err
 	}
 	defer func() { _ = resp.Body.Close() }()
+	c.counted(cl, resp.StatusCode)
 	// The headers say what is left of the quota, whatever the answer.
-	limits := c.readRateLimits(resp.Header, c.now())
+	limits := c.readRateLimits(netHeader(resp.Header), c.now())
 	if c.onLimits != nil && limits.Known() {
 		c.onLimits(limits)
 	}
@@ -171,11 +179,19 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 		Int("status", resp.StatusCode).Int("bytes", len(data)).Dur("elapsed", time.Since(start)).Msg("cloud request")
 	if int64(len(data)) > c.maxBody {
 		putBodyBuffer(buf)
-		e := cl.fail(ErrTransient, fmt.Sprintf("the answer is larger than %d bytes and was not read", c.maxBody), nil)
+		e := cl.fail(ErrTransient, (&TooLargeError{Limit: c.maxBody}).Error(), nil)
 		e.HTTPStatus, e.Limits = resp.StatusCode, limits
 		return answer{}, e
 	}
-	return answer{status: resp.StatusCode, header: resp.Header, body: data, limits: limits, buf: buf}, nil
+	return answer{status: resp.StatusCode, header: netHeader(resp.Header), body: data, limits: limits, buf: buf}, nil
+}
+
+// counted tells Config.OnRequest of a request sent, and its answer's
+// status (0: none came).
+func (c *Client) counted(cl call, status int) {
+	if c.onRequest != nil {
+		c.onRequest(cl.ep.name, status)
+	}
 }
 
 // bodyBuffers keeps the buffers of answers given back, so that the steady
@@ -207,6 +223,10 @@ func (a *answer) release() {
 	if a.buf != nil {
 		putBodyBuffer(a.buf)
 		a.buf, a.body = nil, nil
+	}
+	if a.fresp != nil {
+		fasthttp.ReleaseResponse(a.fresp)
+		a.fresp, a.body, a.header = nil, nil, nil
 	}
 }
 
@@ -327,7 +347,7 @@ func (c *Client) check(cl call, a answer) (envelope, error) {
 		e := cl.fail(kindForStatus(a.status), "", nil)
 		if a.status >= 300 && a.status <= 399 {
 			e.Kind = ErrRequest
-			e.Msg = fmt.Sprintf("the service redirects to %q: set CLOUD_BASE_URL to the service's address", c.clean(a.header.Get("Location")))
+			e.Msg = fmt.Sprintf("the service redirects to %q: set CLOUD_BASE_URL to the service's address", c.clean(headerValue(a.header, "Location")))
 		} else if jsonErr == nil {
 			e.Msg = c.clean(env.msg)
 			if env.codeErr == nil {
@@ -338,7 +358,7 @@ func (c *Client) check(cl call, a answer) (envelope, error) {
 			e.Msg = strings.ToLower(http.StatusText(a.status))
 		}
 		e.HTTPStatus, e.Limits = a.status, a.limits
-		e.RetryAfter = parseRetryAfter(a.header.Get("Retry-After"), c.now())
+		e.RetryAfter = parseRetryAfter(headerValue(a.header, "Retry-After"), c.now())
 		return envelope{}, e
 	}
 	if jsonErr != nil {
@@ -362,7 +382,7 @@ func (c *Client) check(cl call, a answer) (envelope, error) {
 		e := cl.fail(kindForStatus(env.code), msg, nil)
 		e.HTTPStatus, e.Limits = a.status, a.limits
 		e.Code = env.code
-		e.RetryAfter = parseRetryAfter(a.header.Get("Retry-After"), c.now())
+		e.RetryAfter = parseRetryAfter(headerValue(a.header, "Retry-After"), c.now())
 		return envelope{}, e
 	}
 	return env, nil

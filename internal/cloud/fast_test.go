@@ -3,7 +3,6 @@ package cloud
 import (
 	"bytes"
 	"errors"
-	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -232,7 +231,7 @@ func TestStateFastPathLogsUnknownTypesOnce(t *testing.T) {
 	body := `{"code":200,` + statePayload(`{"type":"devices.capabilities.teleport","instance":"beam","state":{"value":1}}`, plainCap) + `}`
 	cl := call{ep: epState, sku: fuzzSKU, device: fuzzDevice}
 	for range 3 {
-		if _, ok := c.readStateFast(cl, answer{status: 200, header: http.Header{}, body: []byte(body)}); !ok {
+		if _, ok := c.readStateFast(cl, answer{status: 200, header: netHeader{}, body: []byte(body)}); !ok {
 			t.Fatal("the fast path did not answer")
 		}
 	}
