@@ -324,3 +324,74 @@ func BenchmarkStateReadOverLoopback(b *testing.B) {
 		})
 	}
 }
+
+// rawServer answers every request on a loopback listener with the bytes
+// answer returns, then closes the connection.
+func rawServer(t testing.TB, answer func() []byte) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { _ = ln.Close(); <-done })
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// The request is small: one read takes it whole.
+			_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+			buf := make([]byte, 4096)
+			_, _ = c.Read(buf)
+			_, _ = c.Write(answer())
+			_ = c.Close()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// Whatever bytes come back over the read transport, a state read ends
+// with a state or an *APIError (never a panic, never past its timeout),
+// and a state only from an HTTP answer. (fasthttp reads a status code
+// below 100, "HTTP/1.1 000", as 200, where net/http's answer would be
+// refused for its status: a seed keeps that case; decisions.md.)
+func FuzzReadTransportAnswers(f *testing.F) {
+	ok := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + fmt.Sprint(len(stateAnswer)) + "\r\n\r\n" + stateAnswer
+	f.Add([]byte(ok))
+	f.Add([]byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"cod\r\n0\r\n\r\n"))
+	f.Add([]byte("HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nAPI-RateLimit-Remaining: 0\r\nContent-Length: 0\r\n\r\n"))
+	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n{}"))
+	f.Add([]byte("HTTP/1.0 302 Found\r\nLocation: http://elsewhere\r\n\r\n"))
+	f.Add([]byte("garbage\r\n\r\n"))
+	f.Add([]byte(""))
+	var current atomic.Pointer[[]byte]
+	url := rawServer(f, func() []byte { return *current.Load() })
+	rt, err := NewReadTransport(url, 2, time.Minute)
+	if err != nil || rt == nil {
+		f.Fatal(rt, err)
+	}
+	c, err := New(Config{BaseURL: url, APIKey: testKey, ReadTransport: rt, HTTPClient: &http.Client{Timeout: 2 * time.Second}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		current.Store(&raw)
+		start := time.Now()
+		st, err := c.State(t.Context(), tSKU, tDevice)
+		if took := time.Since(start); took > 10*time.Second {
+			t.Fatalf("the read took %v with a 2 s timeout", took)
+		}
+		var ae *APIError
+		switch {
+		case err == nil:
+			if !bytes.HasPrefix(raw, []byte("HTTP/")) || len(st.Capabilities) > 0 && st.Capabilities[0].Instance == "" {
+				t.Fatalf("a state %#v from %q", st, raw)
+			}
+		case !errors.As(err, &ae):
+			t.Fatalf("error %v (%T), want an *APIError", err, err)
+		}
+	})
+}
