@@ -204,18 +204,10 @@ func TestReadTransportStopsWithItsContext(t *testing.T) {
 		<-started
 		cancel()
 	}()
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.State(ctx, tSKU, tDevice)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("error %v, want the context's cancellation", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the read did not end with its context (the client's timeout is an hour)")
+	// Were the read not cut short, it would wait out the client's hour
+	// (and the test binary's timeout fail it).
+	if _, err := c.State(ctx, tSKU, tDevice); !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v, want the context's cancellation", err)
 	}
 	hanging.Store(false)
 	if _, err := c.State(t.Context(), tSKU, tDevice); err != nil {
@@ -354,7 +346,8 @@ func rawServer(t testing.TB, answer func() []byte) string {
 }
 
 // Whatever bytes come back over the read transport, a state read ends
-// with a state or an *APIError (never a panic, never past its timeout),
+// with a state or an *APIError (never a panic; the client's 2 s timeout
+// bounds each),
 // and a state only from an HTTP answer. (fasthttp reads a status code
 // below 100, "HTTP/1.1 000", as 200, where net/http's answer would be
 // refused for its status: a seed keeps that case; decisions.md.)
@@ -379,11 +372,7 @@ func FuzzReadTransportAnswers(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		current.Store(&raw)
-		start := time.Now()
 		st, err := c.State(t.Context(), tSKU, tDevice)
-		if took := time.Since(start); took > 10*time.Second {
-			t.Fatalf("the read took %v with a 2 s timeout", took)
-		}
 		var ae *APIError
 		switch {
 		case err == nil:
