@@ -299,7 +299,7 @@ func (w *watcher) until(timeout time.Duration, what string, cond func() bool) {
 // and jumpSettle the most it waits for that.
 const (
 	jumpQuiet  = 25 * time.Millisecond
-	lanQuiet   = 100 * time.Millisecond
+	lanQuiet   = 250 * time.Millisecond
 	jumpSettle = time.Second
 )
 
