@@ -155,11 +155,7 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 	}
 	defer func() { _ = resp.Body.Close() }()
 	c.counted(cl, resp.StatusCode)
-	// The headers say what is left of the quota, whatever the answer.
-	limits := c.readRateLimits(netHeader(resp.Header), c.now())
-	if c.onLimits != nil && limits.Known() {
-		c.onLimits(limits)
-	}
+	limits := c.heard(netHeader(resp.Header))
 	// One buffer of the announced size (io.ReadAll would grow one from 512
 	// bytes, copying each time): a read answer is a kilobyte or two. The
 	// buffer comes from a pool when the caller gives the answer back
@@ -175,15 +171,39 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 		putBodyBuffer(buf)
 		return answer{}, c.transportError(ctx, cl, resp.StatusCode, err)
 	}
-	c.log.Debug().Str("endpoint", cl.ep.name).Str("sku", cl.sku).Str("device", cl.device).
-		Int("status", resp.StatusCode).Int("bytes", len(data)).Dur("elapsed", time.Since(start)).Msg("cloud request")
-	if int64(len(data)) > c.maxBody {
+	if e := c.sized(cl, resp.StatusCode, len(data), limits, start); e != nil {
 		putBodyBuffer(buf)
-		e := cl.fail(ErrTransient, (&TooLargeError{Limit: c.maxBody}).Error(), nil)
-		e.HTTPStatus, e.Limits = resp.StatusCode, limits
 		return answer{}, e
 	}
 	return answer{status: resp.StatusCode, header: netHeader(resp.Header), body: data, limits: limits, buf: buf}, nil
+}
+
+// heard reads an answer's rate-limit headers, whatever its status, and
+// tells Config.OnLimits what they say of the quota.
+func (c *Client) heard(h headers) RateLimits {
+	limits := c.readRateLimits(h, c.now())
+	if c.onLimits != nil && limits.Known() {
+		c.onLimits(limits)
+	}
+	return limits
+}
+
+// sized logs an answer read whole (n bytes) and refuses it when it is
+// larger than the client reads; nil when it is not.
+func (c *Client) sized(cl call, status, n int, limits RateLimits, start time.Time) *APIError {
+	c.log.Debug().Str("endpoint", cl.ep.name).Str("sku", cl.sku).Str("device", cl.device).
+		Int("status", status).Int("bytes", n).Dur("elapsed", time.Since(start)).Msg("cloud request")
+	if int64(n) > c.maxBody {
+		return cl.tooLarge(status, c.maxBody, limits)
+	}
+	return nil
+}
+
+// tooLarge is the error of an answer longer than limit, left unread.
+func (cl call) tooLarge(status int, limit int64, limits RateLimits) *APIError {
+	e := cl.fail(ErrTransient, fmt.Sprintf("the answer is larger than %d bytes and was not read", limit), nil)
+	e.HTTPStatus, e.Limits = status, limits
+	return e
 }
 
 // counted tells Config.OnRequest of a request sent, and its answer's

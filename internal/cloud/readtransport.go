@@ -72,17 +72,16 @@ func NewReadTransport(baseURL string, conns int, idle time.Duration) (*ReadTrans
 		}
 	}
 	hc := &fasthttp.HostClient{
-		Addr:                          net.JoinHostPort(host, port),
-		IsTLS:                         tlsOn,
-		MaxConns:                      max(conns, 1),
-		MaxConnWaitTimeout:            DefaultTimeout,
-		MaxIdleConnDuration:           idle,
-		MaxIdemponentCallAttempts:     2,
-		ReadBufferSize:                16 << 10, // the answer's headers must fit
-		MaxResponseBodySize:           int(MaxResponseBytes),
-		NoDefaultUserAgentHeader:      true,
-		DisablePathNormalizing:        true,
-		DisableHeaderNamesNormalizing: false,
+		Addr:                      net.JoinHostPort(host, port),
+		IsTLS:                     tlsOn,
+		MaxConns:                  max(conns, 1),
+		MaxConnWaitTimeout:        DefaultTimeout,
+		MaxIdleConnDuration:       idle,
+		MaxIdemponentCallAttempts: 2,
+		ReadBufferSize:            16 << 10, // the answer's headers must fit
+		MaxResponseBodySize:       int(MaxResponseBytes),
+		NoDefaultUserAgentHeader:  true,
+		DisablePathNormalizing:    true,
 		// A read is a question: when a kept connection turns out closed
 		// by the other end, asking again on a new one is safe (fasthttp
 		// asks this only for failures on a kept connection). A read that
@@ -207,11 +206,9 @@ func (c *Client) exchangeRead(ctx context.Context, cl call, body []byte) (answer
 	resp, err := c.reads.post(ctx, cl.ep.path, c.headers, body, deadline)
 	if err != nil {
 		c.counted(cl, 0)
-		var large *TooLargeError
+		var large *tooLargeError
 		if errors.As(err, &large) {
-			e := cl.fail(ErrTransient, large.Error(), nil)
-			e.HTTPStatus = large.Status
-			return answer{}, e
+			return answer{}, cl.tooLarge(large.status, large.limit, RateLimits{})
 		}
 		var df *dialError
 		reached := !errors.As(err, &df)
@@ -224,17 +221,10 @@ func (c *Client) exchangeRead(ctx context.Context, cl call, body []byte) (answer
 	status := resp.StatusCode()
 	c.counted(cl, status)
 	h := fastHeader{&resp.Header}
-	limits := c.readRateLimits(h, c.now())
-	if c.onLimits != nil && limits.Known() {
-		c.onLimits(limits)
-	}
+	limits := c.heard(h)
 	data := resp.Body()
-	c.log.Debug().Str("endpoint", cl.ep.name).Str("sku", cl.sku).Str("device", cl.device).
-		Int("status", status).Int("bytes", len(data)).Dur("elapsed", time.Since(start)).Msg("cloud request")
-	if int64(len(data)) > c.maxBody {
+	if e := c.sized(cl, status, len(data), limits, start); e != nil {
 		fasthttp.ReleaseResponse(resp)
-		e := cl.fail(ErrTransient, (&TooLargeError{Limit: c.maxBody}).Error(), nil)
-		e.HTTPStatus, e.Limits = status, limits
 		return answer{}, e
 	}
 	return answer{status: status, header: h, body: data, limits: limits, fresp: resp}, nil
@@ -302,7 +292,7 @@ func (t *ReadTransport) post(ctx context.Context, path string, header http.Heade
 		// As net/http says it: a net.Error that timed out.
 		return nil, fmt.Errorf("%w (%w)", os.ErrDeadlineExceeded, err)
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		return nil, &TooLargeError{Status: status, Limit: int64(t.hc.MaxResponseBodySize)}
+		return nil, &tooLargeError{status: status, limit: int64(t.hc.MaxResponseBodySize)}
 	}
 	return nil, err
 }
@@ -314,12 +304,11 @@ type dialError struct{ err error }
 func (e *dialError) Error() string { return e.err.Error() }
 func (e *dialError) Unwrap() error { return e.err }
 
-// TooLargeError is an answer longer than MaxResponseBytes, left unread.
-type TooLargeError struct {
-	Status int   // the answer's HTTP status
-	Limit  int64 // the most bytes read
+// tooLargeError is an answer longer than fasthttp was allowed to read
+// (MaxResponseBytes), left unread: Client.tooLarge's error.
+type tooLargeError struct {
+	status int   // the answer's HTTP status
+	limit  int64 // the most bytes read
 }
 
-func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("the answer is larger than %d bytes and was not read", e.Limit)
-}
+func (e *tooLargeError) Error() string { return "the answer is too large" }

@@ -494,8 +494,7 @@ func (s *Scheduler) Stats() Stats {
 	st.Tokens.DeviceList = s.tokensLocked(s.account, epDevices, now)
 	// The emptiest per-device bucket of each row, in one pass over the
 	// devices (the stats are looked at every few seconds, and a pass costs
-	// a map walk of up to every device): a device without a bucket of a
-	// row has a full one.
+	// a map walk of up to every device).
 	perDevice := [...]endpoint{epControl, epState, epScenes, epDIYScenes}
 	var least [len(perDevice)]float64
 	for i, ep := range perDevice {
@@ -503,9 +502,7 @@ func (s *Scheduler) Stats() Stats {
 	}
 	for _, d := range s.devices {
 		for i, ep := range perDevice {
-			if b := d.buckets[ep]; b != nil {
-				least[i] = min(least[i], b.left(now))
-			}
+			least[i] = min(least[i], s.tokensLocked(d, ep, now))
 		}
 	}
 	st.Tokens.ControlDeviceMin = least[0]
