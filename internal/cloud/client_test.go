@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -117,6 +118,19 @@ func answerWith(status int, body string, header ...string) http.HandlerFunc {
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, body)
 	}
+}
+
+// reset answers with a connection reset: the connection closed with RST,
+// no answer.
+func reset(w http.ResponseWriter, r *http.Request) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(err)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // close with RST
+	}
+	_ = conn.Close()
 }
 
 // hang never answers. It reads the request body first: only then does the

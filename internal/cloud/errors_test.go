@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -114,16 +113,7 @@ func TestErrors(t *testing.T) {
 			w.Header().Set("Content-Length", "500")
 			_, _ = io.WriteString(w, `{"code":200,"data":[`)
 		}, kind: ErrTransient, status: 200, text: "the answer was cut off", is: io.ErrUnexpectedEOF},
-		{name: "connection reset", op: opControl, handler: func(w http.ResponseWriter, r *http.Request) {
-			conn, _, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				panic(err)
-			}
-			if tc, ok := conn.(*net.TCPConn); ok {
-				_ = tc.SetLinger(0) // close with RST
-			}
-			_ = conn.Close()
-		}, kind: ErrTransient, text: "the request failed"},
+		{name: "connection reset", op: opControl, handler: reset, kind: ErrTransient, text: "the request failed"},
 		{name: "hang until the context deadline", op: opState, timeout: 100 * time.Millisecond,
 			handler: hang,
 			kind:    ErrTransient, text: "no answer before the deadline", is: context.DeadlineExceeded},

@@ -106,16 +106,7 @@ func TestStateReadsFailAlikeOverBothTransports(t *testing.T) {
 				_, _ = io.WriteString(w, "capabilities")
 			}
 		}, nil, ErrTransient}, // the split leaves a trailing word: not JSON
-		{"reset", func(w http.ResponseWriter, r *http.Request) {
-			conn, _, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				panic(err)
-			}
-			if tc, ok := conn.(*net.TCPConn); ok {
-				_ = tc.SetLinger(0)
-			}
-			_ = conn.Close()
-		}, nil, ErrTransient},
+		{"reset", reset, nil, ErrTransient},
 		{"client timeout", hang, func(cfg *Config) { cfg.HTTPClient.Timeout = 100 * time.Millisecond }, ErrTransient},
 	}
 	for _, tt := range tests {
