@@ -52,6 +52,10 @@ type Timer interface {
 	// at.Sub(now): a clock a test jumps between that Now and the Reset
 	// would otherwise run the whole duration again after the jump.
 	ResetAt(at time.Time) bool
+	// Done says the receiver has handled the value it took from C (work.go):
+	// until then, or until the timer is stopped or reset, a test clock
+	// counts that value as work in hand. Nothing on the system's clock.
+	Done()
 }
 
 // Ticker is a *time.Ticker's methods, with C a method.
@@ -59,6 +63,8 @@ type Ticker interface {
 	C() <-chan time.Time
 	Stop()
 	Reset(d time.Duration)
+	// Done is Timer.Done: a tick taken from C is handled.
+	Done()
 }
 
 // Real is the system's clock: the time package's functions.
@@ -89,12 +95,14 @@ func (t realTimer) C() <-chan time.Time        { return t.t.C }
 func (t realTimer) Stop() bool                 { return t.t.Stop() }
 func (t realTimer) Reset(d time.Duration) bool { return t.t.Reset(d) }
 func (t realTimer) ResetAt(at time.Time) bool  { return t.t.Reset(time.Until(at)) }
+func (realTimer) Done()                        {}
 
 type realTicker struct{ t *time.Ticker }
 
 func (t realTicker) C() <-chan time.Time   { return t.t.C }
 func (t realTicker) Stop()                 { t.t.Stop() }
 func (t realTicker) Reset(d time.Duration) { t.t.Reset(d) }
+func (realTicker) Done()                   {}
 
 // Wait is lim.Wait(ctx) on c: it takes one token, waiting on c's timer
 // until the limiter has it, or returns ctx's error (the token given back);

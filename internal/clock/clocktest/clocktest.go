@@ -14,6 +14,7 @@ package clocktest
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -36,11 +37,25 @@ type Clock struct {
 	// recorded holds the deadlines of the waits that ended at them since
 	// Record, nil while not recording.
 	recorded []time.Time
+
+	// Work in hand (clock.Busy and its kin, work.go): busy counts it all,
+	// and idle is closed and replaced whenever busy falls to 0.
+	busy      int
+	idle      chan struct{}
+	holds     map[uint64]string // clock.Busy's, by id
+	nextHold  uint64
+	flights   []flight               // datagrams on their way to a listener
+	listeners map[netip.AddrPort]int // where datagrams are taken in
+	held      map[*timer]struct{}    // the timers whose held is above 0
 }
 
 // New is a clock that runs with the system's time, Advance jumping it
 // forward.
-func New() *Clock { return &Clock{armed: map[*timer]struct{}{}, change: make(chan struct{})} }
+func New() *Clock {
+	return &Clock{armed: map[*timer]struct{}{}, change: make(chan struct{}),
+		idle: make(chan struct{}), holds: map[uint64]string{}, listeners: map[netip.AddrPort]int{},
+		held: map[*timer]struct{}{}}
+}
 
 // NewAt is a clock that runs with the system's time from start on (its
 // Now is start when NewAt returns), Advance jumping it forward: a test whose
@@ -187,7 +202,7 @@ func (c *Clock) recordLocked(when time.Time) {
 
 // NewTimer is time.NewTimer on c.
 func (c *Clock) NewTimer(d time.Duration) clock.Timer {
-	t := &timer{c: c, ch: make(chan time.Time, 1)}
+	t := &timer{c: c, ch: make(chan time.Time, 1), site: caller()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.armLocked(t, c.Now().Add(d))
@@ -196,7 +211,7 @@ func (c *Clock) NewTimer(d time.Duration) clock.Timer {
 
 // AfterFunc is time.AfterFunc on c.
 func (c *Clock) AfterFunc(d time.Duration, f func()) clock.Timer {
-	t := &timer{c: c, f: f}
+	t := &timer{c: c, f: f, site: caller()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.armLocked(t, c.Now().Add(d))
@@ -208,7 +223,7 @@ func (c *Clock) NewTicker(d time.Duration) clock.Ticker {
 	if d <= 0 {
 		panic("clocktest: non-positive interval for NewTicker")
 	}
-	t := &timer{c: c, ch: make(chan time.Time, 1), period: d}
+	t := &timer{c: c, ch: make(chan time.Time, 1), period: d, site: caller()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.armLocked(t, c.Now().Add(d))
@@ -225,6 +240,10 @@ type timer struct {
 	when   time.Time      // the deadline on the clock, while armed
 	real   *time.Timer    // wakes it when the system's time reaches when
 	gen    uint64         // a wake of an earlier arming is ignored
+	// held is how many values sent on ch are work in hand: not yet
+	// received, or received and not yet handled (Done, Stop, Reset).
+	held int
+	site string // where the timer was made, for Holders
 }
 
 // armLocked arms t to fire when the clock reaches when; at once when it
@@ -285,13 +304,20 @@ func (c *Clock) fireLocked(t *timer, now time.Time) {
 	if t.ch != nil {
 		select {
 		case t.ch <- now:
+			t.held++
+			c.held[t] = struct{}{}
+			c.addLocked(1)
 		default: // a ticker's receiver has not taken the last tick yet
 		}
 	}
 	if t.period <= 0 {
 		delete(c.armed, t)
 		if t.f != nil {
-			go t.f()
+			done := c.busyLocked("the function of an AfterFunc made at " + t.site)
+			go func() {
+				defer done()
+				t.f()
+			}()
 		}
 		return
 	}
@@ -314,10 +340,25 @@ func (c *Clock) stopLocked(t *timer) bool {
 		default:
 		}
 	}
+	c.addLocked(-t.held)
+	t.held = 0
+	delete(c.held, t)
 	return was
 }
 
 func (t *timer) C() <-chan time.Time { return t.ch }
+
+// Done lets go of the work of one value received from C.
+func (t *timer) Done() {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	if t.held > 0 {
+		if t.held--; t.held == 0 {
+			delete(t.c.held, t)
+		}
+		t.c.addLocked(-1)
+	}
+}
 
 func (t *timer) Stop() bool {
 	t.c.mu.Lock()
@@ -346,6 +387,7 @@ type ticker struct{ t *timer }
 
 func (k ticker) C() <-chan time.Time { return k.t.ch }
 func (k ticker) Stop()               { k.t.Stop() }
+func (k ticker) Done()               { k.t.Done() }
 
 // Reset is time.Ticker.Reset: the period becomes d, the next tick d from
 // now; d must be positive.
