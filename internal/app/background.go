@@ -64,13 +64,16 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listen
 				continue
 			}
 			check()
+			fast.Done()
 		case <-look.C():
 			check()
-		case <-kick.c:
+		case <-kick.c.C():
+			woken := kick.c.Take()
 			if !gathering {
 				gathering = true
 				look.ResetAt(clock.Ceil(later(clk.Now().Add(statsDelay), lastCheck.Add(statsSpacing*statsDelay)), b.grid))
 			}
+			woken() // the look waits on the clock
 		}
 	}
 }

@@ -75,7 +75,7 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 		page: statuspage.New(clk.Now), sd: Systemd{Log: log, Clock: clk}}
 	// Every change of a figure the bridge shows or keeps wakes the stats
 	// and the state directory's writer.
-	kicks := newNotifier(2)
+	kicks := newNotifier(clk, "stats: a change", "state directory: a change")
 	d.statsKick, d.saveKick = kicks[0], kicks[1]
 	pcfg := m.configs(d, kicks)
 	// A start's burst of first reads opened a connection each: closed once

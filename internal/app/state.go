@@ -136,11 +136,13 @@ func persist(ctx context.Context, clk clock.Clock, kick *listener, dir statedir.
 		select {
 		case <-ctx.Done():
 			return
-		case <-kick.c:
+		case <-kick.c.C():
+			woken := kick.c.Take()
 			if !pending {
 				pending = true
 				t.ResetAt(lastOnGrid(clk.Now(), saveDelay, pollStats().Grid))
 			}
+			woken() // the save waits on the clock
 		case <-t.C():
 			pending = false
 			kick.done()
@@ -156,6 +158,7 @@ func persist(ctx context.Context, clk clock.Clock, kick *listener, dir statedir.
 				saveSpent(dir, st, log)
 				savedCount = now
 			}
+			t.Done()
 		}
 	}
 }

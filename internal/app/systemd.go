@@ -71,9 +71,10 @@ func (s Systemd) Watchdog(ctx context.Context, progress func() time.Time, stale 
 			}
 			if clk.Now().Sub(last) > stale() {
 				s.Log.Error().Time("last_progress", last).Msg("systemd watchdog not pinged: no read answered by the cloud for too long (or the poller is stuck)")
-				continue
+			} else {
+				_, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog)
 			}
-			_, _ = daemon.SdNotify(false, daemon.SdNotifyWatchdog)
+			t.Done()
 		}
 	}
 }

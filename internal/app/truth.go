@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"cloud2mqtt/internal/clock"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/scheduler"
 )
@@ -75,7 +76,7 @@ func cloudConnected(h scheduler.CloudHealth, now time.Time) *bool {
 type notifier []*listener
 
 type listener struct {
-	c       chan struct{}
+	c       *clock.Wake
 	pending atomic.Bool
 }
 
@@ -83,10 +84,10 @@ type listener struct {
 // before looking at what changed.
 func (l *listener) done() { l.pending.Store(false) }
 
-func newNotifier(n int) notifier {
-	out := make(notifier, n)
-	for i := range out {
-		out[i] = &listener{c: make(chan struct{}, 1)}
+func newNotifier(clk clock.Clock, whats ...string) notifier {
+	out := make(notifier, len(whats))
+	for i, what := range whats {
+		out[i] = &listener{c: clock.NewWake(clk, what)}
 	}
 	return out
 }
@@ -96,10 +97,7 @@ func (n notifier) notify() {
 		if l.pending.Swap(true) {
 			continue
 		}
-		select {
-		case l.c <- struct{}{}:
-		default:
-		}
+		l.c.Notify()
 	}
 }
 

@@ -92,7 +92,8 @@ func BenchmarkIdleWake(b *testing.B) {
 		// the same instant to apply them.
 		for kicked := true; kicked; {
 			select {
-			case <-p.kick:
+			case <-p.kick.C():
+				p.kick.Take()()
 				next = p.cycle()
 			default:
 				kicked = false

@@ -272,7 +272,7 @@ type Poller struct {
 	cfg   Config
 	log   zerolog.Logger
 
-	kick chan struct{}
+	kick *clock.Wake
 
 	qmu     sync.Mutex
 	queue   []func(now time.Time) // results from the scheduler, applied by the loop
@@ -319,7 +319,7 @@ func New(s Scheduler, store Store, cfg Config, log zerolog.Logger) *Poller {
 	cfg = cfg.withDefaults()
 	interval, plan := PlanInterval(0, cfg)
 	return &Poller{s: s, store: store, cfg: cfg, log: log,
-		kick:     make(chan struct{}, 1),
+		kick:     clock.NewWake(cfg.Clock, "poller: woken"),
 		interval: interval, grid: readGrid,
 		plan: plan, pace: newPacer(), devices: make(map[capability.Key]*device),
 		options: make(map[capability.Key]DeviceOptions),
@@ -349,10 +349,12 @@ func (p *Poller) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			p.stop()
 			return nil
-		case <-p.kick:
+		case <-p.kick.C():
 		case <-timer.C():
 		}
+		woken := p.kick.Take()
 		timer.ResetAt(p.cycle())
+		woken()
 	}
 }
 
@@ -422,12 +424,7 @@ func (p *Poller) post(apply func(now time.Time)) {
 	p.wake()
 }
 
-func (p *Poller) wake() {
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
-}
+func (p *Poller) wake() { p.kick.Notify() }
 
 // answered records progress when a request's outcome reached the cloud.
 func (p *Poller) answered(now time.Time, err error) {

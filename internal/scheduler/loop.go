@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
 )
 
 const sweepEvery = time.Minute
@@ -57,6 +58,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	var cmds []*command
 	var reads []*read
 	for {
+		woken := s.wake.Take()
 		s.mu.Lock()
 		now := s.nowLocked()
 		var wakeAt time.Time
@@ -73,10 +75,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		}
 		for _, c := range cmds {
 			s.wg.Add(1)
+			c.done = clock.Busy(s.cfg.Clock, "scheduler: a command on the wire")
 			go s.sendCommand(reqCtx, c)
 		}
 		for _, r := range reads {
 			s.wg.Add(1)
+			r.done = clock.Busy(s.cfg.Clock, "scheduler: a read on the wire")
 			if r.first {
 				// Beyond the workers' number, and only at a start or
 				// when the list adds devices: a goroutine each.
@@ -92,10 +96,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		} else {
 			timer.ResetAt(wakeAt)
 		}
+		woken()
 		select {
 		case <-ctx.Done():
 			return s.shutdown(cancelReq)
-		case <-s.wake:
+		case <-s.wake.C():
 		case <-timer.C():
 		}
 	}
@@ -374,6 +379,7 @@ func (s *Scheduler) sweepLocked(now time.Time) {
 
 func (s *Scheduler) sendCommand(ctx context.Context, c *command) {
 	defer s.wg.Done()
+	defer c.done() // after the report and the wake-up hold work of their own
 	res, err := s.cloud.Control(ctx, c.req)
 
 	s.mu.Lock()
@@ -439,6 +445,7 @@ func (s *Scheduler) requeueCommandLocked(c *command, now time.Time) (report func
 
 func (s *Scheduler) sendRead(ctx context.Context, r *read) {
 	defer s.wg.Done()
+	defer r.done() // after the waiters and the wake-up hold work of their own
 	var v any
 	var err error
 	k := r.dev.key

@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
 	"cloud2mqtt/internal/cloud"
 )
 
@@ -115,6 +116,7 @@ type attempt struct {
 
 type command struct {
 	attempt
+	done   func() // as read's
 	req    cloud.ControlRequest
 	report func(CommandResult)
 	dev    *device
@@ -127,6 +129,8 @@ func (c *command) result(err error, now time.Time) CommandResult {
 
 type read struct {
 	attempt
+	// done ends the work in hand of a read on the wire (clock.Busy).
+	done     func()
 	ep       endpoint
 	dev      *device
 	priority Priority
@@ -144,7 +148,7 @@ type Scheduler struct {
 	cloud Cloud
 	cfg   Config
 	log   zerolog.Logger
-	wake  chan struct{}
+	wake  *clock.Wake
 	wg    sync.WaitGroup // request goroutines
 
 	mu                sync.Mutex
@@ -192,7 +196,7 @@ func New(c Cloud, cfg Config, log zerolog.Logger) *Scheduler {
 		cloud:   c,
 		cfg:     cfg,
 		log:     log,
-		wake:    make(chan struct{}, 1),
+		wake:    clock.NewWake(cfg.Clock, "scheduler: woken"),
 		devices: make(map[capability.Key]*device),
 		account: &device{},
 		control: newBucket(cfg.margin(cfg.ControlAccount)),
@@ -205,12 +209,7 @@ func New(c Cloud, cfg Config, log zerolog.Logger) *Scheduler {
 }
 
 // signal wakes the loop; never blocks.
-func (s *Scheduler) signal() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (s *Scheduler) signal() { s.wake.Notify() }
 
 // nowLocked is the clock's time, never earlier than an instant already
 // used.

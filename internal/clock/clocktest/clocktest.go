@@ -47,6 +47,8 @@ type Clock struct {
 	flights   []flight               // datagrams on their way to a listener
 	listeners map[netip.AddrPort]int // where datagrams are taken in
 	held      map[*timer]struct{}    // the timers whose held is above 0
+
+	advanced time.Duration // every Advance's
 }
 
 // New is a clock that runs with the system's time, Advance jumping it
@@ -116,6 +118,7 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.offset.Add(int64(d))
+	c.advanced += d
 	now := c.Now()
 	var due []*timer
 	for t := range c.armed {
@@ -131,6 +134,13 @@ func (c *Clock) Advance(d time.Duration) {
 	for t := range c.armed {
 		c.armRealLocked(t, t.when.Sub(now))
 	}
+}
+
+// Advanced is how far Advance has jumped the clock in all.
+func (c *Clock) Advanced() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.advanced
 }
 
 // Pending is how many timers and tickers are armed: made or reset, and not
