@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"cloud2mqtt/internal/local"
+	"cloud2mqtt/internal/topic"
 )
 
 // SaveDelay is how long after a change the state directory is written.
@@ -51,4 +53,43 @@ func (m *Main) LAN() *local.Router {
 		return nil
 	}
 	return m.run.lan
+}
+
+// Takes says whether the running daemon is connected to the broker and
+// subscribes to the topic name, and how many messages it has taken in so far.
+func (m *Main) Takes(name string) (bool, uint64) {
+	m.mu.Lock()
+	d := m.run
+	m.mu.Unlock()
+	if d == nil || d.conn == nil {
+		return false, 0
+	}
+	st := d.conn.Stats()
+	if !d.conn.Connected() {
+		return false, st.Received
+	}
+	subs := topic.New(m.Config.MQTT.BaseTopic).Inbound()
+	if m.Config.HA.Discovery {
+		subs = append(subs, m.Config.HA.StatusTopic)
+	}
+	for _, f := range subs {
+		if matches(f, name) {
+			return true, st.Received
+		}
+	}
+	return false, st.Received
+}
+
+// matches is MQTT's topic filter matching (+ one level, # the rest).
+func matches(filter, topic string) bool {
+	fs, ts := strings.Split(filter, "/"), strings.Split(topic, "/")
+	for i, f := range fs {
+		if f == "#" {
+			return true
+		}
+		if i >= len(ts) || (f != "+" && f != ts[i]) {
+			return false
+		}
+	}
+	return len(fs) == len(ts)
 }

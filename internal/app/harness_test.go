@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,16 +42,9 @@ type harness struct {
 	done   chan error
 	// clock is the time of every daemon h starts and of the simulated
 	// cloud (its buckets, its log): it runs with the system's time, and a
-	// test jumps it over an interval, a hold-off or a delay (jumpUntil).
+	// test jumps it over an interval, a hold-off or a delay (jumpUntil),
+	// once the daemon has no work in hand by its own account (idle).
 	clock *clocktest.Clock
-	// requests are the simulated cloud's requests being answered; lastRequest
-	// when one last began or ended (UnixNano): jumpUntil's sign of a busy
-	// daemon.
-	requests, lastRequest atomic.Int64
-	// lanActivity, when set, is when the simulated LAN devices last took a
-	// datagram (UnixNano): a LAN round in progress keeps jumpUntil from
-	// jumping again before its answer is on MQTT (set before h.start).
-	lanActivity func() int64
 }
 
 type harnessOptions struct {
@@ -97,12 +90,7 @@ func startHarness(t *testing.T, o harnessOptions) *harness {
 		o.sim.Now = h.clock.Now
 	}
 	h.sim = cloudsim.New(o.sim)
-	h.cloud = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.requests.Add(1)
-		h.lastRequest.Store(time.Now().UnixNano())
-		defer func() { h.lastRequest.Store(time.Now().UnixNano()); h.requests.Add(-1) }()
-		h.sim.ServeHTTP(w, r)
-	}))
+	h.cloud = httptest.NewServer(h.sim)
 	t.Cleanup(h.cloud.Close)
 
 	env := map[string]string{
@@ -182,18 +170,38 @@ func (h *harness) stop() {
 	}
 }
 
-// publish sends a message as a user would.
+// publish sends a message as a user would. When the bridge is connected
+// and subscribes to the topic, it returns once the bridge has taken the
+// message in, so that a jump after it finds the message in hand.
 func (h *harness) publish(topic, payload string) {
 	h.t.Helper()
+	takes, before := h.main.Takes(topic)
+	if p, _ := h.watch.get("cloud2mqtt/bridge/state"); p != "online" {
+		takes = false // cut off: the broker keeps the message for later
+	}
 	tok := h.watch.c.Publish(topic, 1, false, payload)
 	if !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
 		h.t.Fatalf("publish %s: %v", topic, tok.Error())
+	}
+	if !takes {
+		return
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		if _, n := h.main.Takes(topic); n > before {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out after %s waiting for the bridge to take in %s", wait, topic)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a counter, bounded by the deadline
 	}
 }
 
 // watcher keeps the last message of every topic and every message in order.
 type watcher struct {
 	t  *testing.T
+	id string
 	c  paho.Client
 	mu sync.Mutex
 	// last payload per topic; a deleted retained topic maps to "".
@@ -201,9 +209,15 @@ type watcher struct {
 	count map[string]int
 	all   []msg
 	cond  chan struct{}
-	// lastMessage is when the last message came (UnixNano).
-	lastMessage atomic.Int64
+	// barriers are the watcher's own messages on barrierTopic, back
+	// from the broker (sync).
+	barriers chan string
+	nextBar  atomic.Int64
 }
+
+// barrierTopic is where a watcher sends itself a message to know that
+// whatever the broker took before has reached it (sync).
+const barrierTopic = "harness/barrier"
 
 type msg struct{ topic, payload string }
 
@@ -219,24 +233,28 @@ func newNamedWatcher(t *testing.T, url, clientID string) *watcher {
 
 // newFilteredWatcher is a watcher of the topics of filter.
 func newFilteredWatcher(t *testing.T, url, clientID, filter string) *watcher {
-	w := &watcher{t: t, last: map[string]string{}, count: map[string]int{}, cond: make(chan struct{}, 1)}
+	w := &watcher{t: t, last: map[string]string{}, count: map[string]int{}, cond: make(chan struct{}, 1), barriers: make(chan string, 16)}
 	opts := paho.NewClientOptions().AddBroker(url).SetClientID(clientID).
 		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(100 * time.Millisecond).
 		SetMaxReconnectInterval(200 * time.Millisecond).SetOrderMatters(true)
 	opts.SetOnConnectHandler(func(c paho.Client) {
+		c.Subscribe(barrierTopic+"/"+clientID, 1, func(_ paho.Client, m paho.Message) { w.barriers <- string(m.Payload()) })
 		c.Subscribe(filter, 1, func(_ paho.Client, m paho.Message) {
+			if strings.HasPrefix(m.Topic(), barrierTopic+"/") {
+				return
+			}
 			w.mu.Lock()
 			w.last[m.Topic()] = string(m.Payload())
 			w.count[m.Topic()]++
 			w.all = append(w.all, msg{m.Topic(), string(m.Payload())})
 			w.mu.Unlock()
-			w.lastMessage.Store(time.Now().UnixNano())
 			select {
 			case w.cond <- struct{}{}:
 			default:
 			}
 		})
 	})
+	w.id = clientID
 	w.c = paho.NewClient(opts)
 	if tok := w.c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 		t.Fatalf("watcher: %v", tok.Error())
@@ -294,63 +312,68 @@ func (w *watcher) until(timeout time.Duration, what string, cond func() bool) {
 	}
 }
 
-// jumpQuiet is how long the daemon must be quiet (no request at the
-// simulated cloud, no message on the broker) before jumpUntil jumps again,
-// and jumpSettle the most it waits for that.
-const (
-	jumpQuiet  = 25 * time.Millisecond
-	lanQuiet   = 250 * time.Millisecond
-	jumpSettle = time.Second
-)
-
 // jumpUntil waits for cond as watch.until does, jumping the daemon's clock
-// by step whenever the daemon is quiet and cond does not hold: what falls
+// by step whenever the daemon is idle and cond does not hold: what falls
 // due meanwhile (reads, retries, hold-offs, the stats' and the state
 // directory's delays) happens at once instead of after its real duration,
-// and whatever a test counts per interval counts on the clock as it did
-// in real time. A jump waits for the work the last one set off (requests
-// answered, messages out), so a slow machine slows the clock down rather
-// than letting it run ahead of the daemon. A step is short beside the
+// and whatever a test counts per interval counts on the clock as it did in
+// real time. The daemon is idle by its own account (clocktest's work in
+// hand: timers fired and handled, wake-ups taken, requests and publishes
+// answered, datagrams taken in) and the watcher has every message the
+// broker took before (sync), so however slow the machine, a jump never
+// cuts short what the last one set off. A step is short beside the
 // windows the test counts in: a jump makes every due read go out at once.
 func (h *harness) jumpUntil(timeout, step time.Duration, what string, cond func() bool) {
 	h.t.Helper()
 	deadline := time.Now().Add(timeout)
-	for !cond() {
+	for {
+		h.idle(deadline, what)
+		if cond() {
+			return
+		}
 		if time.Now().After(deadline) {
 			h.t.Fatalf("timed out after %s (the clock jumping %s at a time, %s in all) waiting for %s", timeout, step, h.jumped(), what)
 		}
 		h.clock.Advance(step)
-		if h.settle(cond) {
-			return
-		}
 	}
 }
 
-// settle waits until the daemon is quiet (jumpQuiet without a request at
-// the simulated cloud or a message on the broker, none in flight) or
-// jumpSettle passed; true when cond held meanwhile.
-func (h *harness) settle(cond func() bool) bool {
-	start := time.Now()
-	tick := time.NewTicker(jumpQuiet / 5)
-	defer tick.Stop()
+// idle waits until the daemon has no work in hand and the watcher has
+// what the broker took before, failing the test at deadline with what is
+// still in hand.
+func (h *harness) idle(deadline time.Time, what string) {
+	h.t.Helper()
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if err := h.clock.WaitIdle(ctx); err != nil {
+		h.t.Fatalf("waiting for %s (the clock jumped %s in all): the daemon never went idle: %v", what, h.jumped(), err)
+	}
+	h.watch.sync(deadline)
+}
+
+// sync returns once the watcher has received a message it sends itself
+// now: the broker delivers in order, so every message it took before (the
+// daemon's publishes, acknowledged) has reached the watcher too. While the
+// watcher is not connected (a test that stops the broker) there is
+// nothing to wait for.
+func (w *watcher) sync(deadline time.Time) {
+	w.t.Helper()
+	if !w.c.IsConnectionOpen() {
+		return
+	}
+	id := strconv.FormatInt(w.nextBar.Add(1), 10)
+	tok := w.c.Publish(barrierTopic+"/"+w.id, 1, false, id)
+	if !tok.WaitTimeout(time.Until(deadline)) || tok.Error() != nil {
+		return // the connection dropped: the test sees what it sees
+	}
 	for {
 		select {
-		case <-h.watch.cond:
-			if cond() {
-				return true
+		case got := <-w.barriers:
+			if got == id {
+				return
 			}
-		case <-tick.C:
-		}
-		last := max(h.lastRequest.Load(), h.watch.lastMessage.Load())
-		busy := h.requests.Load() > 0 || time.Since(time.Unix(0, last)) < jumpQuiet || time.Since(start) < jumpQuiet
-		if h.lanActivity != nil {
-			// A datagram's answer goes through the daemon's router and
-			// registry before anything reaches the broker: a loaded
-			// machine takes longer than jumpQuiet for that.
-			busy = busy || time.Since(time.Unix(0, h.lanActivity())) < lanQuiet
-		}
-		if !busy || time.Since(start) > jumpSettle {
-			return cond()
+		case <-time.After(time.Until(deadline)):
+			w.t.Fatalf("the watcher's own message %s did not come back from the broker", id)
 		}
 	}
 }
@@ -434,8 +457,8 @@ func (h *harness) availabilityJumping(step time.Duration, want string, ids ...st
 	}
 }
 
-// jumped is how far h's clock is ahead of the system's time.
-func (h *harness) jumped() time.Duration { return h.clock.Now().Sub(time.Now()).Round(time.Second) }
+// jumped is how far the test has jumped h's clock.
+func (h *harness) jumped() time.Duration { return h.clock.Advanced() }
 
 // waitJSON waits for the topic's last payload to be JSON satisfying cond.
 func (w *watcher) waitJSON(timeout time.Duration, topic string, cond func(map[string]any) bool) map[string]any {

@@ -54,9 +54,9 @@ func TestIdleDaemonWithLANWakesOnlyOnTheReadGrid(t *testing.T) {
 // interval), then freezes the clock and jumps it two more minutes a grid
 // step at a time, and checks that every timer of the daemon's clock that
 // fired in those two minutes fired at an instant of the read grid. Frozen,
-// the clock moves only by the jumps, each after the daemon settled: how
-// fast the machine answers cannot make a wait armed at a grid instant end
-// between two. afterJump, when set, is called after each jump from one
+// the clock moves only by the jumps, each once the daemon is idle (no read
+// waits for an answer on its way): how fast the machine answers cannot
+// make a wait armed at a grid instant end between two. afterJump, when set, is called after each jump from one
 // instant to the next with count as it was before the jump, and waits for
 // what the jump set off.
 func idleWakesOnGrid(t *testing.T, h *harness, grid time.Duration, afterJump func(from, to time.Time, before int), count func() int) {
@@ -71,12 +71,11 @@ func idleWakesOnGrid(t *testing.T, h *harness, grid time.Duration, afterJump fun
 		if count != nil {
 			n = count()
 		}
-		finishing(h, at.Add(grid), grid)
+		h.idle(time.Now().Add(wait), "the daemon idle before a jump")
 		h.clock.Advance(grid)
 		if afterJump != nil {
 			afterJump(at, h.clock.Now(), n)
 		}
-		h.settle(func() bool { return false })
 	}
 	fired := h.clock.Recorded()
 
@@ -96,25 +95,4 @@ func idleWakesOnGrid(t *testing.T, h *harness, grid time.Duration, afterJump fun
 		t.Errorf("timers fired at %d instants in two idle minutes (%d timers), want the read grid's batches (at least 12)", len(instants), len(fired))
 	}
 	t.Logf("%d timers fired at %d instants of the %v grid in two idle minutes", len(fired), len(instants), grid)
-}
-
-// finishing gives the daemon up to jumpSettle to stop the timers it armed
-// off the grid that would fire by next: a read's wait for an answer that
-// is on its way ends when the answer comes, which a jump must not cut
-// short on a busy machine. A timer still armed off the grid after that is
-// the daemon's own, and fires at the jump.
-func finishing(h *harness, next time.Time, grid time.Duration) {
-	deadline := time.Now().Add(jumpSettle)
-	for time.Now().Before(deadline) {
-		off := false
-		for _, d := range h.clock.Deadlines() {
-			if !d.After(next) && !d.Truncate(grid).Equal(d) {
-				off = true
-			}
-		}
-		if !off {
-			return
-		}
-		time.Sleep(5 * time.Millisecond) // polling the clock's timers, not waiting for an outcome
-	}
 }

@@ -24,8 +24,8 @@ func TestLANForgerCannotTakeOverALight(t *testing.T) {
 	const forgerAddr = "127.0.0.99"
 	const forgedBrightness = 3
 	var forger *lansim.Sim
-	h := startLANHarnessWith(t, nil, func(ls *lansim.Sim, cc *lan.Config) {
-		f, err := lansim.New(lansim.Options{ScanPort: ls.ScanPort(), CommandPort: ls.CommandPort()},
+	h := startLANHarnessWith(t, nil, func(h *harness, ls *lansim.Sim, cc *lan.Config) {
+		f, err := lansim.New(lansim.Options{ScanPort: ls.ScanPort(), CommandPort: ls.CommandPort(), Clock: h.clock},
 			lansim.Spec{ID: lanQuietLight, SKU: "H6008", Addr: netip.MustParseAddr(forgerAddr),
 				State: lan.Status{On: false, Brightness: forgedBrightness, HasBrightness: true, HasColor: true, HasKelvin: true}})
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,16 +39,16 @@ func startLANHarness(t *testing.T, env map[string]string) *lanHarness {
 }
 
 // startLANHarnessWith is startLANHarness with more on the LAN: extra, when
-// set, is called with the simulator and the client's settings before the
+// set, is called with the harness, the simulator and the client's settings before the
 // daemon starts.
-func startLANHarnessWith(t *testing.T, env map[string]string, extra func(ls *lansim.Sim, cc *lan.Config)) *lanHarness {
+func startLANHarnessWith(t *testing.T, env map[string]string, extra func(h *harness, ls *lansim.Sim, cc *lan.Config)) *lanHarness {
 	t.Helper()
 	e := map[string]string{"LAN_ENABLED": "true", "LAN_POLL_INTERVAL": "1s", "LAN_SCAN_INTERVAL": "10m", "POLL_INTERVAL": "2s", "HTTP_ADDR": "127.0.0.1:0"}
 	for k, v := range env {
 		e[k] = v
 	}
 	h := startHarness(t, harnessOptions{env: e, sim: cloudsim.Options{Catalogue: firstDevices(4)}, noStart: true})
-	ls, err := lansim.New(lansim.Options{Cloud: h.sim},
+	ls, err := lansim.New(lansim.Options{Cloud: h.sim, Clock: h.clock},
 		lansim.Spec{ID: lanToggleLight, SKU: "H619C", Linked: true},
 		lansim.Spec{ID: lanQuietLight, SKU: "H6008", Linked: true})
 	if err != nil {
@@ -65,14 +64,9 @@ func startLANHarnessWith(t *testing.T, env map[string]string, extra func(ls *lan
 		cc.Targets = append(cc.Targets, lan.Target{Host: a.String()})
 	}
 	if extra != nil {
-		extra(ls, &cc)
+		extra(h, ls, &cc)
 	}
 	h.main.LANClient = &cc
-	// A test that sets its own OnReceive replaces this: its jumps then
-	// wait as for a daemon without the LAN.
-	var lastDatagram atomic.Int64
-	ls.OnReceive(func(string, lansim.Received) { lastDatagram.Store(time.Now().UnixNano()) })
-	h.lanActivity = lastDatagram.Load
 	h.start()
 	lh := &lanHarness{harness: h, lan: ls, cc: cc, ids: map[string]string{}}
 	for _, d := range h.sim.Devices() {

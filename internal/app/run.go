@@ -75,8 +75,12 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 		page: statuspage.New(clk.Now), sd: Systemd{Log: log, Clock: clk}}
 	// Every change of a figure the bridge shows or keeps wakes the stats
 	// and the state directory's writer.
-	kicks := newNotifier(clk, "stats: a change", "state directory: a change")
-	d.statsKick, d.saveKick = kicks[0], kicks[1]
+	kicks := newNotifier(clk, "stats: a change")
+	d.statsKick = kicks[0]
+	if d.dir != "" { // else no writer takes the changes
+		kicks = append(kicks, newNotifier(clk, "state directory: a change")...)
+		d.saveKick = kicks[1]
+	}
 	pcfg := m.configs(d, kicks)
 	// A start's burst of first reads opened a connection each: closed once
 	// answered, the steady reads keep their few.
@@ -137,7 +141,7 @@ func (m *Main) configs(d *running, kicks notifier) poller.Config {
 	d.mcfg = mqtt.Config{
 		URL: d.env.mqttURL, CAFile: cfg.MQTT.CAFile, CertFile: cfg.MQTT.CertFile, KeyFile: cfg.MQTT.KeyFile,
 		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(), ClientID: cfg.MQTT.ClientID,
-		StateTopic: layout.BridgeState(), Logger: d.log, ConnectRetryInterval: m.connectRetry,
+		StateTopic: layout.BridgeState(), Logger: d.log, ConnectRetryInterval: m.connectRetry, Clock: d.clk,
 	}
 	return pcfg
 }

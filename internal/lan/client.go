@@ -64,7 +64,8 @@ type Config struct {
 	// Clock is the client's time: scan windows, confirmation timeouts,
 	// pacing, the scan and poll rounds and the log limits (nil:
 	// clock.Real). Tests jump it (clocktest) over a silent device's
-	// timeouts instead of shortening them.
+	// timeouts instead of shortening them; it hears the client's work in
+	// hand (work.go), so that a jump waits for what is on its way.
 	Clock clock.Clock
 }
 
@@ -141,6 +142,8 @@ type Client struct {
 	closed  chan struct{}
 	closing sync.Once
 	wg      sync.WaitGroup
+	// unlisten ends the socket's clock.Listening.
+	unlisten func()
 
 	mu       sync.Mutex
 	known    map[string]string // upper-case id → the caller's spelling
@@ -190,6 +193,7 @@ func New(cfg Config) (*Client, error) {
 		scanMsg: AppendScan(nil), stateMsg: AppendStatusRequest(nil),
 		failLog: rate.NewLimiter(rate.Every(rejectLogEvery), 1),
 	}
+	c.unlisten = clock.Listening(cfg.Clock, c.Addr())
 	c.wg.Add(1)
 	go c.read()
 	return c, nil
@@ -208,7 +212,10 @@ func listenError(listen string, ap netip.AddrPort, err error) error {
 
 // Addr is the address the client listens on (its port, when LAN_LISTEN
 // asked for port 0).
-func (c *Client) Addr() netip.AddrPort { return c.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+func (c *Client) Addr() netip.AddrPort {
+	ap := c.conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
 
 // Close stops the client and waits for its reader.
 func (c *Client) Close() error {
@@ -216,6 +223,7 @@ func (c *Client) Close() error {
 	c.closing.Do(func() {
 		close(c.closed)
 		err = c.conn.Close()
+		c.unlisten() // what was on its way here is lost with the socket
 		c.wg.Wait()
 	})
 	return err
@@ -228,11 +236,16 @@ func (c *Client) Stats() Stats {
 	return c.stats
 }
 
-// read receives datagrams until Close. A datagram longer than MaxDatagram
-// fills the buffer's last byte and is dropped as oversized.
+// readBuffer holds any UDP datagram whole: one over MaxDatagram is dropped
+// as oversized, and reported (clock.Arrived) as it was sent.
+const readBuffer = 1 << 16
+
+// read receives datagrams until Close. Each is work in hand until handle
+// has handed it on.
 func (c *Client) read() {
 	defer c.wg.Done()
-	buf := make([]byte, MaxDatagram+1)
+	at := c.Addr()
+	buf := make([]byte, readBuffer)
 	for {
 		n, from, err := c.conn.ReadFromUDPAddrPort(buf)
 		if err != nil {
@@ -249,7 +262,9 @@ func (c *Client) read() {
 			}
 			continue
 		}
+		done := clock.Arrived(c.cfg.Clock, at, buf[:n])
 		c.handle(buf[:n], netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
+		done()
 	}
 }
 

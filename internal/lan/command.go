@@ -46,6 +46,7 @@ func (c *Client) Discover(ctx context.Context, wait time.Duration) ([]Device, er
 	tick := c.cfg.Clock.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for !c.allFound() {
+		tick.Done() // the last tick's check is made
 		select {
 		case <-t.C():
 			return c.Devices(), err
@@ -105,13 +106,19 @@ func (c *Client) RunScans(ctx context.Context, interval time.Duration) {
 // Status, so that a read sent before a command cannot overwrite the
 // command's value. A device that does not answer is marked unreachable by
 // Status (one try while it already is, so a silent device costs one
-// datagram a round).
+// datagram a round). A read is work in hand (clock.Busy) until the next
+// round is set, except while a Status called with its ctx waits.
 func (c *Client) RunPolls(ctx context.Context, interval time.Duration, read func(ctx context.Context, id string)) {
 	every := max(interval, 100*time.Millisecond)
 	t := c.cfg.Clock.NewTimer(every)
 	defer t.Stop()
+	var round []*task // the last round's reads: in hand until the next round is set
 	for {
 		t.ResetAt(nextMultiple(c.cfg.Clock.Now(), every))
+		for _, tk := range round {
+			tk.end()
+		}
+		round = round[:0]
 		select {
 		case <-ctx.Done():
 			return
@@ -121,7 +128,12 @@ func (c *Client) RunPolls(ctx context.Context, interval time.Duration, read func
 		}
 		var wg sync.WaitGroup
 		for _, d := range c.Devices() {
-			wg.Go(func() { read(ctx, d.ID) })
+			tk := newTask(c.cfg.Clock, "lan: a poll of "+d.ID)
+			round = append(round, tk)
+			wg.Go(func() { read(withTask(ctx, tk), d.ID) })
+		}
+		if len(round) > 0 {
+			t.Done() // the reads hold the round's work now
 		}
 		wg.Wait()
 	}
@@ -148,6 +160,8 @@ func (c *Client) located(id string) (*device, bool, error) {
 // Tries tries of ConfirmTimeout each (one while the device is marked
 // unreachable). No answer marks it unreachable and returns ErrNoAnswer.
 func (c *Client) Status(ctx context.Context, id string) (Status, error) {
+	ctx, end := c.working(ctx, "lan: a status read of "+id)
+	defer end()
 	d, reachable, err := c.located(id)
 	if err != nil {
 		return Status{}, err
@@ -190,28 +204,26 @@ func (c *Client) Send(ctx context.Context, id string, cmds ...Command) (Status, 
 	if !reachable {
 		return Status{}, fmt.Errorf("lan: %s: %w (marked unreachable after an unanswered request)", id, ErrNotLocal)
 	}
-	select {
-	case d.busy <- struct{}{}:
-		defer func() { <-d.busy }()
-	case <-ctx.Done():
-		return Status{}, ctx.Err()
-	case <-c.closed:
-		return Status{}, ErrClosed
+	ctx, end := c.working(ctx, "lan: a command to "+id)
+	defer end()
+	if err := c.acquire(ctx, d); err != nil {
+		return Status{}, err
 	}
+	defer func() { <-d.busy }()
 	if !c.Reachable(id) { // the Send before this one found it silent
 		return Status{}, fmt.Errorf("lan: %s: %w (marked unreachable after an unanswered request)", id, ErrNotLocal)
 	}
-	answers, done := c.listen(d)
+	in, done := c.listen(d)
 	defer done()
 	var last Status
 	answered := false
 	for range c.cfg.Tries {
 		for _, m := range msgs {
-			if _, err := c.paced(ctx, d, m); err != nil {
+			if _, err := c.paced(ctx, d, in, m); err != nil {
 				return Status{}, err
 			}
 		}
-		s, got, ok, err := c.confirm(ctx, d, answers, cmds)
+		s, got, ok, err := c.confirm(ctx, d, in, cmds)
 		if err != nil {
 			return Status{}, err
 		}
@@ -231,22 +243,88 @@ func (c *Client) Send(ctx context.Context, id string, cmds ...Command) (Status, 
 	return Status{}, fmt.Errorf("lan: %s %v: %w in %d tries", id, cmds, ErrNoAnswer, c.cfg.Tries)
 }
 
+// working is ctx with the task its waits let go of: the caller's (a poll's
+// read, the dispatcher's), or one held for this call until end.
+func (c *Client) working(ctx context.Context, what string) (_ context.Context, end func()) {
+	if taskOf(ctx) != nil {
+		return ctx, func() {}
+	}
+	tk := newTask(c.cfg.Clock, what)
+	return withTask(ctx, tk), tk.end
+}
+
+// acquire takes the device's turn (d.busy) for a Send. While another Send
+// has it, the caller's task is let go: that Send may be waiting on the clock.
+func (c *Client) acquire(ctx context.Context, d *device) error {
+	select {
+	case d.busy <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.closed:
+		return ErrClosed
+	default:
+	}
+	tk := taskOf(ctx)
+	tk.wait()
+	defer tk.wake()
+	select {
+	case d.busy <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.closed:
+		return ErrClosed
+	}
+}
+
 func (c *Client) count(n *uint64) {
 	c.mu.Lock()
 	*n++
 	c.mu.Unlock()
 }
 
-// listen registers for the device's status answers until done is called.
-func (c *Client) listen(d *device) (<-chan Status, func()) {
-	ch := make(chan Status, 8)
+// inbox is a waiter's status answers: handed over on ch, each in hand
+// until taken; kept are those taken while the waiter paced (left in ch,
+// their work would keep the clock the pace waits on from moving).
+type inbox struct {
+	ch   chan answer
+	kept []Status
+}
+
+// inboxSize bounds the answers a waiter holds (ch) or keeps: one that is
+// not reading has enough of them.
+const inboxSize = 8
+
+// pop takes the oldest kept answer.
+func (in *inbox) pop() (Status, bool) {
+	if len(in.kept) == 0 {
+		return Status{}, false
+	}
+	a := in.kept[0]
+	in.kept = in.kept[1:]
+	return a, true
+}
+
+// listen registers for the device's status answers until done is called;
+// the answers not taken by then are let go.
+func (c *Client) listen(d *device) (*inbox, func()) {
+	in := &inbox{ch: make(chan answer, inboxSize)}
 	c.mu.Lock()
-	d.waiters[ch] = struct{}{}
+	d.waiters[in.ch] = struct{}{}
 	c.mu.Unlock()
-	return ch, func() {
+	return in, func() {
 		c.mu.Lock()
-		delete(d.waiters, ch)
+		delete(d.waiters, in.ch)
 		c.mu.Unlock()
+		for {
+			select {
+			case a := <-in.ch:
+				a.done()
+			default:
+				return
+			}
+		}
 	}
 }
 
@@ -255,8 +333,8 @@ func (c *Client) listen(d *device) (<-chan Status, func()) {
 // with the command, or an answer to an older request) is asked again once
 // a fifth of the timeout later, twice at most; got says whether any answer
 // came, s is the last one.
-func (c *Client) confirm(ctx context.Context, d *device, answers <-chan Status, cmds []Command) (s Status, got, ok bool, err error) {
-	if _, err := c.paced(ctx, d, c.stateMsg); err != nil {
+func (c *Client) confirm(ctx context.Context, d *device, in *inbox, cmds []Command) (s Status, got, ok bool, err error) {
+	if _, err := c.paced(ctx, d, in, c.stateMsg); err != nil {
 		return Status{}, false, false, err
 	}
 	t := c.cfg.Clock.NewTimer(c.cfg.ConfirmTimeout)
@@ -269,56 +347,90 @@ func (c *Client) confirm(ctx context.Context, d *device, answers <-chan Status, 
 		}
 	}()
 	asked := 1
+	// heard takes an answer in: true when it shows the commands.
+	heard := func(a Status) bool {
+		s, got = a, true
+		if s.Shows(cmds...) {
+			return true
+		}
+		if again == nil && asked < 3 {
+			if againT == nil {
+				againT = c.cfg.Clock.NewTimer(c.cfg.ConfirmTimeout / 5)
+			} else {
+				againT.Reset(c.cfg.ConfirmTimeout / 5)
+			}
+			again = againT.C()
+		}
+		return false
+	}
+	// The caller's task is let go while waiting and taken again before what
+	// woke it (an answer, a timer's value) is let go.
+	tk := taskOf(ctx)
 	for {
-		select {
-		case s = <-answers:
-			got = true
-			if s.Shows(cmds...) {
+		for a, ok := in.pop(); ok; a, ok = in.pop() {
+			if heard(a) {
 				return s, true, true, nil
 			}
-			if again == nil && asked < 3 {
-				if againT == nil {
-					againT = c.cfg.Clock.NewTimer(c.cfg.ConfirmTimeout / 5)
-				} else {
-					againT.Reset(c.cfg.ConfirmTimeout / 5)
-				}
-				again = againT.C()
+		}
+		tk.wait()
+		select {
+		case a := <-in.ch:
+			tk.wake()
+			a.done()
+			if heard(a.s) {
+				return s, true, true, nil
 			}
 		case <-again:
+			tk.wake()
 			again = nil
 			asked++
-			if _, err := c.paced(ctx, d, c.stateMsg); err != nil {
+			againT.Done()
+			if _, err := c.paced(ctx, d, in, c.stateMsg); err != nil {
 				return s, got, false, err
 			}
 		case <-t.C():
+			tk.wake()
 			return s, got, false, nil
 		case <-ctx.Done():
+			tk.wake()
 			return s, got, false, ctx.Err()
 		case <-c.closed:
+			tk.wake()
 			return s, got, false, ErrClosed
 		}
 	}
 }
 
 // await waits one ConfirmTimeout for any answer; ok false when none came.
-func (c *Client) await(ctx context.Context, answers <-chan Status) (Status, bool, error) {
+// The caller's task is let go meanwhile, as in confirm.
+func (c *Client) await(ctx context.Context, in *inbox) (Status, bool, error) {
+	if a, ok := in.pop(); ok {
+		return a, true, nil
+	}
 	t := c.cfg.Clock.NewTimer(c.cfg.ConfirmTimeout)
 	defer t.Stop()
+	tk := taskOf(ctx)
+	tk.wait()
 	select {
-	case s := <-answers:
-		return s, true, nil
+	case a := <-in.ch:
+		tk.wake()
+		a.done()
+		return a.s, true, nil
 	case <-t.C():
+		tk.wake()
 		return Status{}, false, nil
 	case <-ctx.Done():
+		tk.wake()
 		return Status{}, false, ctx.Err()
 	case <-c.closed:
+		tk.wake()
 		return Status{}, false, ErrClosed
 	}
 }
 
 // paced sends one datagram to the device's command port within its pace.
-func (c *Client) paced(ctx context.Context, d *device, msg []byte) (netip.AddrPort, error) {
-	if err := clock.Wait(ctx, c.cfg.Clock, d.pace); err != nil {
+func (c *Client) paced(ctx context.Context, d *device, in *inbox, msg []byte) (netip.AddrPort, error) {
+	if err := c.pace(ctx, d, in); err != nil {
 		return netip.AddrPort{}, err
 	}
 	c.mu.Lock()
@@ -331,15 +443,56 @@ func (c *Client) paced(ctx context.Context, d *device, msg []byte) (netip.AddrPo
 	return dest, c.send(dest, msg)
 }
 
+// pace waits for the device's pace on the clock: clock.Wait, but with the
+// caller's task let go while the timer is armed (a test jumps the wait),
+// and the answers that come meanwhile kept for after.
+func (c *Client) pace(ctx context.Context, d *device, in *inbox) (err error) {
+	now := c.cfg.Clock.Now()
+	r := d.pace.ReserveN(now, 1) // OK: the burst is at least 1
+	delay := r.DelayFrom(now)
+	if delay <= 0 {
+		return nil
+	}
+	t := c.cfg.Clock.NewTimer(delay)
+	tk := taskOf(ctx)
+	tk.wait()
+	for paced := false; !paced && err == nil; {
+		select {
+		case <-t.C():
+			paced = true
+		case a := <-in.ch:
+			tk.wake()
+			if len(in.kept) < inboxSize {
+				in.kept = append(in.kept, a.s)
+			}
+			a.done()
+			tk.wait()
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-c.closed:
+			err = ErrClosed
+		}
+	}
+	tk.wake()
+	t.Stop()
+	if err != nil {
+		r.CancelAt(c.cfg.Clock.Now())
+	}
+	return err
+}
+
+// send writes one datagram, reported to the clock before it goes.
 func (c *Client) send(dest netip.AddrPort, msg []byte) error {
 	select {
 	case <-c.closed:
 		return ErrClosed
 	default:
 	}
-	_, err := c.conn.WriteToUDPAddrPort(msg, dest)
-	if err == nil {
-		c.count(&c.stats.Sent)
+	clock.Sent(c.cfg.Clock, dest, msg)
+	if _, err := c.conn.WriteToUDPAddrPort(msg, dest); err != nil {
+		clock.Arrived(c.cfg.Clock, dest, msg)() // not sent: not on its way
+		return err
 	}
-	return err
+	c.count(&c.stats.Sent)
+	return nil
 }

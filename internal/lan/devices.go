@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"cloud2mqtt/internal/clock"
 )
 
 // Device is what the client knows of a device found on the LAN.
@@ -30,7 +32,7 @@ type device struct {
 	Device
 	pace    *rate.Limiter
 	busy    chan struct{} // one command at a time per device
-	waiters map[chan Status]struct{}
+	waiters map[chan answer]struct{}
 
 	// The guard's (guard.go): a probe of the known address under way, when
 	// the last one started, and the conflict warnings' limit.
@@ -124,7 +126,7 @@ func (c *Client) onScanLocked(a ScanAnswer, from netip.Addr) (string, func()) {
 	}
 	d := c.devices[id]
 	if d == nil {
-		d = &device{Device: Device{ID: id}, busy: make(chan struct{}, 1), waiters: map[chan Status]struct{}{}}
+		d = &device{Device: Device{ID: id}, busy: make(chan struct{}, 1), waiters: map[chan answer]struct{}{}}
 		d.pace = c.newPace()
 		c.devices[id] = d
 	}
@@ -254,9 +256,11 @@ func (c *Client) onStatusLocked(s Status, from netip.Addr) (string, func()) {
 		c.log.Info().Str("device", d.ID).Stringer("addr", d.Addr).Msg("reachable on the LAN again")
 	}
 	for ch := range d.waiters {
+		done := clock.Busy(c.cfg.Clock, "lan: a status answer for its waiter")
 		select {
-		case ch <- s:
+		case ch <- answer{s: s, done: done}:
 		default: // a waiter that is not reading has enough answers
+			done()
 		}
 	}
 	id, dev := d.ID, d.Device

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
 )
 
 // Dispatcher sends commands given as cloud instances and values, one Send
@@ -60,22 +61,33 @@ func (q *Dispatcher) Submit(id, instance string, value any, report func(Status, 
 		if old.slot == j.slot {
 			waiting = append(waiting[:i], waiting[i+1:]...)
 			q.wg.Add(1)
-			go func() { defer q.wg.Done(); old.report(Status{}, capability.ErrSuperseded) }()
+			done := clock.Busy(q.c.cfg.Clock, "lan: a superseded command's report")
+			go func() {
+				defer q.wg.Done()
+				defer done()
+				old.report(Status{}, capability.ErrSuperseded)
+			}()
 			break
 		}
 	}
 	q.pending[id] = append(waiting, j)
+	// A job queued behind a running Send waits with it (the device's
+	// goroutine takes it next); a new goroutine is work in hand from here.
 	if !q.running[id] {
 		q.running[id] = true
 		q.wg.Add(1)
-		go q.run(id)
+		tk := newTask(q.c.cfg.Clock, "lan: the commands of "+id)
+		go q.run(id, tk)
 	}
 	return true
 }
 
-// run sends the device's waiting commands until none wait.
-func (q *Dispatcher) run(id string) {
+// run sends the device's waiting commands until none wait: work in hand
+// (tk) but while a Send waits.
+func (q *Dispatcher) run(id string, tk *task) {
 	defer q.wg.Done()
+	defer tk.end()
+	ctx := withTask(q.ctx, tk)
 	for {
 		q.mu.Lock()
 		jobs := q.pending[id]
@@ -90,7 +102,7 @@ func (q *Dispatcher) run(id string) {
 		for i, j := range jobs {
 			cmds[i] = j.cmd
 		}
-		s, err := q.c.Send(q.ctx, id, cmds...)
+		s, err := q.c.Send(ctx, id, cmds...)
 		for _, j := range jobs {
 			j.report(s, err)
 		}

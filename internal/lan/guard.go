@@ -29,7 +29,10 @@ func (c *Client) contestLocked(d *device, a ScanAnswer, from netip.Addr, now tim
 		d.probing, d.probed = true, now
 		c.wg.Add(1) // the reader holds the group: Close is still waiting for it
 		cl := claim{from: from, answer: a}
-		return "probing", func() { go c.probe(d, cl) }
+		return "probing", func() {
+			tk := newTask(c.cfg.Clock, "lan: a probe of "+d.ID) // while the scan answer is in hand
+			go c.probe(d, cl, tk)
+		}
 	}
 	c.stats.Contested++
 	return "contested", c.conflictLineLocked(d, from)
@@ -38,9 +41,10 @@ func (c *Client) contestLocked(d *device, a ScanAnswer, from netip.Addr, now tim
 // probe asks the device's known address for its status (Tries tries of
 // ConfirmTimeout): an answer keeps the device there and refuses the claim;
 // silence moves it to the claiming address, which answered the scan.
-func (c *Client) probe(d *device, cl claim) {
+func (c *Client) probe(d *device, cl claim, tk *task) {
 	defer c.wg.Done()
-	_, answered, err := c.ask(context.Background(), d, c.cfg.Tries)
+	defer tk.end()
+	_, answered, err := c.ask(withTask(context.Background(), tk), d, c.cfg.Tries)
 	c.mu.Lock()
 	d.probing = false
 	if err != nil || c.devices[d.ID] != d || !d.Addr.IsValid() {
@@ -69,14 +73,14 @@ func (c *Client) probe(d *device, cl claim) {
 // tries of ConfirmTimeout each, and returns the first answer; answered is
 // false when none came.
 func (c *Client) ask(ctx context.Context, d *device, tries int) (s Status, answered bool, err error) {
-	answers, done := c.listen(d)
+	in, done := c.listen(d)
 	defer done()
 	for range tries {
-		dest, err := c.paced(ctx, d, c.stateMsg)
+		dest, err := c.paced(ctx, d, in, c.stateMsg)
 		if err != nil {
 			return Status{}, false, err
 		}
-		s, ok, err := c.await(ctx, answers)
+		s, ok, err := c.await(ctx, in)
 		if err != nil {
 			return Status{}, false, err
 		}

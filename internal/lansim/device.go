@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
 	"cloud2mqtt/internal/lan"
 )
 
@@ -23,11 +24,13 @@ type device struct {
 	wg  sync.WaitGroup
 
 	scanConn, cmdConn *net.UDPConn
+	unlisten          []func() // the sockets' clock.Listening
 
 	mu        sync.Mutex
 	spec      Spec
 	state     lan.Status
 	stopped   bool
+	quit      chan struct{} // closed when stopped: delayed acts are dropped
 	off       bool
 	loss      float64
 	dropNext  int
@@ -50,25 +53,39 @@ func (d *device) start() {
 		d.rng = rand.New(rand.NewPCG(d.sim.opts.Seed, uint64(len(d.spec.ID))<<32|uint64(d.spec.Addr.As4()[3])))
 		d.counts = map[string]int{}
 	}
+	d.quit = make(chan struct{})
 	d.mu.Unlock()
 	d.wg.Add(2)
 	go d.read(d.scanConn, true)
 	go d.read(d.cmdConn, false)
 }
 
-// close stops the readers and waits for them and for delayed answers.
+// close stops the readers, drops the delayed acts and waits for them all.
 func (d *device) close() {
 	d.mu.Lock()
 	d.stopped = true
+	select {
+	case <-d.quit: // closed twice
+	default:
+		close(d.quit)
+	}
 	d.mu.Unlock()
 	d.scanConn.Close()
 	d.cmdConn.Close()
+	for _, stop := range d.unlisten { // what was on its way is lost with the sockets
+		stop()
+	}
 	d.wg.Wait()
 }
 
+// readBuffer holds any UDP datagram whole, so that it is reported
+// (clock.Arrived) as it was sent; DecodeRequest refuses one too long.
+const readBuffer = 1 << 16
+
 func (d *device) read(conn *net.UDPConn, scanSide bool) {
 	defer d.wg.Done()
-	buf := make([]byte, lan.MaxDatagram+1)
+	at := localAddr(conn)
+	buf := make([]byte, readBuffer)
 	for {
 		n, from, err := conn.ReadFromUDPAddrPort(buf)
 		if err != nil {
@@ -77,14 +94,22 @@ func (d *device) read(conn *net.UDPConn, scanSide bool) {
 			}
 			continue
 		}
+		done := clock.Arrived(d.sim.opts.Clock, at, buf[:n])
 		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-		d.receive(conn, append([]byte(nil), buf[:n]...), from, scanSide)
+		d.receive(conn, append([]byte(nil), buf[:n]...), from, scanSide, done)
 	}
 }
 
 // receive takes one datagram in, unless the device is off or loses it, and
-// acts on it now or after the delay.
-func (d *device) receive(conn *net.UDPConn, b []byte, from netip.AddrPort, scanSide bool) {
+// acts on it now or after the delay. done ends the datagram's work in hand
+// (clock.Arrived): once it is dropped or acted on (its answer sent).
+func (d *device) receive(conn *net.UDPConn, b []byte, from netip.AddrPort, scanSide bool, done func()) {
+	later := false
+	defer func() {
+		if !later {
+			done()
+		}
+	}()
 	at := time.Now()
 	req, err := lan.DecodeRequest(b)
 	d.mu.Lock()
@@ -110,7 +135,7 @@ func (d *device) receive(conn *net.UDPConn, b []byte, from netip.AddrPort, scanS
 		cmd = "malformed"
 	}
 	d.counts[cmd]++
-	delay, id := d.delay, d.spec.ID
+	delay, id, quit := d.delay, d.spec.ID, d.quit
 	d.mu.Unlock()
 
 	d.sim.mu.Lock()
@@ -128,10 +153,18 @@ func (d *device) receive(conn *net.UDPConn, b []byte, from netip.AddrPort, scanS
 		return
 	}
 	d.wg.Add(1)
-	time.AfterFunc(delay, func() {
+	later = true
+	go func() {
 		defer d.wg.Done()
-		d.act(conn, req, from, scanSide)
-	})
+		defer done()
+		t := time.NewTimer(delay) // the system's time: the device's own slowness
+		defer t.Stop()
+		select {
+		case <-t.C:
+			d.act(conn, req, from, scanSide)
+		case <-quit: // stopped or moved meanwhile: dropped
+		}
+	}()
 }
 
 // act answers or applies a request: scans on the scan port, the rest on
@@ -169,8 +202,11 @@ func (d *device) answer(conn *net.UDPConn, to netip.AddrPort, msg []byte) {
 	if p != 0 {
 		to = netip.AddrPortFrom(to.Addr(), uint16(p))
 	}
+	clk := d.sim.opts.Clock
 	for range 1 + btoi(dup) {
+		clock.Sent(clk, to, msg)
 		if _, err := conn.WriteToUDPAddrPort(msg, to); err != nil {
+			clock.Arrived(clk, to, msg)() // not sent: not on its way
 			d.sim.log.Debug().Err(err).Str("device", d.spec.ID).Msg("answer not sent")
 		}
 	}
@@ -318,7 +354,7 @@ func (s *Sim) DropNext(id string, n int) error {
 }
 
 // SetDelay makes the device act on each datagram that long after it
-// arrives (answers included).
+// arrives (answers included); stopped or moved meanwhile, it drops it.
 func (s *Sim) SetDelay(id string, delay time.Duration) error {
 	return s.with(id, func(d *device) { d.delay = delay })
 }

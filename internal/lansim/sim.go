@@ -25,6 +25,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
 	"cloud2mqtt/internal/lan"
 )
 
@@ -49,6 +50,11 @@ type Options struct {
 	// Seed makes SetLoss reproducible.
 	Seed   uint64
 	Logger zerolog.Logger
+	// Clock hears the devices' work in hand (clock.Listening, Arrived,
+	// Sent): a test clock (clocktest) then counts a request until its
+	// answer is sent or dropped. Nil: nothing is reported. The simulated
+	// delay (SetDelay) runs on the system's time regardless.
+	Clock clock.Clock
 }
 
 // Spec describes a simulated device.
@@ -194,6 +200,7 @@ func (s *Sim) bindLocked(d *device, addr netip.Addr) error {
 		s.cmdPort = port(cmd)
 	}
 	d.scanConn, d.cmdConn = scan, cmd
+	d.unlisten = []func(){clock.Listening(s.opts.Clock, localAddr(scan)), clock.Listening(s.opts.Clock, localAddr(cmd))}
 	return nil
 }
 
@@ -202,6 +209,12 @@ func listen(addr netip.Addr, p int) (*net.UDPConn, error) {
 }
 
 func port(c *net.UDPConn) int { return c.LocalAddr().(*net.UDPAddr).Port }
+
+// localAddr is the address a socket is bound to.
+func localAddr(c *net.UDPConn) netip.AddrPort {
+	ap := c.LocalAddr().(*net.UDPAddr).AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
 
 // Close stops every device and waits for them.
 func (s *Sim) Close() error {

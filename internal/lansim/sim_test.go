@@ -11,6 +11,8 @@ import (
 	"go.uber.org/goleak"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
+	"cloud2mqtt/internal/clock/clocktest"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/lan"
 	"cloud2mqtt/internal/lansim"
@@ -234,5 +236,86 @@ func TestLossyDeviceLosesItsShare(t *testing.T) {
 	}
 	if answered == 0 || answered == 40 {
 		t.Errorf("%d of 40 status reads answered at half loss; want some and not all", answered)
+	}
+}
+
+// TestDeviceWorkInHand: with Options.Clock, a datagram on its way to a
+// device is work in hand until the device takes it in, moves or stops; a
+// datagram it drops (switched off) ends there; a delayed answer is in hand
+// through its delay, and dropped with it when the device stops.
+func TestDeviceWorkInHand(t *testing.T) {
+	clk := clocktest.NewFrozen(time.Unix(1_800_000_000, 0))
+	first, moved := netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")
+	sim, err := lansim.New(lansim.Options{Clock: clk}, lansim.Spec{ID: "AA", SKU: "H6008", Addr: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	to := func(a netip.Addr) netip.AddrPort { return netip.AddrPortFrom(a, uint16(sim.CommandPort())) }
+	waitIdle := func(when string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := clk.WaitIdle(ctx); err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+	}
+
+	// A datagram the device has not taken in (the kernel still queues it,
+	// or lost it) is on its way while the device listens there.
+	clock.Sent(clk, to(first), []byte("on its way"))
+	if clk.Idle() {
+		t.Fatal("idle with a datagram on its way to the device")
+	}
+	if err := sim.Move("AA", moved); err != nil {
+		t.Fatal(err)
+	}
+	if !clk.Idle() {
+		t.Fatalf("the device moved, what was on its way to its old address still in hand: %v", clk.Holders())
+	}
+	clock.Sent(clk, to(first), []byte("to nobody"))
+	if !clk.Idle() {
+		t.Fatalf("a datagram to the device's old address is in hand: %v", clk.Holders())
+	}
+
+	// Switched off, the device takes a request in and drops it.
+	requester := udp(t, "127.0.0.1:0")
+	took := make(chan struct{}, 1)
+	sim.OnReceive(func(string, lansim.Received) { took <- struct{}{} })
+	send := func() {
+		t.Helper()
+		req := lan.AppendStatusRequest(nil)
+		clock.Sent(clk, to(moved), req)
+		if _, err := requester.WriteToUDPAddrPort(req, to(moved)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sim.SetOff("AA", true); err != nil {
+		t.Fatal(err)
+	}
+	send()
+	waitIdle("after a request to the device switched off")
+
+	// Slow, it holds the request through its delay (an hour, on the
+	// system's time); stopped, it drops the answer and its work.
+	if err := sim.SetOff("AA", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.SetDelay("AA", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	send()
+	select {
+	case <-took:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the device did not take the request in")
+	}
+	if clk.Idle() {
+		t.Fatal("idle while the device holds a request to answer after its delay")
+	}
+	clock.Sent(clk, to(moved), []byte("on its way"))
+	sim.Close()
+	if !clk.Idle() {
+		t.Fatalf("the device stopped, its work still in hand: %v", clk.Holders())
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
 	"cloud2mqtt/internal/lan"
 	"cloud2mqtt/internal/registry"
 )
@@ -61,11 +62,13 @@ type Router struct {
 	store Store
 	reads Reads
 
-	kick chan struct{} // a new device list waits in next
+	kick *clock.Wake // a new device list waits in next
 
 	mu      sync.Mutex
 	next    []capability.Device // the latest list, not yet applied; nil: none
 	pending bool
+	// stopped: Run ended or Close; no list is applied any more.
+	stopped bool
 	byID    map[string]capability.Device // the lights the LAN may control, by id
 	byKey   map[capability.Key]string
 }
@@ -74,7 +77,7 @@ type Router struct {
 // says which and what to do. Nothing is sent before Run.
 func New(cfg Config) (*Router, error) {
 	r := &Router{cfg: cfg, log: cfg.Logger.With().Str("component", "local").Logger(),
-		kick: make(chan struct{}, 1), byID: map[string]capability.Device{}, byKey: map[capability.Key]string{}}
+		kick: clock.NewWake(cfg.Client.Clock, "local: a device list"), byID: map[string]capability.Device{}, byKey: map[capability.Key]string{}}
 	cc := cfg.Client
 	cc.Logger = cfg.Logger
 	cc.OnDevice = r.onDevice
@@ -99,11 +102,10 @@ func (r *Router) Bind(store Store, reads Reads) {
 // with the registry locked: it only hands the list over).
 func (r *Router) SetDevices(all []capability.Device) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.next, r.pending = all, true
-	r.mu.Unlock()
-	select {
-	case r.kick <- struct{}{}:
-	default:
+	if !r.stopped { // nobody would take the wake-up's work
+		r.kick.Notify()
 	}
 }
 
@@ -118,10 +120,10 @@ func (r *Router) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			wg.Wait()
-			r.disp.Close()
-			_ = r.client.Close()
+			r.Close()
 			return
-		case <-r.kick:
+		case <-r.kick.C():
+			taken := r.kick.Take()
 			if r.applyList() {
 				// New lights: scan for them now rather than at the next
 				// round (the first scan may have gone before the list).
@@ -129,6 +131,7 @@ func (r *Router) Run(ctx context.Context) {
 					r.log.Warn().Err(err).Msg("LAN scan incomplete")
 				}
 			}
+			taken() // the list is applied, the scan's datagrams on their way
 		}
 	}
 }
@@ -136,6 +139,10 @@ func (r *Router) Run(ctx context.Context) {
 // Close stops sending and releases the socket; Run does it too, and a
 // second Close does nothing.
 func (r *Router) Close() {
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
+	r.kick.Take()() // a list that came too late is not applied
 	r.disp.Close()
 	_ = r.client.Close()
 }

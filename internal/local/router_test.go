@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock/clocktest"
 	"cloud2mqtt/internal/lan"
 	"cloud2mqtt/internal/lansim"
 	"cloud2mqtt/internal/registry"
@@ -81,6 +82,8 @@ func light(id string, extra ...capability.Capability) capability.Device {
 // and local in the poller (read by the cloud only when they have a toggle),
 // a command is confirmed over the LAN and its status laid into the
 // registry, and a light that stops answering is given back to the cloud.
+// The work in hand, which a test clock counts, ends each time, and holds
+// while a command's outcome is reported.
 func TestRouter(t *testing.T) {
 	quiet := light("AA:BB:CC:DD:EE:FF:00:01")
 	toggle := light("AA:BB:CC:DD:EE:FF:00:02", capability.Capability{Type: capability.TypeToggle, Instance: "gradientToggle",
@@ -90,14 +93,23 @@ func TestRouter(t *testing.T) {
 	if !capability.LocalEligible(quiet) || capability.LocalEligible(fan) || cloudOnly(quiet) || !cloudOnly(toggle) {
 		t.Fatal("eligibility or cloud-only instances misjudged")
 	}
-	sim, err := lansim.New(lansim.Options{},
+	clk := clocktest.New()
+	idle := func(when string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := clk.WaitIdle(ctx); err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+	}
+	sim, err := lansim.New(lansim.Options{Clock: clk},
 		lansim.Spec{ID: quiet.Device, SKU: "H6008", State: lan.Status{Brightness: 5, HasBrightness: true}},
 		lansim.Spec{ID: toggle.Device, SKU: "H6008"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sim.Close()
-	cc := lan.Config{Listen: "127.0.0.1:0", ScanPort: sim.ScanPort(), CommandPort: sim.CommandPort(), ConfirmTimeout: 100 * time.Millisecond}
+	cc := lan.Config{Listen: "127.0.0.1:0", ScanPort: sim.ScanPort(), CommandPort: sim.CommandPort(), ConfirmTimeout: 100 * time.Millisecond, Clock: clk}
 	for _, id := range []string{quiet.Device, toggle.Device} {
 		a, _ := sim.Addr(id)
 		cc.Targets = append(cc.Targets, lan.Target{Host: a.String()})
@@ -136,6 +148,7 @@ func TestRouter(t *testing.T) {
 		_, tg := reads.local[toggle.Key()]
 		return q && tg
 	})
+	idle("after the lights were found")
 	if a, _ := sim.Addr(quiet.Device); store.location(quiet.Key()).Addr != a.String() {
 		t.Errorf("location %+v", store.location(quiet.Key()))
 	}
@@ -155,12 +168,19 @@ func TestRouter(t *testing.T) {
 		t.Error("a command without a LAN form was taken")
 	}
 	res := make(chan error, 1)
-	if !r.Command(quiet.Key(), capability.InstanceBrightness, int64(42), func(err error) { res <- err }) {
+	report := func(err error) {
+		if clk.Idle() {
+			t.Error("a command's outcome reported with no work in hand")
+		}
+		res <- err
+	}
+	if !r.Command(quiet.Key(), capability.InstanceBrightness, int64(42), report) {
 		t.Fatal("brightness of a local light not taken")
 	}
 	if err := <-res; err != nil {
 		t.Fatal(err)
 	}
+	idle("after the command")
 	store.mu.Lock()
 	got := store.applied[quiet.Key()][capability.InstanceBrightness]
 	store.mu.Unlock()
@@ -169,13 +189,14 @@ func TestRouter(t *testing.T) {
 	}
 
 	_ = sim.SetOff(quiet.Device, true)
-	if !r.Command(quiet.Key(), capability.InstanceBrightness, int64(43), func(err error) { res <- err }) {
+	if !r.Command(quiet.Key(), capability.InstanceBrightness, int64(43), report) {
 		t.Fatal("not taken")
 	}
 	if err := <-res; !errors.Is(err, lan.ErrNoAnswer) {
 		t.Errorf("silent light: %v, want ErrNoAnswer", err)
 	}
 	wait("the silent light given back to the cloud", func() bool { return !store.location(quiet.Key()).Local })
+	idle("after the silent light's command")
 	reads.mu.Lock()
 	_, still := reads.local[quiet.Key()]
 	reads.mu.Unlock()

@@ -44,6 +44,8 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
+
+	"cloud2mqtt/internal/clock"
 )
 
 // pendingMax bounds the messages kept for subscriptions not yet made: after
@@ -79,6 +81,16 @@ type outMsg struct {
 	payload  []byte
 	retained bool
 	qos      byte
+	held     func() // lets go of its work in hand; nil when no clock counts it
+}
+
+func nop() {}
+
+// release lets go of m's work in hand: it is published or given up.
+func (m *outMsg) release() {
+	if m.held != nil {
+		m.held()
+	}
 }
 
 // Handler takes one message of a subscription. retained is true only for
@@ -102,6 +114,9 @@ type Client struct {
 	pc        paho.Client
 	store     *store
 	onConnect func(*Client)
+	// counts: cfg.Clock keeps count of work in hand (not clock.Real); only
+	// then does a message carry a hold (Config.Clock).
+	counts bool
 
 	connected chan struct{} // paho's on-connect, coalesced (capacity 1)
 	firstUp   chan struct{} // closed when the first session is set up (subscriptions, onConnect, birth)
@@ -121,6 +136,7 @@ type Client struct {
 	armed    bool          // resumed is waiting for the store's All (reconnects)
 	gen      uint64        // incremented on each connection loss
 	closed   bool
+	stopping bool // the workers stop: nothing more is queued for them
 	lastErr  error
 	connects int
 	// releasing: a return of memory after a large message is scheduled;
@@ -165,6 +181,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 	}
 	c := &Client{
 		cfg:       cfg,
+		counts:    cfg.Clock != clock.Real,
 		log:       cfg.Logger.With().Str("component", "mqtt").Str("broker", u.Redacted()).Str("client_id", cfg.ClientID).Logger(),
 		onConnect: onConnect,
 		connected: make(chan struct{}, 1),
@@ -321,11 +338,19 @@ func (c *Client) publish(lane int, topic string, payload []byte, retained bool, 
 		return fmt.Errorf("mqtt: publish to %q: %w", topic, ErrClosed)
 	}
 	m := outMsg{topic: topic, payload: payload, retained: retained, qos: qos}
+	if c.counts {
+		// Before the publisher can see it, which lets go (publish.go).
+		m.held = clock.Busy(c.cfg.Clock, "MQTT publish to "+topic+", queued or unacknowledged")
+	}
 	c.queued.Add(1)
 	if c.out.pushTo(lane, m) {
 		return nil
 	}
 	c.queued.Add(-1)
+	defer m.release()
+	if c.out.isClosed() {
+		return fmt.Errorf("mqtt: publish to %q: %w", topic, ErrClosed) // the publisher has stopped
+	}
 	n := c.dropped.Add(1)
 	c.logDrop(n, "outbound", topic)
 	return fmt.Errorf("mqtt: publish to %q: %w: %d messages (%d MiB, the limit) already wait for the broker; this one is dropped", topic, ErrQueueFull, c.out.Len(), c.cfg.MaxQueuedBytes>>20)
@@ -377,6 +402,10 @@ func (c *Client) Subscribe(filter string, qos byte, handler Handler) error {
 		if !match(filter, m.topic) {
 			kept = append(kept, m)
 			continue
+		}
+		if c.counts {
+			// Work in hand from now on: a handler takes it.
+			m.ack.held = clock.Busy(c.cfg.Clock, "MQTT message on "+m.topic+", its handler not returned")
 		}
 		select {
 		case s.queue <- m:
@@ -464,6 +493,9 @@ func (c *Client) shutdown(quiesce uint, ctxs ...context.Context) error {
 	c.mu.Unlock()
 	c.quitting.Do(func() { close(c.quit) })
 	c.pc.Disconnect(quiesce)
+	c.mu.Lock()
+	c.stopping = true
+	c.mu.Unlock()
 	select {
 	case <-c.stop:
 	default:
@@ -472,6 +504,7 @@ func (c *Client) shutdown(quiesce uint, ctxs ...context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		c.wg.Wait()
+		c.store.letGo() // the publisher, which hands publishes to it, has stopped
 		close(done)
 	}()
 	ctx := context.Background()

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/clock"
 )
 
 // Payloads of Config.StateTopic.
@@ -86,6 +88,12 @@ type Config struct {
 	// it tries again every ConnectRetryInterval until ctx ends (the
 	// daemon: a broker that starts after the bridge is waited for).
 	FailFast bool
+	// Clock is told of the Client's work in hand (clock.Busy): every
+	// message queued by Publish until the broker acknowledges it (QoS 1),
+	// it is written (QoS 0) or given up, and every message received while
+	// its handler runs. nil means clock.Real, where that costs nothing.
+	// The Client's own waits keep the time package's timers.
+	Clock clock.Clock
 }
 
 // Validate checks the configuration without touching the network; its
@@ -166,6 +174,7 @@ func (c Config) normalized() (Config, error) {
 	if c.ClientID == "" {
 		c.ClientID = DefaultClientID(c.StateTopic)
 	}
+	c.Clock = clock.Or(c.Clock)
 	return c, nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"cloud2mqtt/internal/clock"
 )
 
 // take is the intake's dispatcher (intake.go): a PUBLISH read off conn.
@@ -38,15 +40,30 @@ func (c *Client) dispatchPaho(_ paho.Client, m paho.Message) {
 // the way: a queue (Config.QueueSize, 1024) fills only with QoS 0 messages
 // or behind a stuck handler, and then the message is dropped, counted and
 // logged.
+//
+// A message queued is work in hand (Config.Clock) until every handler it
+// went to has returned (ack); one in the pending buffer is not, until a
+// Subscribe queues it.
 func (c *Client) dispatch(msg inMsg, a *ack) {
 	c.received.Add(1)
 	if !ackWhenHandled {
 		a.send() // at once, as paho's automatic acknowledgement does
 		a.conn, a.fn = nil, func() {}
 	}
+	held := nop
+	if c.counts {
+		held = clock.Busy(c.cfg.Clock, "MQTT message on "+msg.topic+", its handlers not all returned")
+	}
 	var matched [4]*subscription
 	targets := matched[:0]
 	c.mu.Lock()
+	if c.stopping {
+		// The workers stop: not handled, not acknowledged; the broker
+		// sends it again to the next run.
+		c.mu.Unlock()
+		held()
+		return
+	}
 	msg.gen = c.gen
 	for _, s := range c.subs {
 		if match(s.filter, msg.topic) {
@@ -63,18 +80,24 @@ func (c *Client) dispatch(msg inMsg, a *ack) {
 		}
 		c.pending = append(c.pending, msg)
 		c.mu.Unlock()
+		held()
 		return
 	}
-	c.mu.Unlock()
-	for _, s := range targets {
-		c.enqueue(s, msg)
+	if c.counts {
+		a.held = held // before a handler can see it
 	}
-}
-
-func (c *Client) enqueue(s *subscription, msg inMsg) {
-	select {
-	case s.queue <- msg:
-	default:
+	// Queued under the lock: a worker that stops takes (abandon) what
+	// was queued before, and nothing is queued after.
+	dropped := 0
+	for _, s := range targets {
+		select {
+		case s.queue <- msg:
+		default:
+			dropped++ // its queue is full
+		}
+	}
+	c.mu.Unlock()
+	for range dropped {
 		c.drop("inbound", msg)
 	}
 }
@@ -93,18 +116,41 @@ var ackWhenHandled = true
 
 // ack acknowledges a message once every subscription it went to has
 // handled it: on the connection it came in on (the intake), or through
-// paho (fn); a QoS 0 message has neither.
+// paho (fn); a QoS 0 message has neither. Then it lets go of the message's
+// work in hand (held).
 type ack struct {
-	left atomic.Int32
-	conn *bufConn
-	qos  byte
-	mid  uint16
-	fn   func()
+	left      atomic.Int32
+	abandoned atomic.Bool // a subscription gave it up unhandled (Close)
+	conn      *bufConn
+	qos       byte
+	mid       uint16
+	fn        func()
+	held      func() // nil when no clock counts the work in hand
 }
 
+// done: one subscription handled the message, or dropped it.
 func (a *ack) done() {
 	if a != nil && a.left.Add(-1) == 0 {
-		a.send()
+		if !a.abandoned.Load() {
+			a.send()
+		}
+		a.release()
+	}
+}
+
+// abandon: one subscription's worker stopped before handling the message.
+// It is not acknowledged: the broker sends it again to the next run.
+func (a *ack) abandon() {
+	if a != nil {
+		a.abandoned.Store(true)
+		a.done()
+	}
+}
+
+// release lets go of the message's work in hand.
+func (a *ack) release() {
+	if a.held != nil {
+		a.held()
 	}
 }
 
@@ -128,6 +174,7 @@ func (c *Client) work(s *subscription) {
 	for {
 		select {
 		case <-c.stop:
+			c.abandon(s)
 			return
 		case m := <-s.queue:
 			c.mu.Lock()
@@ -157,6 +204,21 @@ func (c *Client) work(s *subscription) {
 				c.releaseMemory()
 			}
 		}
+	}
+}
+
+// abandon gives up the messages left in a stopped worker's queue. Queued
+// under c.mu before the Client stopped (dispatch, Subscribe), they are all
+// there once the lock is taken.
+func (c *Client) abandon(s *subscription) {
+	var left []inMsg
+	c.mu.Lock()
+	for len(s.queue) > 0 {
+		left = append(left, <-s.queue)
+	}
+	c.mu.Unlock()
+	for _, m := range left {
+		m.ack.abandon()
 	}
 }
 

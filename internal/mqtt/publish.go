@@ -33,12 +33,22 @@ type flight struct {
 
 // publisher sends queued messages in order while the session is up, up to
 // publishWindow of them unacknowledged. After Close it sends what is queued
-// if connected, waits for their acknowledgements and then stops.
+// if connected, waits for their acknowledgements and then stops; what it
+// has not sent by then is given up.
 func (c *Client) publisher() {
 	defer c.wg.Done()
 	defer close(c.flushed)
 	p := &pipeline{c: c}
 	defer p.stopTimers()
+	var m outMsg     // taken from the queue
+	holding := false // and not handed to paho
+	defer func() {
+		if holding {
+			c.queued.Add(-1)
+			m.release()
+		}
+		p.giveUp()
+	}()
 	flushing := false
 	for {
 		if !flushing {
@@ -55,8 +65,8 @@ func (c *Client) publisher() {
 			}
 			continue
 		}
-		m, ok := c.out.pop()
-		if !ok {
+		var ok bool
+		if m, ok = c.out.pop(); !ok {
 			if p.n > 0 {
 				// Take a new message as soon as one comes, or the oldest's
 				// acknowledgement.
@@ -77,6 +87,7 @@ func (c *Client) publisher() {
 			}
 			continue
 		}
+		holding = true
 		for !p.hand(m) {
 			// Not up: what was handed over before m is acknowledged, or
 			// was lost with the connection and paho sends it again after
@@ -87,7 +98,6 @@ func (c *Client) publisher() {
 				}
 			}
 			if flushing {
-				c.queued.Add(-1)
 				c.log.Warn().Int("unsent", c.out.Len()+1).Msg("closing while disconnected: queued messages are not published")
 				return
 			}
@@ -102,6 +112,7 @@ func (c *Client) publisher() {
 				flushing = true
 			}
 		}
+		holding = false
 	}
 }
 
@@ -212,7 +223,8 @@ func (p *pipeline) stopTimers() {
 // settle takes the oldest publish off the window with its outcome.
 func (p *pipeline) settle(err error) {
 	c := p.c
-	m := p.win[p.head].m
+	f := p.win[p.head]
+	m := f.m
 	p.win[p.head] = flight{}
 	p.head = (p.head + 1) % publishWindow
 	p.n--
@@ -229,6 +241,35 @@ func (p *pipeline) settle(err error) {
 		c.log.Warn().Err(err).Str("topic", m.topic).Msg("publish failed")
 	default:
 		c.published.Add(1)
+	}
+	if m.held == nil {
+		return
+	}
+	if pt, ok := f.tok.(*paho.PublishToken); ok && m.qos > 0 && (err == nil || errors.Is(err, errLost)) {
+		// Lost with its connection, or its token replaced by the one
+		// under which paho sends it again after reconnecting (which
+		// completes the old one): until paho's store lets go of it, it is
+		// still to be acknowledged. An acknowledged one the store has
+		// deleted already.
+		c.store.hold(pt.MessageID(), m.held)
+		return
+	}
+	m.release() // acknowledged, written, or given up
+}
+
+// giveUp gives up the publishes on the wire and those queued: the
+// publisher stops.
+func (p *pipeline) giveUp() {
+	c := p.c
+	for ; p.n > 0; p.n-- {
+		c.queued.Add(-1)
+		p.win[p.head].m.release()
+		p.win[p.head] = flight{}
+		p.head = (p.head + 1) % publishWindow
+	}
+	for _, m := range c.out.close() {
+		c.queued.Add(-1)
+		m.release()
 	}
 }
 

@@ -3,6 +3,7 @@ package mqtt
 import (
 	"fmt"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,9 +12,10 @@ import (
 	"cloud2mqtt/internal/mqtttest"
 )
 
-// ackHoldingBroker accepts one MQTT connection and reads the client's
-// PUBLISH packets, acknowledging them only when the test says so: how many
-// publishes the client puts on the wire before an acknowledgement shows.
+// ackHoldingBroker accepts MQTT connections (each on conn) and reads the
+// client's PUBLISH packets, acknowledging them only when the test says so:
+// how many publishes the client puts on the wire before an acknowledgement
+// shows.
 type ackHoldingBroker struct {
 	t    *testing.T
 	l    net.Listener
@@ -25,21 +27,45 @@ func newAckHoldingBroker(t *testing.T) *ackHoldingBroker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &ackHoldingBroker{t: t, l: l, conn: make(chan net.Conn, 1)}
-	t.Cleanup(func() { _ = l.Close() })
+	b := &ackHoldingBroker{t: t, l: l, conn: make(chan net.Conn, 4)}
+	var mu sync.Mutex
+	var conns []net.Conn
+	closed := false
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		closed = true
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
 	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		if _, err := packets.ReadPacket(c); err != nil { // CONNECT
-			return
-		}
-		ack := packets.NewControlPacket(packets.Connack).(*packets.ConnackPacket)
-		ack.SessionPresent = false
-		if ack.Write(c) == nil {
-			b.conn <- c
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if closed {
+				mu.Unlock()
+				_ = c.Close()
+				return
+			}
+			conns = append(conns, c)
+			mu.Unlock()
+			if _, err := packets.ReadPacket(c); err != nil { // CONNECT
+				continue
+			}
+			ack := packets.NewControlPacket(packets.Connack).(*packets.ConnackPacket)
+			ack.SessionPresent = false
+			if ack.Write(c) == nil {
+				select {
+				case b.conn <- c:
+				default:
+					_ = c.Close()
+				}
+			}
 		}
 	}()
 	return b

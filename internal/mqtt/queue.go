@@ -17,6 +17,7 @@ type outQueue struct {
 	bytes  int
 	max    int
 	notify chan struct{} // has a value while a lane is not empty
+	closed bool          // the publisher stopped: nothing is taken any more
 }
 
 // The lanes, in the order they are sent.
@@ -46,11 +47,11 @@ func (m outMsg) size() int { return len(m.topic) + len(m.payload) + 64 }
 func (q *outQueue) push(m outMsg) bool { return q.pushTo(laneFirst, m) }
 
 // pushTo appends m to a lane; false when it would take the queue over its
-// bound.
+// bound, or the queue is closed.
 func (q *outQueue) pushTo(l int, m outMsg) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.bytes+m.size() > q.max && q.len() > 0 {
+	if q.closed || q.bytes+m.size() > q.max && q.len() > 0 {
 		return false
 	}
 	q.lanes[l].msgs = append(q.lanes[l].msgs, m)
@@ -97,6 +98,28 @@ func (l *lane) pop() (outMsg, bool) {
 		l.msgs, l.head = l.msgs[:n], 0
 	}
 	return m, true
+}
+
+// close empties the queue for good: it returns what it held, and refuses
+// every message from now on (the publisher stops).
+func (q *outQueue) close() []outMsg {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	var rest []outMsg
+	for i := range q.lanes {
+		l := &q.lanes[i]
+		rest = append(rest, l.msgs[l.head:]...)
+		l.msgs, l.head = nil, 0
+	}
+	q.bytes = 0
+	return rest
+}
+
+func (q *outQueue) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
 }
 
 func (l *lane) len() int { return len(l.msgs) - l.head }

@@ -4,6 +4,7 @@ package mqtt
 // messages in flight that it resends.
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -171,13 +172,15 @@ func (c *Client) storeListed() {
 
 // store wraps paho's store to tell the Client when paho takes stock of it
 // after connecting (resume) and which of the publishes it then resends are
-// still unacknowledged.
+// still unacknowledged, and keeps the work in hand of the publishes paho
+// holds to send again (hold).
 type store struct {
 	paho.Store
 	onAll func()
 
 	mu      sync.Mutex
-	resends map[string]bool // outbound publishes listed by the last All
+	resends map[string]bool     // outbound publishes listed by the last All
+	held    map[string][]func() // work in hand by key, let go when paho deletes it
 }
 
 func (s *store) All() []string {
@@ -194,13 +197,18 @@ func (s *store) All() []string {
 	return keys
 }
 
-// Get hands paho a copy of a publish it stored. After a reconnection
-// paho's resume marks each stored publish as a duplicate (Dup) before
-// sending it again, while the lost connection's writer may still be
-// writing that same packet: a data race inside paho (eclipse-paho/
-// paho.mqtt.golang#703), which a window of publishes on the wire makes
-// likelier. The copy is what resume marks and resends; the writer keeps
-// the original. The payload is shared: nothing writes it.
+// Put keeps a copy of a publish, Get hands out a copy of that: paho's
+// writer sets fields of the packet it writes while, after a reconnect,
+// resume marks the stored message Dup (eclipse-paho/paho.mqtt.golang#703).
+// Neither touches the kept copy. The payload is shared: nothing writes it.
+func (s *store) Put(key string, p packets.ControlPacket) {
+	if pub, ok := p.(*packets.PublishPacket); ok {
+		cp := *pub
+		p = &cp
+	}
+	s.Store.Put(key, p)
+}
+
 func (s *store) Get(key string) packets.ControlPacket {
 	p := s.Store.Get(key)
 	if pub, ok := p.(*packets.PublishPacket); ok {
@@ -214,14 +222,54 @@ func (s *store) Del(key string) {
 	s.Store.Del(key)
 	s.mu.Lock()
 	delete(s.resends, key)
+	held := s.held[key]
+	delete(s.held, key)
 	s.mu.Unlock()
+	for _, done := range held {
+		done()
+	}
 }
 
 func (s *store) Reset() {
 	s.Store.Reset()
+	s.letGo()
 	s.mu.Lock()
 	clear(s.resends)
 	s.mu.Unlock()
+}
+
+// hold keeps the work in hand of the outbound publish mid (done lets go of
+// it) while paho keeps that publish to send it again, until paho deletes it
+// (its acknowledgement, a reset); at once when paho has deleted it already.
+// paho deletes before the Del's lock is taken: either the lookup here
+// misses it or that Del finds done.
+func (s *store) hold(mid uint16, done func()) {
+	key := "o." + strconv.FormatUint(uint64(mid), 10) // paho's key
+	s.mu.Lock()
+	if s.Store.Get(key) == nil {
+		s.mu.Unlock()
+		done()
+		return
+	}
+	if s.held == nil {
+		s.held = map[string][]func(){}
+	}
+	s.held[key] = append(s.held[key], done)
+	s.mu.Unlock()
+}
+
+// letGo lets go of the work in hand of every publish held: paho sends none
+// of them again (the Client stopped, the session reset).
+func (s *store) letGo() {
+	s.mu.Lock()
+	held := s.held
+	s.held = nil
+	s.mu.Unlock()
+	for _, dones := range held {
+		for _, done := range dones {
+			done()
+		}
+	}
 }
 
 // resending reports how many resent publishes await their acknowledgement.

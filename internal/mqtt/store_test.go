@@ -1,6 +1,8 @@
 package mqtt
 
 import (
+	"bytes"
+	"sync"
 	"testing"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
@@ -39,5 +41,47 @@ func TestStoreHandsOutCopiesOfPublishes(t *testing.T) {
 	}
 	if r := s.Get("o.8"); r != rel {
 		t.Errorf("Get of a stored pubrel: %v, want the packet stored", r)
+	}
+}
+
+// TestStoreGetDoesNotRaceWithPahosWriter: paho's writer sets fields of the
+// publish it writes (PublishPacket.Write sets the remaining length) while,
+// after a reconnect, resume takes the same message from the store and marks
+// it a duplicate (paho#703). What Get hands out must not be read from the
+// packet the writer writes: under -race this fails when it is.
+func TestStoreGetDoesNotRaceWithPahosWriter(t *testing.T) {
+	s := &store{Store: paho.NewOrderedMemoryStore(), onAll: func() {}}
+	s.Open()
+	defer s.Close()
+	pub := packets.NewControlPacket(packets.Publish).(*packets.PublishPacket)
+	pub.Qos, pub.TopicName, pub.MessageID, pub.Payload = 1, "c2m/d0/state", 7, []byte(`{"on":true}`)
+	s.Put("o.7", pub) // as paho's Publish does, before it hands pub to its writer
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the lost connection's writer
+		defer wg.Done()
+		var buf bytes.Buffer
+		if err := pub.Write(&buf); err != nil {
+			t.Error(err)
+		}
+	}()
+	got := s.Get("o.7").(*packets.PublishPacket) // resume, meanwhile
+	got.Dup = true
+	wg.Wait()
+
+	var buf bytes.Buffer
+	if err := got.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	again, err := packets.ReadPacket(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := again.(*packets.PublishPacket); !ok || !p.Dup || p.Qos != 1 || p.MessageID != 7 || p.TopicName != pub.TopicName || string(p.Payload) != string(pub.Payload) {
+		t.Errorf("the resent publish reads back as %v", again)
+	}
+	if s.Get("o.7").(*packets.PublishPacket).Dup {
+		t.Error("marking what Get handed out a duplicate marked the stored publish")
 	}
 }

@@ -1,0 +1,170 @@
+package mqtt
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eclipse/paho.mqtt.golang/packets"
+
+	"cloud2mqtt/internal/clock/clocktest"
+	"cloud2mqtt/internal/mqtttest"
+)
+
+// waitIdle waits until clk has no work in hand, failing the test after 10 s.
+func waitIdle(t *testing.T, clk *clocktest.Clock, when string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := clk.WaitIdle(ctx); err != nil {
+		t.Fatalf("%s: %v", when, err)
+	}
+}
+
+// stillBusy fails the test when clk becomes idle within a moment: work is
+// in hand that nothing has let go of.
+func stillBusy(t *testing.T, clk *clocktest.Clock, when string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := clk.WaitIdle(ctx); err == nil {
+		t.Fatalf("%s: the clock is idle", when)
+	}
+}
+
+// TestPublishesAreWorkInHand: a message queued by Publish is work in hand
+// on Config.Clock from Publish on, on the wire until the broker
+// acknowledges it; once every one is, none is.
+func TestPublishesAreWorkInHand(t *testing.T) {
+	b := newAckHoldingBroker(t)
+	cfg, _ := testConfig(t, b.url())
+	cfg.StateTopic = "" // no birth: the publishes are the test's
+	clk := clocktest.New()
+	cfg.Clock = clk
+	c := connect(t, cfg, nil)
+	conn := <-b.conn
+	waitIdle(t, clk, "connected")
+
+	const n = 5
+	for i := range n {
+		if err := c.Publish(fmt.Sprintf("c2m/d%d/state", i), []byte("on"), true, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if clk.Idle() {
+		t.Fatalf("idle with %d publishes queued", n)
+	}
+	var got []*packets.PublishPacket
+	for range n {
+		got = append(got, b.next(conn))
+	}
+	stillBusy(t, clk, "none acknowledged")
+	for _, p := range got[:n-1] {
+		b.ack(conn, p)
+	}
+	stillBusy(t, clk, "the last one not acknowledged")
+	if h := strings.Join(clk.Holders(), "; "); !strings.Contains(h, fmt.Sprintf("c2m/d%d/state", n-1)) {
+		t.Errorf("work in hand: %s; want the last publish among it", h)
+	}
+	b.ack(conn, got[n-1])
+	waitIdle(t, clk, "every publish acknowledged")
+	if s := c.Stats(); s.Published != n || s.Queued != 0 {
+		t.Errorf("Stats() = %+v once idle, want %d published, none queued", s, n)
+	}
+}
+
+// TestPublishesLostWithTheConnectionAreWorkInHand: a publish on the wire
+// when the connection drops stays work in hand while paho keeps it to send
+// again, until the broker acknowledges it on the next connection.
+func TestPublishesLostWithTheConnectionAreWorkInHand(t *testing.T) {
+	b := newAckHoldingBroker(t)
+	cfg, _ := testConfig(t, b.url())
+	cfg.StateTopic = ""
+	clk := clocktest.New()
+	cfg.Clock = clk
+	c := connect(t, cfg, nil)
+	first := <-b.conn
+
+	const n = 3
+	for i := range n {
+		if err := c.Publish(fmt.Sprintf("c2m/d%d/state", i), []byte("on"), true, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		b.next(first)
+	}
+	_ = first.Close() // none acknowledged
+	second := <-b.conn
+	var again []*packets.PublishPacket
+	for range n {
+		again = append(again, b.next(second))
+	}
+	stillBusy(t, clk, "sent again, not acknowledged")
+	for i, p := range again {
+		if !p.Dup || p.TopicName != fmt.Sprintf("c2m/d%d/state", i) {
+			t.Errorf("publish %d on the second connection: %s, dup %v", i, p.TopicName, p.Dup)
+		}
+		b.ack(second, p)
+	}
+	waitIdle(t, clk, "every publish acknowledged on the second connection")
+}
+
+// TestCloseGivesUpPublishes: what Close does not publish (the broker is
+// gone) is no longer work in hand once Close returns.
+func TestCloseGivesUpPublishes(t *testing.T) {
+	b := newAckHoldingBroker(t)
+	cfg, _ := testConfig(t, b.url())
+	cfg.StateTopic = ""
+	clk := clocktest.New()
+	cfg.Clock = clk
+	c := connect(t, cfg, nil)
+	conn := <-b.conn
+	for i := range 3 {
+		if err := c.Publish(fmt.Sprintf("c2m/d%d/state", i), []byte("on"), true, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		b.next(conn)
+	}
+	_ = b.l.Close() // no reconnection
+	_ = conn.Close()
+	for i := range publishWindow + 10 { // some wait in the queue
+		if err := c.Publish(fmt.Sprintf("c2m/e%d/state", i), []byte("on"), true, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stillBusy(t, clk, "disconnected")
+	closeClient(t, c)
+	waitIdle(t, clk, "closed")
+}
+
+// TestInboundMessagesAreWorkInHand: a message received is work in hand
+// until its handler returns.
+func TestInboundMessagesAreWorkInHand(t *testing.T) {
+	b := mqtttest.Start(t)
+	cfg, _ := testConfig(t, b.URL())
+	clk := clocktest.New()
+	cfg.Clock = clk
+	c := connect(t, cfg, nil)
+	r := newRecorder()
+	defer r.unblock() // before Close, which waits for handlers
+	if err := c.Subscribe("cmd/#", 1, r.handle); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, clk, "subscribed")
+	w := mqtttest.NewClient(t, b.URL(), mqtttest.ClientOptions{})
+	w.Publish("cmd/a", "1", false, 1)
+	w.Publish("cmd/a", "2", false, 0)
+	<-r.started // the first message's handler blocks
+	stillBusy(t, clk, "a handler running")
+	r.unblock()
+	<-r.started
+	waitIdle(t, clk, "both handled")
+	if got := r.payloads(); strings.Join(got, ",") != "1,2" {
+		t.Errorf("handled %v, want 1,2", got)
+	}
+}
