@@ -47,6 +47,7 @@ func (r *recorder) payloads() []string {
 // bridge had received but not handled when it died are delivered again to
 // the next run (the same client id), none lost.
 func TestUnhandledMessagesComeBackAfterACrash(t *testing.T) {
+	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind))
 		p := mqtttest.NewProxy(t, b.Addr())
@@ -100,6 +101,7 @@ func TestUnhandledMessagesComeBackAfterACrash(t *testing.T) {
 // (DUP, the same packet ids) is acknowledged without handling them again,
 // so an older command never follows a newer one.
 func TestRedeliveryAfterReconnectIsNotHandledTwice(t *testing.T) {
+	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind))
 		p := mqtttest.NewProxy(t, b.Addr())

@@ -95,6 +95,7 @@ func forEachKind(t *testing.T, f func(t *testing.T, kind mqtttest.Kind)) {
 
 // Birth on connect, "offline" on Close, both retained.
 func TestBirthAndClose(t *testing.T) {
+	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind))
 		cfg, _ := testConfig(t, b.URL())
@@ -125,6 +126,7 @@ func TestBirthAndClose(t *testing.T) {
 // When the bridge's connection dies, the broker publishes the will; when it
 // comes back, the bridge says "online" again (not only on its first connect).
 func TestWillAndBirthAfterReconnect(t *testing.T) {
+	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind))
 		p := mqtttest.NewProxy(t, b.Addr())
@@ -157,6 +159,7 @@ func TestWillAndBirthAfterReconnect(t *testing.T) {
 // After a broker restart (all broker state lost) the bridge publishes
 // "online" again and its subscriptions work again.
 func TestBrokerRestart(t *testing.T) {
+	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind))
 		cfg, _ := testConfig(t, b.URL())
@@ -186,6 +189,7 @@ func TestBrokerRestart(t *testing.T) {
 // QoS 1 commands sent while the bridge was away reach it when it is back:
 // the session is persistent (same client id, clean session off).
 func TestMessagesQueuedWhileDisconnected(t *testing.T) {
+	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind))
 		p := mqtttest.NewProxy(t, b.Addr())
@@ -235,6 +239,7 @@ func TestMessagesQueuedWhileDisconnected(t *testing.T) {
 // A new process with the same client id gets what was queued for the
 // previous one, even though it subscribes only after connecting.
 func TestMessagesQueuedForNextProcess(t *testing.T) {
+	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind))
 		cfg, _ := testConfig(t, b.URL())
@@ -263,6 +268,7 @@ func TestMessagesQueuedForNextProcess(t *testing.T) {
 // A slow handler holds up neither the connection nor other subscriptions;
 // when its queue is full, messages for it are dropped and counted.
 func TestSlowHandler(t *testing.T) {
+	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind))
 		cfg, _ := testConfig(t, b.URL())
@@ -327,6 +333,7 @@ func TestSlowHandler(t *testing.T) {
 // setup (session.go) while the publisher sends from the moment the session
 // is up: the queued messages may reach the broker before it.
 func TestPublishWhileDisconnected(t *testing.T) {
+	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind))
 		p := mqtttest.NewProxy(t, b.Addr())
@@ -411,6 +418,7 @@ func connectUntilRefused(t *testing.T, cfg Config, logs *mqtttest.SyncBuffer) (*
 }
 
 func TestPassword(t *testing.T) {
+	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind), mqtttest.WithPassword("bridge", "hunter2"))
 		cfg, logs := testConfig(t, b.URL())
@@ -441,6 +449,7 @@ func TestPassword(t *testing.T) {
 }
 
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind), mqtttest.WithTLS())
 		cfg, _ := testConfig(t, b.URL())
@@ -468,6 +477,7 @@ func TestTLS(t *testing.T) {
 }
 
 func TestWebsocket(t *testing.T) {
+	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind), mqtttest.WithWebsocket())
 		cfg, _ := testConfig(t, b.WSURL())
@@ -486,6 +496,7 @@ func TestWebsocket(t *testing.T) {
 }
 
 func TestConnectRefused(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -507,6 +518,7 @@ func TestConnectRefused(t *testing.T) {
 
 // A broker that is down when the bridge starts is waited for, not fatal.
 func TestConnectWaitsForBroker(t *testing.T) {
+	t.Parallel()
 	b := mqtttest.Start(t)
 	b.Kill()
 	cfg, logs := testConfig(t, b.URL())
@@ -531,6 +543,7 @@ func TestConnectWaitsForBroker(t *testing.T) {
 }
 
 func TestArguments(t *testing.T) {
+	t.Parallel()
 	b := mqtttest.Start(t)
 	cfg, _ := testConfig(t, b.URL())
 	c := connect(t, cfg, nil)
@@ -552,6 +565,7 @@ func TestArguments(t *testing.T) {
 
 // A panicking handler or onConnect is logged, not fatal.
 func TestPanicsContained(t *testing.T) {
+	t.Parallel()
 	b := mqtttest.Start(t)
 	cfg, logs := testConfig(t, b.URL())
 	c := connect(t, cfg, func(*Client) { panic("on connect") })
@@ -580,6 +594,7 @@ func TestPanicsContained(t *testing.T) {
 // The first onConnect has run when Connect returns, and may use the Client
 // it is given to subscribe and publish.
 func TestFirstOnConnectBeforeConnectReturns(t *testing.T) {
+	t.Parallel()
 	b := mqtttest.Start(t)
 	cfg, _ := testConfig(t, b.URL())
 	got := make(sink, 1)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	notPEM := filepath.Join(dir, "ca.txt")
 	if err := os.WriteFile(notPEM, []byte("hello"), 0o600); err != nil {
@@ -58,6 +59,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	n, err := Config{URL: "ssl://broker", StateTopic: "x/bridge/state"}.normalized()
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +79,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestSecretsRedacted(t *testing.T) {
+	t.Parallel()
 	cfg := Config{URL: "tcp://user:urlpass@broker:1883", Username: "bridge", Password: "hunter2"}
 	var buf bytes.Buffer
 	log := zerolog.New(&buf)
@@ -100,6 +103,7 @@ func TestSecretsRedacted(t *testing.T) {
 }
 
 func TestMatch(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		filter, topic string
 		want          bool

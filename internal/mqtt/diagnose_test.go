@@ -20,6 +20,7 @@ import (
 // Real listeners on loopback: mosquitto's plain, TLS and WebSocket ports,
 // and an HTTP server.
 func TestWrongSchemeSaysWhatWasSeen(t *testing.T) {
+	t.Parallel()
 	plain := mqtttest.Start(t)
 	secure := mqtttest.Start(t, mqtttest.WithTLS())
 	web := httptest.NewServer(http.NotFoundHandler())
@@ -70,6 +71,7 @@ func hostOf(u string) string { return strings.TrimSuffix(u[strings.Index(u, "://
 // deadline; the daemon's (without) waits for the broker
 // (TestConnectWaitsForBroker).
 func TestRefusedFailsAtOnceWithFailFast(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

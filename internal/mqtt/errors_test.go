@@ -12,6 +12,7 @@ import (
 // TestHintsNameMQTTURL: each connection failure says which setting to check
 // and what to do.
 func TestHintsNameMQTTURL(t *testing.T) {
+	t.Parallel()
 	dial := func(err error) error { return &net.OpError{Op: "dial", Net: "tcp", Err: err} }
 	for _, tc := range []struct {
 		err  error

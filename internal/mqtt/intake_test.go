@@ -54,6 +54,7 @@ func intakeOf(stream io.Reader) (taken []publish, forPaho []byte, err error) {
 // leaves every other packet to paho unchanged and in order: the
 // acknowledgements of the bridge's own messages, PUBREL, the pings.
 func TestIntakeSplitsTheStreamIntoPackets(t *testing.T) {
+	t.Parallel()
 	big := bytes.Repeat([]byte("x"), 3*readBuffer+5)
 	suback := packets.NewControlPacket(packets.Suback).(*packets.SubackPacket)
 	suback.MessageID, suback.ReturnCodes = 7, []byte{1}
@@ -108,6 +109,7 @@ func TestIntakeSplitsTheStreamIntoPackets(t *testing.T) {
 // four bytes, ends the connection with an error (paho then reconnects);
 // nothing half read is taken.
 func TestIntakeRefusesBrokenPackets(t *testing.T) {
+	t.Parallel()
 	whole := encode(t, publishPacket("c2m/a/set", []byte("1"), 1, 1, false, false))
 	for name, tc := range map[string]struct {
 		stream []byte
@@ -137,6 +139,7 @@ func TestIntakeRefusesBrokenPackets(t *testing.T) {
 // the broker's PUBREL), in order with QoS 1 ones on the same subscription.
 // No subscription of the bridge asks for QoS 2; a user of the package may.
 func TestQoS2MessagesStillArrive(t *testing.T) {
+	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind))
 		cfg, _ := testConfig(t, b.URL())
@@ -162,6 +165,7 @@ func TestQoS2MessagesStillArrive(t *testing.T) {
 // the message again on the next connection), it does not hold the
 // subscription's goroutine for good.
 func TestAcknowledgementGivesUpOnAStuckConnection(t *testing.T) {
+	t.Parallel()
 	client, server := net.Pipe() // unbuffered: a write blocks until the other side reads
 	defer server.Close()
 	c := &bufConn{Conn: client, w: &wire{}, writeTimeout: 50 * time.Millisecond}

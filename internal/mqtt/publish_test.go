@@ -105,6 +105,7 @@ func (b *ackHoldingBroker) ack(c net.Conn, p *packets.PublishPacket) {
 // time, a start's thousands of discovery configs cost a round trip each),
 // and the broker gets them all in the order they were queued.
 func TestPublishesPipelined(t *testing.T) {
+	t.Parallel()
 	b := newAckHoldingBroker(t)
 	cfg, _ := testConfig(t, b.url())
 	cfg.StateTopic = "" // no birth: the first publish is the test's
@@ -140,6 +141,7 @@ func TestPublishesPipelined(t *testing.T) {
 // time; after the reconnect the broker keeps each topic's last value (paho
 // sends the unacknowledged ones again, in order, before anything newer).
 func TestLastValueKeptAcrossADropMidBurst(t *testing.T) {
+	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		br := mqtttest.Start(t, mqtttest.WithKind(kind))
 		p := mqtttest.NewProxy(t, br.Addr())
@@ -172,6 +174,7 @@ func TestLastValueKeptAcrossADropMidBurst(t *testing.T) {
 // queued, even when queued later (the states of a start go before its
 // thousands of discovery configs); each kind keeps its order.
 func TestBulkAfterTheRest(t *testing.T) {
+	t.Parallel()
 	b := newAckHoldingBroker(t)
 	cfg, _ := testConfig(t, b.url())
 	cfg.StateTopic = ""

@@ -8,6 +8,7 @@ import (
 // TestOutQueueBoundedInBytes: thousands of small messages fit where a
 // count bound would drop them; the byte bound holds; order is kept.
 func TestOutQueueBoundedInBytes(t *testing.T) {
+	t.Parallel()
 	q := newOutQueue(1 << 20)
 	payload := make([]byte, 500)
 	n := 0
@@ -44,6 +45,7 @@ func TestOutQueueBoundedInBytes(t *testing.T) {
 // TestOutQueueReleasesBurst: once a burst (a large account's republish)
 // has drained, the queue does not hold on to the burst's backing array.
 func TestOutQueueReleasesBurst(t *testing.T) {
+	t.Parallel()
 	q := newOutQueue(64 << 20)
 	for i := range 10 * keptCapacity {
 		if !q.push(outMsg{topic: fmt.Sprintf("t/%d", i), payload: []byte("x")}) {
@@ -70,6 +72,7 @@ func TestOutQueueReleasesBurst(t *testing.T) {
 // the order of the pushes; each lane keeps its order; the byte bound is
 // the queue's, both lanes together.
 func TestOutQueueLanes(t *testing.T) {
+	t.Parallel()
 	q := newOutQueue(10 * outMsg{topic: "t/0", payload: []byte("x")}.size())
 	for i := range 6 {
 		lane := laneBulk

@@ -19,6 +19,7 @@ type delivery struct {
 // retain flag (MQTT 3.1.1 §3.3.1.3). The bridge ignores the flagged ones
 // (issue 28 §3).
 func TestRetainedFlagReachesTheHandler(t *testing.T) {
+	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind))
 		p := mqtttest.NewProxy(t, b.Addr())

@@ -15,6 +15,7 @@ import (
 // (paho#703); the copy carries the same message, and other packets come
 // back as stored.
 func TestStoreHandsOutCopiesOfPublishes(t *testing.T) {
+	t.Parallel()
 	s := &store{Store: paho.NewOrderedMemoryStore(), onAll: func() {}}
 	s.Open()
 	defer s.Close()
@@ -50,6 +51,7 @@ func TestStoreHandsOutCopiesOfPublishes(t *testing.T) {
 // it a duplicate (paho#703). What Get hands out must not be read from the
 // packet the writer writes: under -race this fails when it is.
 func TestStoreGetDoesNotRaceWithPahosWriter(t *testing.T) {
+	t.Parallel()
 	s := &store{Store: paho.NewOrderedMemoryStore(), onAll: func() {}}
 	s.Open()
 	defer s.Close()

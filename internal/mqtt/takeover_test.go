@@ -19,6 +19,7 @@ import (
 // row, it says so naming MQTT_CLIENT_ID and waits ConflictBackoff: the
 // other client keeps the id.
 func TestAnotherClientWithTheSameIDIsNotFought(t *testing.T) {
+	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind))
 		cfg, logs := testConfig(t, b.URL())
@@ -71,6 +72,7 @@ func TestAnotherClientWithTheSameIDIsNotFought(t *testing.T) {
 // get different ids from their machine ids; one host keeps its id across
 // restarts; a host without a machine id keeps the id of before.
 func TestDefaultClientIDDiffersBetweenHostsOfOneName(t *testing.T) {
+	t.Parallel()
 	defer func(files []string) { machineIDFiles = files }(machineIDFiles)
 	dir := t.TempDir()
 	idOn := func(machineID string) string {
@@ -104,6 +106,7 @@ func TestDefaultClientIDDiffersBetweenHostsOfOneName(t *testing.T) {
 // but between the drops the bridge's attempts are refused, which a broker
 // handing the id to another client never does: no back-off.
 func TestBrokerRestartsAreNoConflict(t *testing.T) {
+	t.Parallel()
 	b := mqtttest.Start(t)
 	cfg, logs := testConfig(t, b.URL())
 	cfg.ConflictBackoff = time.Hour // a wrong back-off would stall the test

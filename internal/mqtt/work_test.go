@@ -38,6 +38,7 @@ func stillBusy(t *testing.T, clk *clocktest.Clock, when string) {
 // on Config.Clock from Publish on, on the wire until the broker
 // acknowledges it; once every one is, none is.
 func TestPublishesAreWorkInHand(t *testing.T) {
+	t.Parallel()
 	b := newAckHoldingBroker(t)
 	cfg, _ := testConfig(t, b.url())
 	cfg.StateTopic = "" // no birth: the publishes are the test's
@@ -79,6 +80,7 @@ func TestPublishesAreWorkInHand(t *testing.T) {
 // when the connection drops stays work in hand while paho keeps it to send
 // again, until the broker acknowledges it on the next connection.
 func TestPublishesLostWithTheConnectionAreWorkInHand(t *testing.T) {
+	t.Parallel()
 	b := newAckHoldingBroker(t)
 	cfg, _ := testConfig(t, b.url())
 	cfg.StateTopic = ""
@@ -115,6 +117,7 @@ func TestPublishesLostWithTheConnectionAreWorkInHand(t *testing.T) {
 // TestCloseGivesUpPublishes: what Close does not publish (the broker is
 // gone) is no longer work in hand once Close returns.
 func TestCloseGivesUpPublishes(t *testing.T) {
+	t.Parallel()
 	b := newAckHoldingBroker(t)
 	cfg, _ := testConfig(t, b.url())
 	cfg.StateTopic = ""
@@ -145,6 +148,7 @@ func TestCloseGivesUpPublishes(t *testing.T) {
 // TestInboundMessagesAreWorkInHand: a message received is work in hand
 // until its handler returns.
 func TestInboundMessagesAreWorkInHand(t *testing.T) {
+	t.Parallel()
 	b := mqtttest.Start(t)
 	cfg, _ := testConfig(t, b.URL())
 	clk := clocktest.New()
