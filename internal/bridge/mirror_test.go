@@ -203,7 +203,7 @@ func TestBridgeRequestsAnswer(t *testing.T) {
 	}
 	check("refresh", "ok", `"transaction":"a"`)
 	check("scenes", "error", "no scenes")
-	check("nope", "error", "known: refresh")
+	check("nope", "error", "known: device/options, devices, health, options, read_all, refresh, republish, scenes")
 	check("health", "error", "JSON object")
 }
 

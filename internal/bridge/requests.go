@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"cloud2mqtt/internal/capability"
@@ -27,10 +29,6 @@ type responseJSON struct {
 	Transaction any    `json:"transaction,omitempty"`
 }
 
-// Actions the bridge answers on <base>/bridge/request/<action>.
-var actions = []string{topic.ActionRefresh, topic.ActionScenes, topic.ActionHealth, topic.ActionDevices,
-	topic.ActionReadAll, topic.ActionRepublish, topic.ActionOptions, topic.ActionDeviceOptions}
-
 func (b *Bridge) respond(action string, req requestJSON, data any, err error) {
 	r := responseJSON{Status: "ok", Data: data, Transaction: req.Transaction}
 	if err != nil {
@@ -52,79 +50,109 @@ func (b *Bridge) handleRequest(action string, payload []byte) {
 			return
 		}
 	}
-	switch action {
-	case topic.ActionRefresh:
-		err := b.read.RefreshDevices(func(err error) {
-			n := b.mirror.deviceCount()
-			b.respond(action, req, map[string]any{"devices": n}, err)
-		})
-		if err != nil {
-			b.respond(action, req, nil, err)
+	handle, ok := requests[action]
+	if !ok {
+		b.respond(action, req, nil, requestError("bridge: unknown action "+strconvQuote(action)+"; known: "+strings.Join(slices.Sorted(maps.Keys(requests)), ", ")))
+		return
+	}
+	handle(b, action, req)
+}
+
+// requests are the actions the bridge answers on <base>/bridge/request/<action>:
+// a new request is a row here and its handler below.
+var requests = map[string]func(b *Bridge, action string, req requestJSON){
+	topic.ActionRefresh:       (*Bridge).refresh,
+	topic.ActionScenes:        (*Bridge).scenes,
+	topic.ActionHealth:        (*Bridge).health,
+	topic.ActionDevices:       (*Bridge).devices,
+	topic.ActionReadAll:       (*Bridge).readAll,
+	topic.ActionRepublish:     (*Bridge).republishAll,
+	topic.ActionOptions:       (*Bridge).options,
+	topic.ActionDeviceOptions: (*Bridge).deviceOptions,
+}
+
+func (b *Bridge) refresh(action string, req requestJSON) {
+	err := b.read.RefreshDevices(func(err error) {
+		n := b.mirror.deviceCount()
+		b.respond(action, req, map[string]any{"devices": n}, err)
+	})
+	if err != nil {
+		b.respond(action, req, nil, err)
+	}
+}
+
+func (b *Bridge) scenes(action string, req requestJSON) {
+	dev, id, ok := b.lookup(req.Device)
+	if !ok {
+		b.respond(action, req, nil, requestError(`bridge: scenes needs {"device":"<id>"} naming a device listed in `+b.opt.Layout.BridgeDevices()))
+		return
+	}
+	err := b.read.RefreshScenes(dev.SKU, dev.Device, func(err error) {
+		b.respond(action, req, map[string]any{"device": id, "scenes": b.sceneNames(dev.Key())}, err)
+	})
+	if err != nil {
+		b.respond(action, req, nil, err)
+	}
+}
+
+func (b *Bridge) health(action string, req requestJSON) {
+	if b.opt.Health == nil {
+		b.respond(action, req, map[string]any{"healthy": true}, nil)
+		return
+	}
+	ok, reasons, details := b.opt.Health()
+	b.respond(action, req, map[string]any{"healthy": ok, "reasons": reasons, "details": details}, nil)
+}
+
+func (b *Bridge) devices(action string, req requestJSON) {
+	b.respond(action, req, json.RawMessage(b.mirror.deviceList()), nil)
+}
+
+func (b *Bridge) readAll(action string, req requestJSON) {
+	n, held := 0, 0
+	var heldErr error
+	for _, d := range b.reg.Devices() {
+		switch err := b.read.ReadNow(d.SKU, d.Device, nil); {
+		case err == nil:
+			n++ // disabled devices are not read
+		case errors.Is(err, scheduler.ErrReadsHeld):
+			held++
+			heldErr = err
 		}
-	case topic.ActionScenes:
-		dev, id, ok := b.lookup(req.Device)
-		if !ok {
-			b.respond(action, req, nil, requestError(`bridge: scenes needs {"device":"<id>"} naming a device listed in `+b.opt.Layout.BridgeDevices()))
-			return
-		}
-		err := b.read.RefreshScenes(dev.SKU, dev.Device, func(err error) {
-			b.respond(action, req, map[string]any{"device": id, "scenes": b.sceneNames(dev.Key())}, err)
-		})
-		if err != nil {
-			b.respond(action, req, nil, err)
-		}
-	case topic.ActionHealth:
-		if b.opt.Health == nil {
-			b.respond(action, req, map[string]any{"healthy": true}, nil)
-			return
-		}
-		ok, reasons, details := b.opt.Health()
-		b.respond(action, req, map[string]any{"healthy": ok, "reasons": reasons, "details": details}, nil)
-	case topic.ActionDevices:
-		list := b.mirror.deviceList()
-		b.respond(action, req, json.RawMessage(list), nil)
-	case topic.ActionReadAll:
-		n, held := 0, 0
-		var heldErr error
-		for _, d := range b.reg.Devices() {
-			switch err := b.read.ReadNow(d.SKU, d.Device, nil); {
-			case err == nil:
-				n++ // disabled devices are not read
-			case errors.Is(err, scheduler.ErrReadsHeld):
-				held++
-				heldErr = err
-			}
-		}
-		if held > 0 {
-			// Not "ok": the reads wait for a hold-off of the bridge's; they
-			// are made when it ends.
-			b.respond(action, req, nil, fmt.Errorf("bridge: %d of %d devices cannot be read now, only when reads resume (%d read now); for example %w", held, held+n, n, heldErr))
-			return
-		}
-		b.respond(action, req, map[string]any{"devices": n}, nil)
-	case topic.ActionRepublish:
-		b.mirror.republish(true)
-		b.respond(action, req, map[string]any{"devices": b.mirror.deviceCount()}, nil)
-	case topic.ActionOptions:
-		if b.op == nil {
-			b.respond(action, req, nil, requestError("bridge: options cannot be changed here"))
-			return
-		}
-		data, err := b.op.SetOptions(req.Options)
-		b.respond(action, req, data, err)
-	case topic.ActionDeviceOptions:
-		dev, id, ok := b.lookup(req.Device)
-		switch {
-		case !ok:
-			b.respond(action, req, nil, requestError(`bridge: device/options needs {"device":"<id>","options":{...}} naming a device listed in `+b.opt.Layout.BridgeDevices()))
-		case b.op == nil:
-			b.respond(action, req, nil, requestError("bridge: options cannot be changed here"))
-		default:
-			data, err := b.op.SetDeviceOptions(id, dev.Key(), req.Options)
-			b.respond(action, req, data, err)
-		}
+	}
+	if held > 0 {
+		// Not "ok": the reads wait for a hold-off of the bridge's; they
+		// are made when it ends.
+		b.respond(action, req, nil, fmt.Errorf("bridge: %d of %d devices cannot be read now, only when reads resume (%d read now); for example %w", held, held+n, n, heldErr))
+		return
+	}
+	b.respond(action, req, map[string]any{"devices": n}, nil)
+}
+
+func (b *Bridge) republishAll(action string, req requestJSON) {
+	b.mirror.republish(true)
+	b.respond(action, req, map[string]any{"devices": b.mirror.deviceCount()}, nil)
+}
+
+func (b *Bridge) options(action string, req requestJSON) {
+	if b.op == nil {
+		b.respond(action, req, nil, requestError("bridge: options cannot be changed here"))
+		return
+	}
+	data, err := b.op.SetOptions(req.Options)
+	b.respond(action, req, data, err)
+}
+
+func (b *Bridge) deviceOptions(action string, req requestJSON) {
+	dev, id, ok := b.lookup(req.Device)
+	switch {
+	case !ok:
+		b.respond(action, req, nil, requestError(`bridge: device/options needs {"device":"<id>","options":{...}} naming a device listed in `+b.opt.Layout.BridgeDevices()))
+	case b.op == nil:
+		b.respond(action, req, nil, requestError("bridge: options cannot be changed here"))
 	default:
-		b.respond(action, req, nil, requestError("bridge: unknown action "+strconvQuote(action)+"; known: "+strings.Join(actions, ", ")))
+		data, err := b.op.SetDeviceOptions(id, dev.Key(), req.Options)
+		b.respond(action, req, data, err)
 	}
 }
 

@@ -34,24 +34,56 @@ import (
 	"cloud2mqtt/internal/statedir"
 )
 
-// The options a user can change at run time with
-// <base>/bridge/request/options, and the variables they override.
-var optionVars = map[string]string{
-	"poll_interval":        "POLL_INTERVAL",
-	"log_level":            "LOG_LEVEL",
-	"daily_limit":          "CLOUD_DAILY_LIMIT",
-	"device_list_interval": "DEVICE_LIST_INTERVAL",
-	"scene_interval":       "SCENE_INTERVAL",
+// option is a setting a user changes at run time with
+// <base>/bridge/request/options: the variable it overrides, its value in a
+// configuration as the environment spells it, and how a value is laid over
+// one (keeping the old value on an error). A new option is a row of options.
+type option struct {
+	variable string
+	get      func(config.Config) string
+	set      func(c *config.Config, v string) error
 }
 
-func optionNames() []string {
-	names := make([]string, 0, len(optionVars))
-	for k := range optionVars {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return names
+var options = map[string]option{
+	"poll_interval":        duration("POLL_INTERVAL", func(c *config.Config) *time.Duration { return &c.Poll.Interval }),
+	"device_list_interval": duration("DEVICE_LIST_INTERVAL", func(c *config.Config) *time.Duration { return &c.Poll.DeviceListInterval }),
+	"scene_interval":       duration("SCENE_INTERVAL", func(c *config.Config) *time.Duration { return &c.Poll.SceneInterval }),
+	"daily_limit": {"CLOUD_DAILY_LIMIT",
+		func(c config.Config) string { return strconv.Itoa(c.Cloud.DailyLimit) },
+		func(c *config.Config, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("CLOUD_DAILY_LIMIT=%s is not a whole number: send the most requests per day, or 0 for no daily limit", config.Quote(v))
+			}
+			c.Cloud.DailyLimit = n
+			return nil
+		}},
+	"log_level": {"LOG_LEVEL",
+		func(c config.Config) string { return c.Log.Level },
+		func(c *config.Config, v string) error {
+			if _, err := logging.ParseLevel(v); err != nil {
+				return fmt.Errorf("LOG_LEVEL=%s is not a level: use one of %s", config.Quote(v), strings.Join(logging.Levels(), ", "))
+			}
+			c.Log.Level = strings.ToLower(strings.TrimSpace(v))
+			return nil
+		}},
 }
+
+// duration is the option of a duration variable, read by the one rule of
+// config.ParseDuration.
+func duration(variable string, field func(*config.Config) *time.Duration) option {
+	return option{variable,
+		func(c config.Config) string { return config.FormatDuration(*field(&c)) },
+		func(c *config.Config, v string) error {
+			d, err := config.ParseDurationFor(variable, v)
+			if err == nil {
+				*field(c) = d
+			}
+			return err
+		}}
+}
+
+func optionNames() []string { return slices.Sorted(maps.Keys(options)) }
 
 const (
 	optionsFile    = "options.json"
@@ -147,7 +179,7 @@ func (s *Settings) Apply() {
 		if _, ok := s.saved.Options[name]; ok {
 			from = "mqtt"
 		}
-		ev = ev.Str(name, optionValue(s.applied, name)+" ("+from+")")
+		ev = ev.Str(name, options[name].get(s.applied)+" ("+from+")")
 	}
 	ev.Int("devices_with_options", len(s.saved.Devices)).Msg("settings")
 }
@@ -171,24 +203,6 @@ func (s *Settings) applyDevice(d Device) {
 	s.mirror.SetDeviceOptions(k, bridge.DeviceOptions{PollInterval: iv, Disabled: d.Disabled, Name: d.Name})
 }
 
-// optionValue is an option's value in a configuration, as the environment
-// would spell it.
-func optionValue(c config.Config, name string) string {
-	switch name {
-	case "poll_interval":
-		return config.FormatDuration(c.Poll.Interval)
-	case "log_level":
-		return c.Log.Level
-	case "daily_limit":
-		return strconv.Itoa(c.Cloud.DailyLimit)
-	case "device_list_interval":
-		return config.FormatDuration(c.Poll.DeviceListInterval)
-	case "scene_interval":
-		return config.FormatDuration(c.Poll.SceneInterval)
-	}
-	return ""
-}
-
 // withOptions is the environment's configuration with the options laid
 // over it, validated with the environment's own rules and messages. The
 // error names every bad option, not only the first.
@@ -208,35 +222,12 @@ func overlayOptions(env config.Config, opts map[string]string) (config.Config, [
 	c := env
 	var problems []string
 	for _, name := range slices.Sorted(maps.Keys(opts)) {
-		v := opts[name]
-		variable, ok := optionVars[name]
+		o, ok := options[name]
 		if !ok {
 			problems = append(problems, unknownOption(name))
 			continue
 		}
-		var err error
-		switch name {
-		case "poll_interval":
-			c.Poll.Interval, err = durationOption(variable, v, env.Poll.Interval)
-		case "device_list_interval":
-			c.Poll.DeviceListInterval, err = durationOption(variable, v, env.Poll.DeviceListInterval)
-		case "scene_interval":
-			c.Poll.SceneInterval, err = durationOption(variable, v, env.Poll.SceneInterval)
-		case "daily_limit":
-			n, aerr := strconv.Atoi(strings.TrimSpace(v))
-			if aerr != nil {
-				err = fmt.Errorf("%s=%s is not a whole number: send the most requests per day, or 0 for no daily limit", variable, config.Quote(v))
-			} else {
-				c.Cloud.DailyLimit = n
-			}
-		case "log_level":
-			if _, perr := logging.ParseLevel(v); perr != nil {
-				err = fmt.Errorf("%s=%s is not a level: use one of %s", variable, config.Quote(v), strings.Join(logging.Levels(), ", "))
-			} else {
-				c.Log.Level = strings.ToLower(strings.TrimSpace(v))
-			}
-		}
-		if err != nil {
+		if err := o.set(&c, opts[name]); err != nil {
 			problems = append(problems, name+": "+err.Error())
 		}
 	}
@@ -244,16 +235,6 @@ func overlayOptions(env config.Config, opts map[string]string) (config.Config, [
 		problems = append(problems, strings.Split(strings.TrimPrefix(err.Error(), "config: "), "\n")...)
 	}
 	return c, problems
-}
-
-// durationOption reads a duration option by the one rule of
-// config.ParseDuration; on an error it keeps the environment's value.
-func durationOption(variable, v string, keep time.Duration) (time.Duration, error) {
-	d, err := config.ParseDurationFor(variable, v)
-	if err != nil {
-		return keep, err
-	}
-	return d, nil
 }
 
 // unknownOption names an option that is none, with the one meant when one
@@ -322,7 +303,7 @@ func (s *Settings) SetOptions(raw json.RawMessage) (any, error) {
 	}
 	var problems []string
 	for _, name := range slices.Sorted(maps.Keys(in)) {
-		if _, ok := optionVars[name]; !ok {
+		if _, ok := options[name]; !ok {
 			problems = append(problems, unknownOption(name))
 			continue
 		}
@@ -445,7 +426,7 @@ func (s *Settings) saveLocked() {
 func (s *Settings) optionsLocked() map[string]any {
 	values, sources := map[string]any{}, map[string]string{}
 	for _, name := range optionNames() {
-		values[name] = optionValue(s.applied, name)
+		values[name] = options[name].get(s.applied)
 		sources[name] = "environment"
 		if _, ok := s.saved.Options[name]; ok {
 			sources[name] = "mqtt"
