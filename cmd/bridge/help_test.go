@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"cloud2mqtt/internal/config"
+	"cloud2mqtt/internal/testkit"
 )
 
 // TestHelp: -h, -help and the command help print the same help on stdout:
@@ -124,7 +124,7 @@ func TestDemoStart(t *testing.T) {
 		if !strings.HasPrefix(line, "{") {
 			continue
 		}
-		if key, ok := repeatedKey(line); ok {
+		if key, ok := testkit.RepeatedKey(line); ok {
 			t.Errorf("the key %q twice in %s", key, line)
 		}
 	}
@@ -133,40 +133,14 @@ func TestDemoStart(t *testing.T) {
 	}
 }
 
-// repeatedKey reports a key an object (one JSON log line) has twice at its
-// top level: zerolog writes what it is given, duplicates included.
-func repeatedKey(line string) (string, bool) {
-	dec := json.NewDecoder(strings.NewReader(line))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return "", false
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		key, _ := tok.(string)
-		if seen[key] {
-			return key, true
-		}
-		seen[key] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return "", false
-		}
-	}
-	return "", false
-}
-
 func TestRepeatedKey(t *testing.T) {
-	if k, ok := repeatedKey(`{"component":"events","a":{"component":1},"component":"mqtt"}`); !ok || k != "component" {
+	if k, ok := testkit.RepeatedKey(`{"component":"events","a":{"component":1},"component":"mqtt"}`); !ok || k != "component" {
 		t.Errorf("a repeated key not found: %q %v", k, ok)
 	}
-	if _, ok := repeatedKey(`{"component":"mqtt","a":{"component":1}}`); ok {
+	if _, ok := testkit.RepeatedKey(`{"component":"mqtt","a":{"component":1}}`); ok {
 		t.Error("a nested key taken for a repeat")
 	}
-	if _, ok := repeatedKey(`{"x":1}`); ok {
+	if _, ok := testkit.RepeatedKey(`{"x":1}`); ok {
 		t.Error("one key taken for a repeat")
 	}
 }

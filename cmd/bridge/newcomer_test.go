@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"net"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"cloud2mqtt/internal/cloudsim"
+	"cloud2mqtt/internal/testkit"
 )
 
 // The newcomer's first hour (issue 30): each mistake a new user makes with
@@ -151,32 +151,7 @@ func TestNewcomerMistakes(t *testing.T) {
 	}
 	// A daemon stopped while paho waits between attempts to reach the
 	// event broker (5 s) leaves that wait to end on its own.
-	waitGoroutinesGone(t, 10*time.Second, "golang.(*client).Connect.func1", "golang.(*client).Disconnect.func1")
-}
-
-// waitGoroutinesGone waits until no goroutine's stack contains any of fns
-// (paho's stacks spell its package path with %2e for the dots).
-func waitGoroutinesGone(t *testing.T, timeout time.Duration, fns ...string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	buf := make([]byte, 4<<20)
-	for {
-		stacks := string(buf[:runtime.Stack(buf, true)])
-		left := ""
-		for _, fn := range fns {
-			if strings.Contains(stacks, fn) {
-				left = fn
-			}
-		}
-		if left == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("goroutines in %s still run %s after the daemons stopped", left, timeout)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.WaitGoroutinesGone(t, 10*time.Second, "golang.(*client).Connect.func1", "golang.(*client).Disconnect.func1")
 }
 
 // holdPorts takes a TCP and a UDP port on loopback for the test's life

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/mqtttest"
+	"cloud2mqtt/internal/testkit"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -247,31 +247,7 @@ func TestListenerMisconfigured(t *testing.T) {
 	// sleep short): it must end within one retry interval (listenerRetry
 	// here, 5 s by default), not leak. (Stacks spell paho's package path
 	// with %2e for its dots.)
-	waitGoroutinesGone(t, 10*time.Second, "golang.(*client).Connect.func1", "golang.(*client).Disconnect.func1")
-}
-
-// waitGoroutinesGone waits until no goroutine's stack contains any of fns.
-func waitGoroutinesGone(t *testing.T, timeout time.Duration, fns ...string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	buf := make([]byte, 4<<20)
-	for {
-		stacks := string(buf[:runtime.Stack(buf, true)])
-		left := ""
-		for _, fn := range fns {
-			if strings.Contains(stacks, fn) {
-				left = fn
-			}
-		}
-		if left == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("goroutines in %s still run %s after the daemons stopped", left, timeout)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.WaitGoroutinesGone(t, 10*time.Second, "golang.(*client).Connect.func1", "golang.(*client).Disconnect.func1")
 }
 
 // listenerDaemon is app.Main run in-process against a started broker and

@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"cloud2mqtt/internal/app"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/mqtttest"
+	"cloud2mqtt/internal/testkit"
 )
 
 // TestUnknownVariablesWarnedAtStart: a variable that looks like a setting
@@ -58,7 +58,7 @@ func TestNoLogLineRepeatsAKey(t *testing.T) {
 	})
 	h.stop()
 	for _, line := range strings.Split(h.logs.String(), "\n") {
-		if key, ok := repeatedKey(line); ok {
+		if key, ok := testkit.RepeatedKey(line); ok {
 			t.Errorf("the key %q twice in %s", key, line)
 		}
 	}
@@ -70,31 +70,6 @@ func TestNoLogLineRepeatsAKey(t *testing.T) {
 	if len(eventsBroker) == 0 || eventsBroker[0]["component"] != "mqtt" {
 		t.Errorf("the event broker's connection lines do not name CLOUD_EVENTS_URL: %v", eventsBroker)
 	}
-}
-
-// repeatedKey reports a key a JSON object has twice at its top level.
-func repeatedKey(line string) (string, bool) {
-	dec := json.NewDecoder(strings.NewReader(line))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return "", false
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		key, _ := tok.(string)
-		if seen[key] {
-			return key, true
-		}
-		seen[key] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return "", false
-		}
-	}
-	return "", false
 }
 
 // TestStoppedBeforeTheBroker (issue 30 §6): a daemon stopped while the

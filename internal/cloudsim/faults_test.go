@@ -12,6 +12,7 @@ import (
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/testkit"
 )
 
 // raw sends a request and returns the response or the transport error.
@@ -122,7 +123,7 @@ func TestHang(t *testing.T) {
 	if _, _, err := h.raw(ctx, http.MethodPost, cloud.PathControl, controlBody(stripSKU, stripID, capability.TypeRange, "brightness", 9)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)
 	}
-	waitFor(t, "the abandoned request logged", func() bool { return h.sim.Counts().Of(cloud.EndpointControl, 0) == 1 })
+	testkit.WaitFor(t, 5*time.Second, "the abandoned request logged", func() bool { return h.sim.Counts().Of(cloud.EndpointControl, 0) == 1 })
 
 	// A hung request completes normally once released.
 	done := make(chan int, 1)
@@ -134,7 +135,7 @@ func TestHang(t *testing.T) {
 		}
 		done <- resp.StatusCode
 	}()
-	waitFor(t, "the request to hang", func() bool { return h.sim.Faults().Hung() == 1 })
+	testkit.WaitFor(t, 5*time.Second, "the request to hang", func() bool { return h.sim.Faults().Hung() == 1 })
 	wantStatus(t, "other endpoints answer", h.state(stripSKU, stripID), 200)
 	release()
 	release() // harmless
@@ -160,22 +161,10 @@ func TestHang(t *testing.T) {
 		}
 		done <- resp.StatusCode
 	}()
-	waitFor(t, "the list to hang", func() bool { return h.sim.Faults().Hung() == 1 })
+	testkit.WaitFor(t, 5*time.Second, "the list to hang", func() bool { return h.sim.Faults().Hung() == 1 })
 	h.sim.Faults().Clear()
 	if got := <-done; got != 200 {
 		t.Fatalf("request released by Clear: %d", got)
-	}
-}
-
-// waitFor polls a condition another goroutine makes true.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/mqtttest"
+	"cloud2mqtt/internal/testkit"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -33,18 +34,6 @@ func (w *world) firstLight(t *testing.T) capability.Device {
 	return capability.Device{}
 }
 
-// waitFor polls cond every 20 ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("soak: %s: not within %s", what, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestKillDuringCommandStreamSendsValuesInOrder: the bridge is killed
 // (SIGKILL) in the middle of a stream of brightness commands and started
 // again; the broker redelivers what it had not seen acknowledged. No value
@@ -61,7 +50,7 @@ func TestKillDuringCommandStreamSendsValuesInOrder(t *testing.T) {
 	env["LOG_LEVEL"] = "debug"
 	dir := t.ArtifactDir()
 	d := startDaemon(t, env, filepath.Join(dir, "first.log"))
-	waitFor(t, 20*time.Second, "the light's state", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the light's state", func() bool {
 		w.watch.mu.Lock()
 		defer w.watch.mu.Unlock()
 		_, ok := w.watch.first[baseTopic+"/"+id+"/state"]
@@ -90,7 +79,7 @@ func TestKillDuringCommandStreamSendsValuesInOrder(t *testing.T) {
 	send(46, 60)
 	d = startDaemon(t, env, filepath.Join(dir, "second.log"))
 	send(61, 80)
-	waitFor(t, 30*time.Second, "the light at 80", func() bool {
+	testkit.WaitFor(t, 30*time.Second, "the light at 80", func() bool {
 		v, ok := w.sim.Value(light.Device, capability.InstanceBrightness)
 		return ok && capability.Equal(capability.NormalizeValue(v), int64(80))
 	})
@@ -133,7 +122,7 @@ func TestHugePayloadsAreRefusedAndMemoryReturns(t *testing.T) {
 	light := w.firstLight(t)
 	id := topic.DeviceID(light.SKU, light.Device)
 	d := startDaemon(t, w.env(time.Minute), filepath.Join(t.ArtifactDir(), "daemon.log"))
-	waitFor(t, 20*time.Second, "the light's state", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the light's state", func() bool {
 		w.watch.mu.Lock()
 		defer w.watch.mu.Unlock()
 		_, ok := w.watch.first[baseTopic+"/"+id+"/state"]
@@ -176,13 +165,13 @@ func TestHugePayloadsAreRefusedAndMemoryReturns(t *testing.T) {
 	d.alive()
 	pub := mqtttest.NewClient(t, w.broker.URL(), mqtttest.ClientOptions{})
 	pub.Publish(baseTopic+"/"+id+"/set/brightness", "33", false, 1)
-	waitFor(t, 10*time.Second, "the next command applied", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the next command applied", func() bool {
 		v, ok := w.sim.Value(light.Device, capability.InstanceBrightness)
 		return ok && capability.Equal(capability.NormalizeValue(v), int64(33))
 	})
 	var peak, after int64
 	start := time.Now()
-	waitFor(t, time.Minute, fmt.Sprintf("resident memory back within 10 MB of %d kB", before), func() bool {
+	testkit.WaitFor(t, time.Minute, fmt.Sprintf("resident memory back within 10 MB of %d kB", before), func() bool {
 		rss, _, _, err := rssKB(d.pid())
 		if err != nil {
 			t.Fatal(err)

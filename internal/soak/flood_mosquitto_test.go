@@ -26,6 +26,7 @@ import (
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/mqtttest"
+	"cloud2mqtt/internal/testkit"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -201,7 +202,7 @@ func newFloodRig(t *testing.T) *floodRig {
 	}, filepath.Join(dir, "bridge.log"))
 	for _, l := range g.lights {
 		id := topic.DeviceID(l.SKU, l.Device)
-		waitFor(t, 30*time.Second, id+"'s first state", func() bool { _, ok := g.watch.last(g.layout.State(id)); return ok })
+		testkit.WaitFor(t, 30*time.Second, id+"'s first state", func() bool { _, ok := g.watch.last(g.layout.State(id)); return ok })
 	}
 	g.d.alive()
 	g.subOut = filepath.Join(dir, "mosquitto_sub.txt")
@@ -216,7 +217,7 @@ func newFloodRig(t *testing.T) *floodRig {
 // the broker delivered to it before.
 func (g *floodRig) settle(t *testing.T, pub *publisher, name string) {
 	marker := baseTopic + "/" + name + "/set"
-	waitFor(t, 60*time.Second, name+" answered by the bridge and printed by mosquitto_sub", func() bool {
+	testkit.WaitFor(t, 60*time.Second, name+" answered by the bridge and printed by mosquitto_sub", func() bool {
 		_, answered := g.watch.last(baseTopic + "/" + name + "/error")
 		if answered && fileHas(g.subOut, marker+" {}") {
 			return true
@@ -244,7 +245,7 @@ func flood(t *testing.T, pace int) floodResult {
 	r.writing = pub.send(t, msgs, pace)
 	g.settle(t, pub, "flood-end")
 	g.sub.stop()
-	waitFor(t, 60*time.Second, "the bridge's commands sent", func() bool {
+	testkit.WaitFor(t, 60*time.Second, "the bridge's commands sent", func() bool {
 		m, err := g.d.metrics()
 		return err == nil && m["cloud2mqtt_queue_depth"] == 0 && m["cloud2mqtt_in_flight"] == 0
 	})

@@ -3,6 +3,7 @@ package web
 import (
 	"bufio"
 	"bytes"
+	"cloud2mqtt/internal/testkit"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -385,7 +386,7 @@ func TestSlowReaderLosesItsStream(t *testing.T) {
 		t.Fatalf("a reading client lost its stream after %d events: %v", events, sc.Err())
 	}
 	resp.Body.Close()
-	waitFor(t, "the reader's stream closed", func() bool { return h.slots.count() == 0 })
+	testkit.WaitFor(t, 20*time.Second, "the reader's stream closed", func() bool { return h.slots.count() == 0 })
 
 	// A client that never reads, with a small receive window, and much
 	// to send it.
@@ -405,17 +406,6 @@ func TestSlowReaderLosesItsStream(t *testing.T) {
 	if _, err := conn.Write([]byte("GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the silent client's stream open", func() bool { return h.slots.count() == 1 })
-	waitFor(t, "the silent client's stream closed by the write deadline", func() bool { return h.slots.count() == 0 })
-}
-
-// waitFor waits until cond holds (the server's own events make it so);
-// it fails after a generous bound.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(20 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("%s: not within 20 s", what)
-		}
-	}
+	testkit.WaitFor(t, 20*time.Second, "the silent client's stream open", func() bool { return h.slots.count() == 1 })
+	testkit.WaitFor(t, 20*time.Second, "the silent client's stream closed by the write deadline", func() bool { return h.slots.count() == 0 })
 }
