@@ -17,11 +17,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// fasthttp's cleaner of the state reads' idle connections
-	// (cloud.ReadTransport) sleeps until the oldest would have expired and
-	// cannot be woken; it ends by itself. internal/cloud's and
-	// internal/app's exception too.
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"))
+	goleak.VerifyTestMain(m)
 }
 
 func runBridge(t *testing.T, env map[string]string, args ...string) (int, string, string) {

@@ -23,7 +23,6 @@ import (
 
 	"cloud2mqtt/internal/bridge"
 	"cloud2mqtt/internal/clock"
-	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/events"
 	"cloud2mqtt/internal/lan"
@@ -220,26 +219,15 @@ func (m *Main) readyChan() chan struct{} {
 	return m.ready
 }
 
-// httpClient is the cloud's HTTP client, reads the transport of its state
-// reads (nil: the client's), and closeIdle closes the idle connections of
-// both when the daemon made them (else it does nothing): the scheduler
-// calls it once a start's first reads are answered. The daemon's own
-// reads go over cloud.ReadTransport unless a proxy is configured for the
-// cloud, which only net/http follows; a test's HTTPClient carries them all.
-func (m *Main) httpClient(baseURL string) (_ *http.Client, reads *cloud.ReadTransport, closeIdle func(), err error) {
+// httpClient is the cloud's HTTP client, and closeIdle closes the idle
+// connections of its transport when the daemon made it (else it does
+// nothing): the scheduler calls it once a start's first reads are answered.
+func (m *Main) httpClient() (_ *http.Client, closeIdle func()) {
 	if m.HTTPClient != nil {
-		return m.HTTPClient, nil, func() {}, nil
+		return m.HTTPClient, func() {}
 	}
 	t := cloudTransport()
-	reads, err = cloud.NewReadTransport(baseURL, scheduler.DefaultMaxInFlight+scheduler.DefaultFirstInFlight, readIdle)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	closeIdle = t.CloseIdleConnections
-	if reads != nil {
-		closeIdle = func() { t.CloseIdleConnections(); reads.CloseIdleConnections() }
-	}
-	return &http.Client{Timeout: m.Config.Cloud.Timeout, Transport: t}, reads, closeIdle, nil
+	return &http.Client{Timeout: m.Config.Cloud.Timeout, Transport: t}, t.CloseIdleConnections
 }
 
 // countRequest counts a cloud request in the metrics (cloud.Config.OnRequest).
@@ -251,11 +239,6 @@ func (m *Main) countRequest(endpoint string, status int) {
 		met.observeRequest(endpoint, status)
 	}
 }
-
-// readIdle is how long a connection of the state reads is kept without a
-// read: net/http's default for its idle connections, longer than the
-// longest gap between two batches of reads.
-const readIdle = 90 * time.Second
 
 // cloudTransport is net/http's default transport keeping as many idle
 // connections to the cloud as the scheduler may have requests in flight:

@@ -26,9 +26,5 @@ func TestMain(m *testing.M) {
 		// exception as internal/mqtt's.
 		goleak.IgnoreAnyFunction("github.com/eclipse/paho%2emqtt%2egolang.(*backoffController).sleepWithBackoff"),
 		goleak.IgnoreAnyFunction("github.com/eclipse/paho%2emqtt%2egolang.(*connectionStatus).Disconnecting"),
-		// fasthttp's cleaner of the state reads' idle connections
-		// (cloud.ReadTransport) sleeps until the oldest would have expired
-		// and cannot be woken; it ends by itself. internal/cloud's too.
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
 	)
 }

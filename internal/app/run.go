@@ -58,13 +58,10 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	log := m.Log
 	var sched *scheduler.Scheduler // the answers' rate-limit headers tell it the quota
 	clk := m.clock()
-	hc, reads, closeIdle, err := m.httpClient(env.baseURL)
-	if err != nil {
-		return nil, err
-	}
+	hc, closeIdle := m.httpClient()
 	client, err := cloud.New(cloud.Config{
 		BaseURL: env.baseURL, APIKey: env.apiKey, KeyHeader: cfg.Cloud.KeyHeader,
-		HTTPClient: hc, ReadTransport: reads, OnRequest: m.countRequest, Logger: log,
+		HTTPClient: hc, OnRequest: m.countRequest, Logger: log,
 		OnLimits: func(l cloud.RateLimits) { sched.ObserveLimits(l) },
 		Now:      clk.Now, // resets and Retry-After on the scheduler's clock
 	})

@@ -64,3 +64,13 @@ func TestCloudTransportKeepsConnections(t *testing.T) {
 		})
 	}
 }
+
+// TestCloudTransportFollowsTheProxy: every request to the cloud goes over
+// the one transport, which follows a proxy set in the environment
+// (HTTPS_PROXY, HTTP_PROXY, NO_PROXY) as net/http's default does.
+func TestCloudTransportFollowsTheProxy(t *testing.T) {
+	hc, _ := (&Main{}).httpClient()
+	if tr, ok := hc.Transport.(*http.Transport); !ok || tr.Proxy == nil {
+		t.Errorf("the daemon's cloud transport %T does not follow the environment's proxy", hc.Transport)
+	}
+}

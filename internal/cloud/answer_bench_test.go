@@ -89,7 +89,7 @@ func BenchmarkParseRateLimits(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if l, _ := parseRateLimits(netHeader(tc.header), now); l.Known() != (tc.name == "headers") {
+				if l, _ := parseRateLimits(tc.header, now); l.Known() != (tc.name == "headers") {
 					b.Fatal(l)
 				}
 			}

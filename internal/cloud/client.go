@@ -91,10 +91,6 @@ type Config struct {
 	APIKey     string       // CLOUD_API_KEY; sent in KeyHeader, never logged
 	KeyHeader  string       // default "Service-API-Key"
 	HTTPClient *http.Client // its Transport and Timeout (default: DefaultTimeout per request); redirects are never followed
-	// ReadTransport, when set, carries the state reads instead of
-	// HTTPClient's transport (the daemon's); the other requests keep
-	// HTTPClient's.
-	ReadTransport *ReadTransport
 	// OnRequest, when set, is told of every request sent, by endpoint name
 	// (EndpointState, ...), with its answer's HTTP status (0 when none
 	// came), from the requesting goroutine; it must not block.
@@ -146,18 +142,19 @@ type Client struct {
 	key     string
 	header  string
 	headers http.Header // every request's, shared read-only: built once, not per request
+	// The reads' headers: an empty Idempotency-Key (never sent) lets net/http
+	// ask again on a new connection when the cloud closed a kept one.
+	replay http.Header
 	// The configured client's transport and timeout, used directly: Do would
 	// copy the headers for redirects (which are never followed) and arm a
 	// second timer for every request.
 	transport http.RoundTripper
-	reads     *ReadTransport // the state reads' (nil: transport's)
 	onRequest func(endpoint string, status int)
 	timeout   time.Duration
 	log       zerolog.Logger
 	now       func() time.Time
 	maxBody   int64
 	onLimits  func(RateLimits)
-	names     names // capability types and instances of state answers
 
 	mu   sync.Mutex
 	seen map[string]struct{} // warnings already logged
@@ -192,13 +189,16 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	headers := http.Header{http.CanonicalHeaderKey(header): {cfg.APIKey}, "Content-Type": {"application/json"}, "Accept": {"application/json"}}
+	replay := headers.Clone()
+	replay["Idempotency-Key"] = nil
 	return &Client{
 		base:      base,
 		key:       cfg.APIKey,
 		header:    header,
-		headers:   http.Header{http.CanonicalHeaderKey(header): {cfg.APIKey}, "Content-Type": {"application/json"}, "Accept": {"application/json"}},
+		headers:   headers,
+		replay:    replay,
 		transport: transport,
-		reads:     cfg.ReadTransport,
 		onRequest: cfg.OnRequest,
 		timeout:   timeout,
 		log:       cfg.Logger.With().Str("component", "cloud").Logger(),

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"cloud2mqtt/internal/capability"
 
@@ -67,33 +66,15 @@ func (l *logBuf) warnings(t *testing.T) []map[string]any {
 	return out
 }
 
-// newReads is the daemon's transport of state reads to url, closed when
-// the test ends.
-func newReads(t testing.TB, url string) *ReadTransport {
-	t.Helper()
-	rt, err := NewReadTransport(url, 4, time.Minute)
-	if err != nil || rt == nil {
-		t.Fatalf("NewReadTransport(%s): %v, %v", url, rt, err)
-	}
-	t.Cleanup(rt.CloseIdleConnections)
-	return rt
-}
-
-// netReads makes a test client read states over net/http, as a daemon
-// behind a proxy does.
-func netReads(cfg *Config) { cfg.ReadTransport = nil }
-
 // newTestClient starts a server answering with h and returns a client of it
-// that logs at debug level into the returned buffer and reads states over
-// a ReadTransport, as the daemon does (netReads: over net/http). When the test ends the
+// that logs at debug level into the returned buffer. When the test ends the
 // buffer must not contain the API key.
 func newTestClient(t *testing.T, h http.HandlerFunc, mods ...func(*Config)) (*Client, *logBuf) {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	logs := &logBuf{}
-	cfg := Config{BaseURL: srv.URL, APIKey: testKey, HTTPClient: srv.Client(), Logger: zerolog.New(logs).Level(zerolog.DebugLevel),
-		ReadTransport: newReads(t, srv.URL)}
+	cfg := Config{BaseURL: srv.URL, APIKey: testKey, HTTPClient: srv.Client(), Logger: zerolog.New(logs).Level(zerolog.DebugLevel)}
 	for _, m := range mods {
 		m(&cfg)
 	}

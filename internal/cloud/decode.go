@@ -132,10 +132,9 @@ func (c *Client) readPayload(cl call, a answer, env envelope) (devicePart, error
 	return p, nil
 }
 
-// readStateSlow decodes a state answer the robust way: each part on its
-// own, so that a capability that cannot be read costs only itself (logged).
-// readState tries readStateFast first.
-func (c *Client) readStateSlow(cl call, a answer) (DeviceState, error) {
+// readState decodes a state answer: each capability on its own, so that
+// one that cannot be read costs only itself (logged).
+func (c *Client) readState(cl call, a answer) (DeviceState, error) {
 	env, err := c.check(cl, a)
 	if err != nil {
 		return DeviceState{}, err

@@ -3,6 +3,7 @@ package cloud
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -97,7 +98,7 @@ func BenchmarkDecodeState(b *testing.B) {
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			cl := call{ep: epState, sku: tc.sku, device: tc.device}
-			a := answer{status: 200, header: netHeader{}, body: tc.body}
+			a := answer{status: 200, header: http.Header{}, body: tc.body}
 			b.SetBytes(int64(len(tc.body)))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -169,7 +170,7 @@ func TestDeviceListLiveHeap(t *testing.T) {
 	}
 	c := fuzzClient(t)
 	body, models := householdList(t, 1000)
-	a := answer{status: 200, header: netHeader{}, body: body}
+	a := answer{status: 200, header: http.Header{}, body: body}
 	before := liveHeap()
 	devs, err := c.readDevices(call{ep: epDevices}, a)
 	if err != nil {
@@ -193,7 +194,7 @@ func TestDeviceListLiveHeap(t *testing.T) {
 func BenchmarkDecodeDevices(b *testing.B) {
 	c := fuzzClient(b)
 	body, _ := householdList(b, 1000)
-	a := answer{status: 200, header: netHeader{}, body: body}
+	a := answer{status: 200, header: http.Header{}, body: body}
 	b.SetBytes(int64(len(a.body)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -21,8 +21,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
 // call identifies one request for errors and logs.
@@ -95,11 +93,10 @@ func newRequestID() string {
 // answer is a response read in full.
 type answer struct {
 	status int
-	header headers
+	header http.Header
 	body   []byte
-	limits RateLimits         // what its rate-limit headers said
-	buf    *bytes.Buffer      // body's storage, for release (net/http's answers)
-	fresp  *fasthttp.Response // the same (ReadTransport's)
+	limits RateLimits    // what its rate-limit headers said
+	buf    *bytes.Buffer // body's storage, for release
 }
 
 // exchange sends one request and reads its answer, whatever its status.
@@ -111,9 +108,6 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 		b, err := json.Marshal(request{RequestID: newRequestID(), Payload: payload})
 		if err != nil {
 			return answer{}, cl.fail(ErrRequest, "the request cannot be encoded as JSON", err)
-		}
-		if cl.ep == epState && c.reads != nil {
-			return c.exchangeRead(ctx, cl, b)
 		}
 		body = bytes.NewReader(b)
 	}
@@ -140,6 +134,9 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 		return answer{}, cl.fail(ErrRequest, "the request cannot be built", err)
 	}
 	req.Header = c.headers
+	if cl.ep != epControl { // a command is never sent twice
+		req.Header = c.replay
+	}
 
 	start := time.Now()
 	// A redirect is answered as it is: following it would carry the key
@@ -155,7 +152,11 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 	}
 	defer func() { _ = resp.Body.Close() }()
 	c.counted(cl, resp.StatusCode)
-	limits := c.heard(netHeader(resp.Header))
+	// The headers say what is left of the quota, whatever the answer.
+	limits := c.readRateLimits(resp.Header, c.now())
+	if c.onLimits != nil && limits.Known() {
+		c.onLimits(limits)
+	}
 	// One buffer of the announced size (io.ReadAll would grow one from 512
 	// bytes, copying each time): a read answer is a kilobyte or two. The
 	// buffer comes from a pool when the caller gives the answer back
@@ -171,39 +172,15 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 		putBodyBuffer(buf)
 		return answer{}, c.transportError(ctx, cl, resp.StatusCode, err)
 	}
-	if e := c.sized(cl, resp.StatusCode, len(data), limits, start); e != nil {
+	c.log.Debug().Str("endpoint", cl.ep.name).Str("sku", cl.sku).Str("device", cl.device).
+		Int("status", resp.StatusCode).Int("bytes", len(data)).Dur("elapsed", time.Since(start)).Msg("cloud request")
+	if int64(len(data)) > c.maxBody {
 		putBodyBuffer(buf)
+		e := cl.fail(ErrTransient, fmt.Sprintf("the answer is larger than %d bytes and was not read", c.maxBody), nil)
+		e.HTTPStatus, e.Limits = resp.StatusCode, limits
 		return answer{}, e
 	}
-	return answer{status: resp.StatusCode, header: netHeader(resp.Header), body: data, limits: limits, buf: buf}, nil
-}
-
-// heard reads an answer's rate-limit headers, whatever its status, and
-// tells Config.OnLimits what they say of the quota.
-func (c *Client) heard(h headers) RateLimits {
-	limits := c.readRateLimits(h, c.now())
-	if c.onLimits != nil && limits.Known() {
-		c.onLimits(limits)
-	}
-	return limits
-}
-
-// sized logs an answer read whole (n bytes) and refuses it when it is
-// larger than the client reads; nil when it is not.
-func (c *Client) sized(cl call, status, n int, limits RateLimits, start time.Time) *APIError {
-	c.log.Debug().Str("endpoint", cl.ep.name).Str("sku", cl.sku).Str("device", cl.device).
-		Int("status", status).Int("bytes", n).Dur("elapsed", time.Since(start)).Msg("cloud request")
-	if int64(n) > c.maxBody {
-		return cl.tooLarge(status, c.maxBody, limits)
-	}
-	return nil
-}
-
-// tooLarge is the error of an answer longer than limit, left unread.
-func (cl call) tooLarge(status int, limit int64, limits RateLimits) *APIError {
-	e := cl.fail(ErrTransient, fmt.Sprintf("the answer is larger than %d bytes and was not read", limit), nil)
-	e.HTTPStatus, e.Limits = status, limits
-	return e
+	return answer{status: resp.StatusCode, header: resp.Header, body: data, limits: limits, buf: buf}, nil
 }
 
 // counted tells Config.OnRequest of a request sent, and its answer's
@@ -215,10 +192,8 @@ func (c *Client) counted(cl call, status int) {
 }
 
 // bodyBuffers keeps the buffers of answers given back, so that the steady
-// reads (17 a second at 1000 devices) do not each leave a kilobyte or two
-// for the collector, which at the daemon's GC target is most of an idle
-// daemon's collections. A buffer grown past maxPooledBody (a device list)
-// is left to the collector.
+// reads do not each leave one for the collector. A buffer grown past
+// maxPooledBody (a device list) is left to the collector.
 var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 const maxPooledBody = 64 << 10
@@ -243,10 +218,6 @@ func (a *answer) release() {
 	if a.buf != nil {
 		putBodyBuffer(a.buf)
 		a.buf, a.body = nil, nil
-	}
-	if a.fresp != nil {
-		fasthttp.ReleaseResponse(a.fresp)
-		a.fresp, a.body, a.header = nil, nil, nil
 	}
 }
 
@@ -367,7 +338,7 @@ func (c *Client) check(cl call, a answer) (envelope, error) {
 		e := cl.fail(kindForStatus(a.status), "", nil)
 		if a.status >= 300 && a.status <= 399 {
 			e.Kind = ErrRequest
-			e.Msg = fmt.Sprintf("the service redirects to %q: set CLOUD_BASE_URL to the service's address", c.clean(headerValue(a.header, "Location")))
+			e.Msg = fmt.Sprintf("the service redirects to %q: set CLOUD_BASE_URL to the service's address", c.clean(a.header.Get("Location")))
 		} else if jsonErr == nil {
 			e.Msg = c.clean(env.msg)
 			if env.codeErr == nil {
@@ -378,7 +349,7 @@ func (c *Client) check(cl call, a answer) (envelope, error) {
 			e.Msg = strings.ToLower(http.StatusText(a.status))
 		}
 		e.HTTPStatus, e.Limits = a.status, a.limits
-		e.RetryAfter = parseRetryAfter(headerValue(a.header, "Retry-After"), c.now())
+		e.RetryAfter = parseRetryAfter(a.header.Get("Retry-After"), c.now())
 		return envelope{}, e
 	}
 	if jsonErr != nil {
@@ -402,7 +373,7 @@ func (c *Client) check(cl call, a answer) (envelope, error) {
 		e := cl.fail(kindForStatus(env.code), msg, nil)
 		e.HTTPStatus, e.Limits = a.status, a.limits
 		e.Code = env.code
-		e.RetryAfter = parseRetryAfter(headerValue(a.header, "Retry-After"), c.now())
+		e.RetryAfter = parseRetryAfter(a.header.Get("Retry-After"), c.now())
 		return envelope{}, e
 	}
 	return env, nil

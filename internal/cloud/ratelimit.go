@@ -127,16 +127,16 @@ type headerProblem struct {
 // parseRateLimits reads both triples from an answer's headers at now. A
 // value that cannot be read is left out of the result and named in
 // problems; the rest of its triple stands.
-func parseRateLimits(h headers, now time.Time) (l RateLimits, problems []headerProblem) {
+func parseRateLimits(h http.Header, now time.Time) (l RateLimits, problems []headerProblem) {
 	l.At = now
 	l.Quota, problems = parseWindow(h, quotaHeaders, now, problems)
 	l.Short, problems = parseWindow(h, shortHeaders, now, problems)
 	return l, problems
 }
 
-func parseWindow(h headers, names windowHeaders, now time.Time, problems []headerProblem) (RateLimit, []headerProblem) {
+func parseWindow(h http.Header, names windowHeaders, now time.Time, problems []headerProblem) (RateLimit, []headerProblem) {
 	var w RateLimit
-	if v, ok := h.first(names.limit); ok {
+	if v, ok := first(h, names.limit); ok {
 		switch n, why := parseCount(v); {
 		case why != "":
 			problems = append(problems, headerProblem{names.limit, v, why})
@@ -146,7 +146,7 @@ func parseWindow(h headers, names windowHeaders, now time.Time, problems []heade
 			w.Limit = n
 		}
 	}
-	if v, ok := h.first(names.remaining); ok {
+	if v, ok := first(h, names.remaining); ok {
 		switch n, why := parseCount(v); {
 		case why != "":
 			problems = append(problems, headerProblem{names.remaining, v, why})
@@ -156,7 +156,7 @@ func parseWindow(h headers, names windowHeaders, now time.Time, problems []heade
 			w.Remaining, w.HasRemaining = n, true
 		}
 	}
-	if v, ok := h.first(names.reset); ok {
+	if v, ok := first(h, names.reset); ok {
 		if t, why := parseReset(v, now); why != "" {
 			problems = append(problems, headerProblem{names.reset, v, why})
 		} else {
@@ -166,27 +166,9 @@ func parseWindow(h headers, names windowHeaders, now time.Time, problems []heade
 	return w, problems
 }
 
-// headers are an answer's headers, net/http's or fasthttp's.
-type headers interface {
-	// first returns the value of the header of that canonical name, if
-	// the answer has it (its first, when it has several).
-	first(name string) (string, bool)
-}
-
-// headerValue is the header's first value, or "" (h may be nil).
-func headerValue(h headers, name string) string {
-	if h == nil {
-		return ""
-	}
-	v, _ := h.first(name)
-	return v
-}
-
-// netHeader is net/http's answer's.
-type netHeader http.Header
-
-func (h netHeader) first(name string) (string, bool) {
-	vs := h[name]
+// first returns the header's first value, if the answer has the header.
+func first(h http.Header, key string) (string, bool) {
+	vs := h[key]
 	if len(vs) == 0 {
 		return "", false
 	}
@@ -264,7 +246,7 @@ func checkReset(t, now time.Time) (time.Time, string) {
 
 // readRateLimits reads an answer's rate-limit headers, warning once per
 // header (and client) about a value it cannot read.
-func (c *Client) readRateLimits(h headers, now time.Time) RateLimits {
+func (c *Client) readRateLimits(h http.Header, now time.Time) RateLimits {
 	l, problems := parseRateLimits(h, now)
 	for _, p := range problems {
 		c.warnOnce("rate-limit-header:"+p.header, func(ev *zerolog.Event) {

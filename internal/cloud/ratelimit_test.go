@@ -98,7 +98,7 @@ func TestParseRateLimits(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l, problems := parseRateLimits(netHeader(tc.header), rlNow)
+			l, problems := parseRateLimits(tc.header, rlNow)
 			if !sameWindow(l.Quota, tc.quota) || !sameWindow(l.Short, tc.short) {
 				t.Errorf("got quota %+v short %+v\nwant quota %+v short %+v", l.Quota, l.Short, tc.quota, tc.short)
 			}

@@ -10,20 +10,19 @@ import (
 	"testing"
 )
 
-// A state read gives its answer's buffer and its scratch space back for the
-// next answer (answer.release, capRooms): a state already handed out must
-// keep every string and value it had while later answers, fast-path and
-// robust alike, are read into the same memory.
+// A state read gives its answer's buffer back for the next answer
+// (answer.release): a state already handed out must keep every string and
+// value it had while later answers are read into the same memory.
 func TestStatesSurviveTheReuseOfTheirBuffers(t *testing.T) {
 	answers := map[string]string{
-		// fast path: plain answer
+		// plain
 		"A1": `{"code":200,"msg":"success","payload":{"sku":"H6008","device":"A1","capabilities":[
 			{"type":"devices.capabilities.online","instance":"online","state":{"value":true}},
 			{"type":"devices.capabilities.range","instance":"brightness","state":{"value":77}},
 			{"type":"devices.capabilities.color_setting","instance":"colorRgb","state":{"value":16711935}},
 			{"type":"devices.capabilities.work_mode","instance":"workMode","state":{"value":{"workMode":1,"modeValue":2}}},
 			{"type":"devices.capabilities.property","instance":"note","state":{"value":"kitchen lamp"}}]}}`,
-		// robust path: an escape in a name sends it there
+		// escapes in names and values
 		"B2": `{"code":200,"msg":"success","payload":{"sku":"H7131","device":"B2","capabilities":[
 			{"type":"devices.capabilities.on_off","instance":"power\u0053witch","state":{"value":0}},
 			{"type":"devices.capabilities.property","instance":"label","state":{"value":"heater \u00e9t\u00e9"}}]}}`,
@@ -65,10 +64,10 @@ func TestStatesSurviveTheReuseOfTheirBuffers(t *testing.T) {
 		read("H6008", "C3")
 	}
 	if got := fmt.Sprintf("%#v", a); got != wantA {
-		t.Errorf("a fast-path state changed when later answers were read:\nwas %s\nnow %s", wantA, got)
+		t.Errorf("a state changed when later answers were read:\nwas %s\nnow %s", wantA, got)
 	}
 	if got := fmt.Sprintf("%#v", b); got != wantB {
-		t.Errorf("a robust-path state changed when later answers were read:\nwas %s\nnow %s", wantB, got)
+		t.Errorf("a state with escapes changed when later answers were read:\nwas %s\nnow %s", wantB, got)
 	}
 	if again := read("H6008", "A1"); !reflect.DeepEqual(again, a) {
 		t.Errorf("the same answer read again decodes differently:\n%#v\n%#v", again, a)

@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"encoding/json"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -102,7 +103,7 @@ func TestSharedDecodingMatchesSeparate(t *testing.T) {
 	for name, body := range bodies {
 		t.Run(name, func(t *testing.T) {
 			c := fuzzClient(t)
-			devs, err := c.readDevices(call{ep: epDevices}, answer{status: 200, header: netHeader{}, body: body})
+			devs, err := c.readDevices(call{ep: epDevices}, answer{status: 200, header: http.Header{}, body: body})
 			if err != nil {
 				t.Fatal(err)
 			}
