@@ -28,16 +28,33 @@ type StateValue struct {
 	Value any `json:"value"`
 }
 
-// UnmarshalJSON normalises the capability type.
+// UnmarshalJSON normalises the capability type and the value.
 func (c *CapabilityState) UnmarshalJSON(b []byte) error {
-	type plain CapabilityState
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
+	v, err := decodeCapabilityState(b)
+	*c = v
+	return err
+}
+
+// decodeCapabilityState decodes a capability in state form in one pass (a
+// state answer holds a dozen; a nested Unmarshal would scan each twice).
+func decodeCapabilityState(b []byte) (CapabilityState, error) {
+	var p struct {
+		Type     string `json:"type"`
+		Instance string `json:"instance"`
+		State    struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"state"`
 	}
-	p.Type = capability.NormalizeType(p.Type)
-	*c = CapabilityState(p)
-	return nil
+	if err := json.Unmarshal(b, &p); err != nil {
+		return CapabilityState{}, err
+	}
+	c := CapabilityState{Type: capability.NormalizeType(p.Type), Instance: p.Instance}
+	if len(p.State.Value) == 0 {
+		return c, nil
+	}
+	v, err := capability.Normalize(p.State.Value)
+	c.State.Value = v
+	return c, err
 }
 
 // UnmarshalJSON normalises the value.

@@ -148,17 +148,16 @@ func (c *Client) readState(cl call, a answer) (DeviceState, error) {
 	if err != nil {
 		return DeviceState{}, err
 	}
-	caps := decodeCapabilities(c, cl, p.Capabilities, func(cs CapabilityState) (string, string) { return cs.Type, cs.Instance })
+	caps := decodeCapabilities(c, cl, p.Capabilities, decodeCapabilityState, func(cs CapabilityState) (string, string) { return cs.Type, cs.Instance })
 	return DeviceState{SKU: cl.sku, Device: cl.device, Capabilities: caps}, nil
 }
 
 // decodeCapabilities decodes the capabilities of a state or scene payload.
 // One that cannot be decoded or has no instance is left out and logged.
-func decodeCapabilities[T any](c *Client, cl call, raws []json.RawMessage, name func(T) (typ, instance string)) []T {
+func decodeCapabilities[T any](c *Client, cl call, raws []json.RawMessage, decode func([]byte) (T, error), name func(T) (typ, instance string)) []T {
 	out := make([]T, 0, len(raws))
 	for i, raw := range raws {
-		var v T
-		err := json.Unmarshal(raw, &v)
+		v, err := decode(raw)
 		typ, instance := name(v)
 		if err == nil && instance == "" {
 			err = errors.New("it has no instance")
@@ -176,6 +175,13 @@ func decodeCapabilities[T any](c *Client, cl call, raws []json.RawMessage, name 
 	return out
 }
 
+// unmarshal is json.Unmarshal returning the value.
+func unmarshal[T any](b []byte) (T, error) {
+	var v T
+	err := json.Unmarshal(b, &v)
+	return v, err
+}
+
 // readScenes decodes a scene or DIY-scene answer. A missing payload is no
 // scenes.
 func (c *Client) readScenes(cl call, a answer) (Scenes, error) {
@@ -190,7 +196,7 @@ func (c *Client) readScenes(cl call, a answer) (Scenes, error) {
 	if err != nil {
 		return Scenes{}, err
 	}
-	caps := decodeCapabilities(c, cl, p.Capabilities, func(cp capability.Capability) (string, string) { return cp.Type, cp.Instance })
+	caps := decodeCapabilities(c, cl, p.Capabilities, unmarshal[capability.Capability], func(cp capability.Capability) (string, string) { return cp.Type, cp.Instance })
 	return Scenes{SKU: cl.sku, Device: cl.device, Capabilities: caps}, nil
 }
 
