@@ -279,32 +279,25 @@ func (s *store) resending() int {
 	return len(s.resends)
 }
 
-// notify logs failed connection attempts and keeps the last error, and
-// what it means, for Connect's message. paho calls it synchronously.
+// notify logs failed connection attempts and keeps the last error for
+// Connect's message. paho calls it synchronously: it must not block.
 func (c *Client) notify(_ paho.Client, n paho.ConnectionNotification) {
 	switch n := n.(type) {
 	case paho.ConnectionNotificationFailed:
-		c.attempting(true)
 		c.mu.Lock()
+		c.lastErr = n.Reason
 		closed := c.closed
 		c.mu.Unlock()
-		if closed {
-			return
+		if !closed {
+			c.log.Warn().Err(n.Reason).Str("hint", c.hint(n.Reason)).Msg("cannot connect to MQTT broker; retrying")
 		}
-		hint := c.hint(n.Reason)
-		c.mu.Lock()
-		c.lastErr, c.lastHint = n.Reason, hint
-		c.mu.Unlock()
-		c.log.Warn().Err(n.Reason).Str("hint", hint).Msg("cannot connect to MQTT broker; retrying")
 	case paho.ConnectionNotificationConnecting:
-		c.attempting(false)
 		c.log.Debug().Bool("reconnect", n.IsReconnect).Int("attempt", n.Attempt).Msg("connecting")
 	}
 }
 
-// lastFailure is the last failed attempt's error and what it means.
-func (c *Client) lastFailure() (hint string, err error) {
+func (c *Client) lastError() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lastHint, c.lastErr
+	return c.lastErr
 }
