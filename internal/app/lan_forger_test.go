@@ -32,8 +32,14 @@ func TestLANForgerCannotTakeOverALight(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = f.Close() })
-		// The forger answers after the light, as one that turns up when
-		// the bridge knows the light already would.
+		// The forger turns up once the bridge knows the light (below),
+		// and answers after it. Before the device list, the bridge takes
+		// the first scan answer that comes after it, which is the
+		// forger's on a slow machine: issue 40's first-scan window, not
+		// this test's.
+		if err := f.SetOff(lanQuietLight, true); err != nil {
+			t.Fatal(err)
+		}
 		if err := f.SetDelay(lanQuietLight, 500*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +48,11 @@ func TestLANForgerCannotTakeOverALight(t *testing.T) {
 	})
 	w := h.watch
 	h.waitConnection(lanQuietLight, "local")
-	w.until(wait, "the forger's scan answer refused", func() bool { return h.main.LAN().Stats().Contested >= 1 })
+	if err := forger.SetOff(lanQuietLight, false); err != nil {
+		t.Fatal(err)
+	}
+	// The next scan is LAN_SCAN_INTERVAL (10 min) away.
+	h.jumpUntil(wait, time.Minute, "the forger's scan answer refused", func() bool { return h.main.LAN().Stats().Contested >= 1 })
 
 	id := h.ids[lanQuietLight]
 	h.publish("cloud2mqtt/"+id+"/set/brightness", `40`)
