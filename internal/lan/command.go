@@ -259,10 +259,6 @@ func (c *Client) acquire(ctx context.Context, d *device) error {
 	select {
 	case d.busy <- struct{}{}:
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.closed:
-		return ErrClosed
 	default:
 	}
 	tk := taskOf(ctx)
