@@ -43,18 +43,8 @@ func newWorkNet(t *testing.T) (*clocktest.Clock, *lansim.Sim, *lan.Client) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the lamp did not answer the scan")
 	}
-	waitIdle(t, clk, "after the scan's answer")
+	clk.IdleWithin(t, 10*time.Second, "after the scan's answer")
 	return clk, sim, c
-}
-
-// waitIdle waits until clk has no work in hand.
-func waitIdle(t *testing.T, clk *clocktest.Clock, when string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := clk.WaitIdle(ctx); err != nil {
-		t.Fatalf("%s: %v", when, err)
-	}
 }
 
 // next waits for a value on ch.
@@ -109,7 +99,7 @@ func TestStatusIsWorkInHandUntilAnswered(t *testing.T) {
 	if err := next(t, res, "the status read"); err != nil {
 		t.Fatal(err)
 	}
-	waitIdle(t, clk, "after the answer")
+	clk.IdleWithin(t, 10*time.Second, "after the answer")
 }
 
 // TestPollIsWorkInHandUntilRead: a poll round is work in hand from its
@@ -147,7 +137,7 @@ func TestPollIsWorkInHandUntilRead(t *testing.T) {
 		t.Error("idle while the poll's read is still handing its answer on")
 	}
 	resume <- struct{}{}
-	waitIdle(t, clk, "after the poll's read")
+	clk.IdleWithin(t, 10*time.Second, "after the poll's read")
 
 	// The lamp off: the next round's read waits on its timeouts alone.
 	if err := sim.SetOff(lamp, true); err != nil {
@@ -159,13 +149,13 @@ func TestPollIsWorkInHandUntilRead(t *testing.T) {
 		if err := clk.WaitPending(wctx, 1); err != nil { // the try's timeout (the round's timer waits for the read)
 			t.Fatalf("try %d: %v", try, err)
 		}
-		waitIdle(t, clk, fmt.Sprintf("try %d of a read of the lamp switched off", try))
+		clk.IdleWithin(t, 10*time.Second, fmt.Sprintf("try %d of a read of the lamp switched off", try))
 		clk.Advance(300 * time.Millisecond) // Config.ConfirmTimeout
 	}
 	if err := next(t, read, "the poll's read of the lamp switched off"); !errors.Is(err, lan.ErrNoAnswer) {
 		t.Fatalf("poll of the lamp switched off: %v, want ErrNoAnswer", err)
 	}
-	waitIdle(t, clk, "after the poll gave up")
+	clk.IdleWithin(t, 10*time.Second, "after the poll gave up")
 }
 
 // TestDatagramToNobodyIsNoWork: a datagram to an address nobody listens
@@ -200,7 +190,7 @@ func TestDatagramToNobodyIsNoWork(t *testing.T) {
 		if err := clk.WaitPending(ctx, 1); err != nil { // the try's timeout: its request is out
 			t.Fatalf("try %d: %v", try, err)
 		}
-		waitIdle(t, clk, fmt.Sprintf("try %d, its request to the lamp's old address", try))
+		clk.IdleWithin(t, 10*time.Second, fmt.Sprintf("try %d, its request to the lamp's old address", try))
 		select {
 		case err := <-res:
 			t.Fatalf("the read ended before its timeouts were jumped: %v", err)
@@ -211,5 +201,5 @@ func TestDatagramToNobodyIsNoWork(t *testing.T) {
 	if err := next(t, res, "the status read"); !errors.Is(err, lan.ErrNoAnswer) {
 		t.Fatalf("status of a lamp that moved away: %v, want ErrNoAnswer", err)
 	}
-	waitIdle(t, clk, "after the read gave up")
+	clk.IdleWithin(t, 10*time.Second, "after the read gave up")
 }

@@ -252,14 +252,6 @@ func TestDeviceWorkInHand(t *testing.T) {
 	}
 	defer sim.Close()
 	to := func(a netip.Addr) netip.AddrPort { return netip.AddrPortFrom(a, uint16(sim.CommandPort())) }
-	waitIdle := func(when string) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := clk.WaitIdle(ctx); err != nil {
-			t.Fatalf("%s: %v", when, err)
-		}
-	}
 
 	// A datagram the device has not taken in (the kernel still queues it,
 	// or lost it) is on its way while the device listens there.
@@ -294,7 +286,7 @@ func TestDeviceWorkInHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	send()
-	waitIdle("after a request to the device switched off")
+	clk.IdleWithin(t, 10*time.Second, "after a request to the device switched off")
 
 	// Slow, it holds the request through its delay (an hour, on the
 	// system's time); stopped, it drops the answer and its work.

@@ -94,14 +94,6 @@ func TestRouter(t *testing.T) {
 		t.Fatal("eligibility or cloud-only instances misjudged")
 	}
 	clk := clocktest.New()
-	idle := func(when string) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := clk.WaitIdle(ctx); err != nil {
-			t.Fatalf("%s: %v", when, err)
-		}
-	}
 	sim, err := lansim.New(lansim.Options{Clock: clk},
 		lansim.Spec{ID: quiet.Device, SKU: "H6008", State: lan.Status{Brightness: 5, HasBrightness: true}},
 		lansim.Spec{ID: toggle.Device, SKU: "H6008"})
@@ -148,7 +140,7 @@ func TestRouter(t *testing.T) {
 		_, tg := reads.local[toggle.Key()]
 		return q && tg
 	})
-	idle("after the lights were found")
+	clk.IdleWithin(t, 10*time.Second, "after the lights were found")
 	if a, _ := sim.Addr(quiet.Device); store.location(quiet.Key()).Addr != a.String() {
 		t.Errorf("location %+v", store.location(quiet.Key()))
 	}
@@ -180,7 +172,7 @@ func TestRouter(t *testing.T) {
 	if err := <-res; err != nil {
 		t.Fatal(err)
 	}
-	idle("after the command")
+	clk.IdleWithin(t, 10*time.Second, "after the command")
 	store.mu.Lock()
 	got := store.applied[quiet.Key()][capability.InstanceBrightness]
 	store.mu.Unlock()
@@ -196,7 +188,7 @@ func TestRouter(t *testing.T) {
 		t.Errorf("silent light: %v, want ErrNoAnswer", err)
 	}
 	wait("the silent light given back to the cloud", func() bool { return !store.location(quiet.Key()).Local })
-	idle("after the silent light's command")
+	clk.IdleWithin(t, 10*time.Second, "after the silent light's command")
 	reads.mu.Lock()
 	_, still := reads.local[quiet.Key()]
 	reads.mu.Unlock()

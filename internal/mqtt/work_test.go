@@ -3,6 +3,7 @@ package mqtt
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -13,14 +14,17 @@ import (
 	"cloud2mqtt/internal/mqtttest"
 )
 
-// waitIdle waits until clk has no work in hand, failing the test after 10 s.
-func waitIdle(t *testing.T, clk *clocktest.Clock, when string) {
+// connectCounted is a Client on a clocktest clock, connected to a broker
+// that acknowledges only when told (no birth: the publishes are the
+// test's), and the broker's side of the connection.
+func connectCounted(t *testing.T) (*ackHoldingBroker, *clocktest.Clock, *Client, net.Conn) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := clk.WaitIdle(ctx); err != nil {
-		t.Fatalf("%s: %v", when, err)
-	}
+	b := newAckHoldingBroker(t)
+	cfg, _ := testConfig(t, b.url())
+	cfg.StateTopic = ""
+	clk := clocktest.New()
+	cfg.Clock = clk
+	return b, clk, connect(t, cfg, nil), <-b.conn
 }
 
 // stillBusy fails the test when clk becomes idle within a moment: work is
@@ -39,14 +43,8 @@ func stillBusy(t *testing.T, clk *clocktest.Clock, when string) {
 // acknowledges it; once every one is, none is.
 func TestPublishesAreWorkInHand(t *testing.T) {
 	t.Parallel()
-	b := newAckHoldingBroker(t)
-	cfg, _ := testConfig(t, b.url())
-	cfg.StateTopic = "" // no birth: the publishes are the test's
-	clk := clocktest.New()
-	cfg.Clock = clk
-	c := connect(t, cfg, nil)
-	conn := <-b.conn
-	waitIdle(t, clk, "connected")
+	b, clk, c, conn := connectCounted(t)
+	clk.IdleWithin(t, 10*time.Second, "connected")
 
 	const n = 5
 	for i := range n {
@@ -70,7 +68,7 @@ func TestPublishesAreWorkInHand(t *testing.T) {
 		t.Errorf("work in hand: %s; want the last publish among it", h)
 	}
 	b.ack(conn, got[n-1])
-	waitIdle(t, clk, "every publish acknowledged")
+	clk.IdleWithin(t, 10*time.Second, "every publish acknowledged")
 	if s := c.Stats(); s.Published != n || s.Queued != 0 {
 		t.Errorf("Stats() = %+v once idle, want %d published, none queued", s, n)
 	}
@@ -81,13 +79,7 @@ func TestPublishesAreWorkInHand(t *testing.T) {
 // again, until the broker acknowledges it on the next connection.
 func TestPublishesLostWithTheConnectionAreWorkInHand(t *testing.T) {
 	t.Parallel()
-	b := newAckHoldingBroker(t)
-	cfg, _ := testConfig(t, b.url())
-	cfg.StateTopic = ""
-	clk := clocktest.New()
-	cfg.Clock = clk
-	c := connect(t, cfg, nil)
-	first := <-b.conn
+	b, clk, c, first := connectCounted(t)
 
 	const n = 3
 	for i := range n {
@@ -111,20 +103,14 @@ func TestPublishesLostWithTheConnectionAreWorkInHand(t *testing.T) {
 		}
 		b.ack(second, p)
 	}
-	waitIdle(t, clk, "every publish acknowledged on the second connection")
+	clk.IdleWithin(t, 10*time.Second, "every publish acknowledged on the second connection")
 }
 
 // TestCloseGivesUpPublishes: what Close does not publish (the broker is
 // gone) is no longer work in hand once Close returns.
 func TestCloseGivesUpPublishes(t *testing.T) {
 	t.Parallel()
-	b := newAckHoldingBroker(t)
-	cfg, _ := testConfig(t, b.url())
-	cfg.StateTopic = ""
-	clk := clocktest.New()
-	cfg.Clock = clk
-	c := connect(t, cfg, nil)
-	conn := <-b.conn
+	b, clk, c, conn := connectCounted(t)
 	for i := range 3 {
 		if err := c.Publish(fmt.Sprintf("c2m/d%d/state", i), []byte("on"), true, 1); err != nil {
 			t.Fatal(err)
@@ -142,7 +128,7 @@ func TestCloseGivesUpPublishes(t *testing.T) {
 	}
 	stillBusy(t, clk, "disconnected")
 	closeClient(t, c)
-	waitIdle(t, clk, "closed")
+	clk.IdleWithin(t, 10*time.Second, "closed")
 }
 
 // TestInboundMessagesAreWorkInHand: a message received is work in hand
@@ -159,7 +145,7 @@ func TestInboundMessagesAreWorkInHand(t *testing.T) {
 	if err := c.Subscribe("cmd/#", 1, r.handle); err != nil {
 		t.Fatal(err)
 	}
-	waitIdle(t, clk, "subscribed")
+	clk.IdleWithin(t, 10*time.Second, "subscribed")
 	w := mqtttest.NewClient(t, b.URL(), mqtttest.ClientOptions{})
 	w.Publish("cmd/a", "1", false, 1)
 	w.Publish("cmd/a", "2", false, 0)
@@ -167,7 +153,7 @@ func TestInboundMessagesAreWorkInHand(t *testing.T) {
 	stillBusy(t, clk, "a handler running")
 	r.unblock()
 	<-r.started
-	waitIdle(t, clk, "both handled")
+	clk.IdleWithin(t, 10*time.Second, "both handled")
 	if got := r.payloads(); strings.Join(got, ",") != "1,2" {
 		t.Errorf("handled %v, want 1,2", got)
 	}

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"testing"
+	"time"
 )
 
 // The work in hand that the code under test reports (clock.Busy, a timer's
@@ -183,5 +185,16 @@ func caller() string {
 		if !more {
 			return "?"
 		}
+	}
+}
+
+// IdleWithin waits until no work is in hand, failing t after within with
+// when and what is still in hand.
+func (c *Clock) IdleWithin(t testing.TB, within time.Duration, when string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if err := c.WaitIdle(ctx); err != nil {
+		t.Fatalf("%s: %v", when, err)
 	}
 }

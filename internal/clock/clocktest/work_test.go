@@ -12,16 +12,6 @@ import (
 	"cloud2mqtt/internal/clock/clocktest"
 )
 
-// idleWithin is c's WaitIdle with a bound that fails the test.
-func idleWithin(t *testing.T, c *clocktest.Clock) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := c.WaitIdle(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // busy says that c has work in hand and that Holders names it.
 func busy(t *testing.T, c *clocktest.Clock, want string) {
 	t.Helper()
@@ -42,7 +32,7 @@ func TestBusyIsInHandUntilDone(t *testing.T) {
 	busy(t, c, "a read on the wire")
 	done()
 	done() // a second call changes nothing
-	idleWithin(t, c)
+	c.IdleWithin(t, 5*time.Second, "once the work was let go")
 	if !c.Idle() {
 		t.Error("work let go twice left the clock busy")
 	}
@@ -82,7 +72,7 @@ func TestAFiredTimerIsInHandUntilHandled(t *testing.T) {
 			<-tm.C()
 			busy(t, c, "unhandled") // received, not yet handled
 			end.do(tm)
-			idleWithin(t, c)
+			c.IdleWithin(t, 5*time.Second, "once the work was let go")
 		})
 	}
 }
@@ -92,7 +82,7 @@ func TestAValueStoppedUnreceivedIsNotInHand(t *testing.T) {
 	tm := c.NewTimer(time.Second)
 	c.Advance(time.Second)
 	tm.Stop()
-	idleWithin(t, c)
+	c.IdleWithin(t, 5*time.Second, "once the work was let go")
 }
 
 func TestEachTickIsInHandUntilDone(t *testing.T) {
@@ -106,9 +96,9 @@ func TestEachTickIsInHandUntilDone(t *testing.T) {
 	busy(t, c, "1 unhandled")
 	<-tk.C()
 	tk.Done()
-	idleWithin(t, c)
+	c.IdleWithin(t, 5*time.Second, "once the work was let go")
 	tk.Done() // no tick in hand: nothing to let go
-	idleWithin(t, c)
+	c.IdleWithin(t, 5*time.Second, "once the work was let go")
 }
 
 func TestAfterFuncIsInHandWhileItRuns(t *testing.T) {
@@ -120,7 +110,7 @@ func TestAfterFuncIsInHandWhileItRuns(t *testing.T) {
 	busy(t, c, "AfterFunc")
 	close(release)
 	<-ran
-	idleWithin(t, c)
+	c.IdleWithin(t, 5*time.Second, "once the work was let go")
 }
 
 func TestAWakeUpIsInHandUntilTheLoopLetsItGo(t *testing.T) {
@@ -136,7 +126,7 @@ func TestAWakeUpIsInHandUntilTheLoopLetsItGo(t *testing.T) {
 	busy(t, c, "poller: woken")
 	<-w.C()
 	w.Take()()
-	idleWithin(t, c)
+	c.IdleWithin(t, 5*time.Second, "once the work was let go")
 	select {
 	case <-w.C():
 		t.Error("a wake-up left in the channel after every notification was taken")
@@ -153,7 +143,7 @@ func TestADatagramIsInHandOnItsWayToAListener(t *testing.T) {
 	defer clock.Listening(c, bridge)()
 
 	clock.Sent(c, netip.MustParseAddrPort("127.0.0.9:4003"), []byte("to nobody"))
-	idleWithin(t, c)
+	c.IdleWithin(t, 5*time.Second, "once the work was let go")
 
 	clock.Sent(c, device, []byte(`{"cmd":"devStatus"}`))
 	busy(t, c, "on its way to 127.0.0.2:4003")
@@ -164,13 +154,13 @@ func TestADatagramIsInHandOnItsWayToAListener(t *testing.T) {
 	handled()
 	busy(t, c, "on its way to 127.0.0.1:4002") // the bridge listens on every address
 	clock.Arrived(c, bridge, []byte(`{"on":1}`))()
-	idleWithin(t, c)
+	c.IdleWithin(t, 5*time.Second, "once the work was let go")
 
 	// A datagram to a device that stops is lost, as the kernel loses it.
 	clock.Sent(c, device, []byte(`{"cmd":"turn"}`))
 	stopDevice()
 	stopDevice()
-	idleWithin(t, c)
+	c.IdleWithin(t, 5*time.Second, "once the work was let go")
 }
 
 func TestAdvancedIsHowFarTheTestJumped(t *testing.T) {
