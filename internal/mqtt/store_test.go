@@ -9,6 +9,16 @@ import (
 	"github.com/eclipse/paho.mqtt.golang/packets"
 )
 
+// storeWithPublish is an open store and a QoS 1 publish (id 7) to put in it.
+func storeWithPublish(t *testing.T) (*store, *packets.PublishPacket) {
+	s := &store{Store: paho.NewOrderedMemoryStore(), onAll: func() {}}
+	s.Open()
+	t.Cleanup(s.Close)
+	pub := packets.NewControlPacket(packets.Publish).(*packets.PublishPacket)
+	pub.Qos, pub.TopicName, pub.MessageID, pub.Payload = 1, "c2m/d0/state", 7, []byte(`{"on":true}`)
+	return s, pub
+}
+
 // TestStoreHandsOutCopiesOfPublishes: what paho's resume takes from the
 // store to send again is a copy, so that marking it a duplicate does not
 // write the packet a lost connection's writer may still be writing
@@ -16,11 +26,7 @@ import (
 // back as stored.
 func TestStoreHandsOutCopiesOfPublishes(t *testing.T) {
 	t.Parallel()
-	s := &store{Store: paho.NewOrderedMemoryStore(), onAll: func() {}}
-	s.Open()
-	defer s.Close()
-	pub := packets.NewControlPacket(packets.Publish).(*packets.PublishPacket)
-	pub.Qos, pub.TopicName, pub.MessageID, pub.Payload = 1, "c2m/d0/state", 7, []byte(`{"on":true}`)
+	s, pub := storeWithPublish(t)
 	s.Put("o.7", pub)
 	rel := packets.NewControlPacket(packets.Pubrel).(*packets.PubrelPacket)
 	rel.MessageID = 8
@@ -52,11 +58,7 @@ func TestStoreHandsOutCopiesOfPublishes(t *testing.T) {
 // packet the writer writes: under -race this fails when it is.
 func TestStoreGetDoesNotRaceWithPahosWriter(t *testing.T) {
 	t.Parallel()
-	s := &store{Store: paho.NewOrderedMemoryStore(), onAll: func() {}}
-	s.Open()
-	defer s.Close()
-	pub := packets.NewControlPacket(packets.Publish).(*packets.PublishPacket)
-	pub.Qos, pub.TopicName, pub.MessageID, pub.Payload = 1, "c2m/d0/state", 7, []byte(`{"on":true}`)
+	s, pub := storeWithPublish(t)
 	s.Put("o.7", pub) // as paho's Publish does, before it hands pub to its writer
 
 	var wg sync.WaitGroup
