@@ -203,6 +203,7 @@ type parts struct {
 	conn   *mqtt.Client
 	set    *settings.Settings
 	lan    *local.Router // nil: LAN control off
+	br     *bridge.Bridge
 }
 
 // clock is m.Clock, or the real clock when it is nil.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"cloud2mqtt/internal/local"
-	"cloud2mqtt/internal/topic"
 )
 
 // SaveDelay is how long after a change the state directory is written.
@@ -68,11 +67,7 @@ func (m *Main) Takes(name string) (bool, uint64) {
 	if !d.conn.Connected() {
 		return false, st.Received
 	}
-	subs := topic.New(m.Config.MQTT.BaseTopic).Inbound()
-	if m.Config.HA.Discovery {
-		subs = append(subs, m.Config.HA.StatusTopic)
-	}
-	for _, f := range subs {
+	for _, f := range d.br.Subscriptions() {
 		if matches(f, name) {
 			return true, st.Received
 		}

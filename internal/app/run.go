@@ -41,7 +41,6 @@ type running struct {
 	page      *statuspage.Page
 	scfg      scheduler.Config
 	mcfg      mqtt.Config
-	br        *bridge.Bridge
 	sd        Systemd
 
 	// Set by start: the loops' stops and their ends.
