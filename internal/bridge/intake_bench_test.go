@@ -13,6 +13,7 @@ import (
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
+	"cloud2mqtt/internal/testkit"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -110,11 +111,11 @@ func BenchmarkIntake(b *testing.B) {
 				payloads[i] = bc.payload(i)
 			}
 			b.ReportAllocs()
-			start := cpuTime(b)
+			start := testkit.CPUTime(b)
 			for i := 0; b.Loop(); i++ {
 				tb.Handle(topics[i%len(topics)], payloads[i%len(payloads)], false)
 			}
-			reportCPU(b, start)
+			testkit.ReportCPU(b, start)
 		})
 	}
 }

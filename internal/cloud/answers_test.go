@@ -10,13 +10,14 @@ import (
 	"testing"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/testkit"
 )
 
 // TestFixturesDecode serves every recorded answer and checks what the
 // client makes of it.
 func TestFixturesDecode(t *testing.T) {
 	t.Run("list_devices.json", func(t *testing.T) {
-		c, logs := newTestClient(t, answerWith(200, string(readFixture(t, "list_devices.json"))))
+		c, logs := newTestClient(t, answerWith(200, string(testkit.ReadFixture(t, fixtureDir, "list_devices.json"))))
 		devs, err := c.ListDevices(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -36,7 +37,7 @@ func TestFixturesDecode(t *testing.T) {
 		}
 	})
 	t.Run("list_devices_2.json", func(t *testing.T) {
-		c, logs := newTestClient(t, answerWith(200, string(readFixture(t, "list_devices_2.json"))))
+		c, logs := newTestClient(t, answerWith(200, string(testkit.ReadFixture(t, fixtureDir, "list_devices_2.json"))))
 		devs, err := c.ListDevices(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -54,7 +55,7 @@ func TestFixturesDecode(t *testing.T) {
 		}
 	})
 	t.Run("list_devices_issue4.json", func(t *testing.T) {
-		c, logs := newTestClient(t, answerWith(200, string(readFixture(t, "list_devices_issue4.json"))))
+		c, logs := newTestClient(t, answerWith(200, string(testkit.ReadFixture(t, fixtureDir, "list_devices_issue4.json"))))
 		devs, err := c.ListDevices(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -70,7 +71,7 @@ func TestFixturesDecode(t *testing.T) {
 		}
 	})
 	t.Run("get_device_state.json", func(t *testing.T) {
-		c, _ := newTestClient(t, answerWith(200, string(readFixture(t, "get_device_state.json"))))
+		c, _ := newTestClient(t, answerWith(200, string(testkit.ReadFixture(t, fixtureDir, "get_device_state.json"))))
 		st, err := c.State(t.Context(), "H7143", "52:8B:D4:AD:FC:45:5D:FE")
 		if err != nil {
 			t.Fatal(err)
@@ -87,7 +88,7 @@ func TestFixturesDecode(t *testing.T) {
 		}
 	})
 	t.Run("scenes.json", func(t *testing.T) {
-		c, _ := newTestClient(t, answerWith(200, string(readFixture(t, "scenes.json"))))
+		c, _ := newTestClient(t, answerWith(200, string(testkit.ReadFixture(t, fixtureDir, "scenes.json"))))
 		sc, err := c.Scenes(t.Context(), tSKU, "AA:BB:CC:DD:EE:AA:BB:FF")
 		if err != nil {
 			t.Fatal(err)

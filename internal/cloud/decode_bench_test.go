@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/testkit"
 
 	"github.com/rs/zerolog"
 )
@@ -27,7 +28,7 @@ func lightStateAnswer(tb testing.TB) (sku, device string, body []byte) {
 	var list struct {
 		Data []capability.Device `json:"data"`
 	}
-	if err := json.Unmarshal(readFixtureTB(tb, "list_devices_2.json"), &list); err != nil {
+	if err := json.Unmarshal(testkit.ReadFixture(tb, fixtureDir, "list_devices_2.json"), &list); err != nil {
 		tb.Fatal(err)
 	}
 	d := list.Data[0]
@@ -70,15 +71,6 @@ func lightStateAnswer(tb testing.TB) (sku, device string, body []byte) {
 	return d.SKU, d.Device, b
 }
 
-func readFixtureTB(tb testing.TB, name string) []byte {
-	tb.Helper()
-	b, err := os.ReadFile(filepath.Join(fixtureDir, name))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
-
 // BenchmarkDecodeState decodes whole state answers as Client.State does
 // after the request: a segmented light and the recorded humidifier.
 func BenchmarkDecodeState(b *testing.B) {
@@ -93,7 +85,7 @@ func BenchmarkDecodeState(b *testing.B) {
 		body        []byte
 	}{
 		{"light-H6072", sku, device, light},
-		{"humidifier-fixture", "H7143", "52:8B:D4:AD:FC:45:5D:FE", readFixtureTB(b, "get_device_state.json")},
+		{"humidifier-fixture", "H7143", "52:8B:D4:AD:FC:45:5D:FE", testkit.ReadFixture(b, fixtureDir, "get_device_state.json")},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/testkit"
 )
 
 // separately decodes each device of a list answer on its own, as ListDevices
@@ -98,7 +99,7 @@ func TestSharedDecodingMatchesSeparate(t *testing.T) {
 	household, models := householdList(t, 3*40)
 	bodies := map[string][]byte{"household": household}
 	for _, name := range []string{"list_devices.json", "list_devices_2.json", "list_devices_issue4.json"} {
-		bodies[name] = readFixtureTB(t, name)
+		bodies[name] = testkit.ReadFixture(t, fixtureDir, name)
 	}
 	for name, body := range bodies {
 		t.Run(name, func(t *testing.T) {

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -205,8 +203,6 @@ func stateValues(t *testing.T, r reply) map[string]any {
 	}
 	return out
 }
-
-func readFixture(name string) ([]byte, error) { return os.ReadFile(filepath.Join(fixtures, name)) }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 

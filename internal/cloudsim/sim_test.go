@@ -10,6 +10,7 @@ import (
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/testkit"
 )
 
 func TestAuth(t *testing.T) {
@@ -416,11 +417,7 @@ func mustScenes(t *testing.T) []capability.Option {
 	if err != nil || len(cat) != 0 {
 		t.Fatalf("empty scene list: %v %v", cat, err)
 	}
-	raw, err := readFixture("scenes.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, err := ParseSceneList(raw)
+	opts, err := ParseSceneList(testkit.ReadFixture(t, fixtures, "scenes.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
