@@ -150,7 +150,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	}
 	cfg, loadErr := config.Load(environment)
 	cfg.Demo = *demoMode
-	err = appScrub(errors.Join(loadErr, cfg.Validate()), environment)
+	err = appScrub(errors.Join(loadErr, app.Validate(cfg)), environment)
 	isTerm := false
 	if f, ok := stderr.(*os.File); ok {
 		isTerm = logging.IsTerminal(f)

@@ -19,7 +19,7 @@ import (
 	"cloud2mqtt/internal/config"
 )
 
-var update = flag.Bool("update", false, "rewrite deploy/homeassistant/cloud2mqtt/CHANGELOG.md from CHANGELOG.md")
+var update = flag.Bool("update", false, "rewrite deploy/homeassistant/cloud2mqtt/CHANGELOG.md from CHANGELOG.md, and config.yaml's options and schema from internal/config")
 
 var (
 	repoRoot = filepath.Join("..", "..")
@@ -61,7 +61,48 @@ func TestConfigIngressAndWatchdog(t *testing.T) {
 	}
 }
 
-// settingsLeftOut are the settings the app has no option for, and why.
+// The app's options and schema in config.yaml are generated from
+// config.Vars (each setting's app tag, its default and its kind): the
+// committed file is what appOptions gives. go test -update rewrites them.
+func TestAppOptions(t *testing.T) {
+	path := filepath.Join(appDir, "config.yaml")
+	head, _, ok := bytes.Cut(readFile(t, path), []byte("\noptions:\n"))
+	if !ok {
+		t.Fatal("config.yaml has no options")
+	}
+	want := append(append(head, '\n'), appOptions()...)
+	if *update {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := readFile(t, path); !bytes.Equal(got, want) {
+		t.Errorf("config.yaml's options and schema differ from config.Vars(): run go test ./internal/addon -run TestAppOptions -update and review the diff")
+	}
+}
+
+// appOptions renders config.yaml's options (the settings the app's form
+// shows, with their defaults) and schema (every option the app has).
+func appOptions() []byte {
+	var options, schema strings.Builder
+	for _, v := range config.Vars() {
+		if v.App == "" {
+			continue
+		}
+		name := strings.ToLower(v.Name)
+		schema.WriteString("  " + name + ": " + v.App + "\n")
+		if !strings.HasSuffix(v.App, "?") {
+			def := v.Default
+			if def == "" {
+				def = "null"
+			}
+			options.WriteString("  " + name + ": " + def + "\n")
+		}
+	}
+	return []byte("options:\n" + options.String() + "schema:\n" + schema.String())
+}
+
+// settingsLeftOut are the settings the app has no option for (app:"-"), and why.
 var settingsLeftOut = map[string]string{
 	"CLOUD_API_KEY_FILE": "secrets are options",
 	"MQTT_PASSWORD_FILE": "secrets are options",

@@ -20,6 +20,17 @@ import (
 
 // Local control (LAN_ENABLED, docs/lan.md): the router beside the cloud.
 
+// Validate is cfg.Validate with the LAN settings config keeps as text for
+// lan to parse (LAN_LISTEN, LAN_SCAN_TARGETS): every problem at once, each
+// naming its variable and the fix. They are checked also when
+// LAN_ENABLED=false: a setting left wrong would fail only on the day it is
+// turned on.
+func Validate(cfg config.Config) error {
+	_, listenErr := lan.ParseListen(cfg.Local.ListenAddr)
+	_, targetsErr := lan.ParseTargets(cfg.Local.ScanTargets)
+	return cfg.Validate(listenErr, targetsErr)
+}
+
 // lanClientConfig is the LAN client's configuration from the settings, or
 // override (Main.LANClient: the demo's, a test's) when set.
 func lanClientConfig(cfg config.Config, override *lan.Config) (lan.Config, error) {

@@ -4,10 +4,13 @@
 // files or systemd credentials, and Validate names the variable and the fix of
 // every problem at once.
 //
-// The struct tags are the single source of truth: Vars lists every variable
-// with its default and meaning from them, config.example.env is generated from
-// Vars (a test keeps it in step), and String, MarshalZerologObject and Table
-// print every setting with the secrets redacted.
+// The struct tags are the single source of truth (Config lists them): Vars
+// lists every variable with its default, meaning, option name and app schema
+// from them; config.example.env and the Home Assistant app's options are
+// generated from Vars (tests keep them in step); Validate and Set check the
+// rules the tags state; internal/settings takes its run-time options from
+// them; and String, MarshalZerologObject and Table print every setting with
+// the secrets redacted.
 //
 // It is not for flags (the -demo flag sets Config.Demo) and it does not
 // connect to anything: building clients from a Config is the bridge's job.
@@ -29,8 +32,24 @@ import (
 // Config is every setting of the daemon. Build it with Load, set Demo from the
 // flag, then call Validate.
 //
-// Field groups are for the reader; the variable names are fixed by the env
-// tags. The doc tags feed Vars and config.example.env: keep them one line.
+// Each field is the one description of its setting, in its tags, from
+// which the rest is derived (Vars):
+//   - env, envDefault: the variable and its default (caarlos0/env reads it);
+//   - doc: its one line of meaning (config.example.env, -help); group, on
+//     a group: the heading its settings are listed under;
+//   - min or choice, and invalid: the least value, or the words it may be
+//     (in any case), and what the error says after NAME=value when it
+//     breaks that rule (Validate, Set; rules.go);
+//   - option: its name when it may be changed at run time over MQTT
+//     (internal/settings), then after a comma what to send instead of a
+//     value that does not parse;
+//   - app: the Home Assistant app's option for it (config.yaml, generated):
+//     its schema type when not its kind's (url), ",shown" when the app's
+//     form shows it, "-" when the app has none;
+//   - redact:"url": a password in it is hidden when it is printed.
+//
+// What a tag cannot say is a rule of its group in validate.go. Field groups
+// are for the reader; the variable names are fixed by the env tags.
 type Config struct {
 	Cloud  Cloud         `group:"Cloud API"`
 	Poll   Poll          `group:"Polling"`
@@ -63,51 +82,53 @@ type Config struct {
 
 // Cloud is how to reach the vendor's cloud API.
 type Cloud struct {
-	BaseURL    string        `env:"CLOUD_BASE_URL" redact:"url" doc:"Base address of the cloud API, scheme and host only, like https://host (the bridge appends /router/api/v1/...); required unless -demo"`
-	APIKey     Secret        `env:"CLOUD_API_KEY" doc:"API key for the cloud (secret); or CLOUD_API_KEY_FILE, or the systemd credential cloud_api_key"`
-	APIKeyFile string        `env:"CLOUD_API_KEY_FILE" doc:"File holding the API key (absolute path; trailing newlines are ignored); not together with CLOUD_API_KEY"`
+	BaseURL    string        `env:"CLOUD_BASE_URL" redact:"url" app:"url,shown" doc:"Base address of the cloud API, scheme and host only, like https://host (the bridge appends /router/api/v1/...); required unless -demo"`
+	APIKey     Secret        `env:"CLOUD_API_KEY" app:",shown" doc:"API key for the cloud (secret); or CLOUD_API_KEY_FILE, or the systemd credential cloud_api_key"`
+	APIKeyFile string        `env:"CLOUD_API_KEY_FILE" app:"-" doc:"File holding the API key (absolute path; trailing newlines are ignored); not together with CLOUD_API_KEY"`
 	KeyHeader  string        `env:"CLOUD_API_KEY_HEADER" envDefault:"Service-API-Key" doc:"HTTP header that carries the API key"`
-	Timeout    time.Duration `env:"CLOUD_TIMEOUT" envDefault:"10s" doc:"Timeout of one cloud request"`
+	Timeout    time.Duration `env:"CLOUD_TIMEOUT" envDefault:"10s" min:"1ns" invalid:"must be positive, like 10s" doc:"Timeout of one cloud request"`
 	EventsURL  string        `env:"CLOUD_EVENTS_URL" redact:"url" doc:"Cloud event stream, mqtts://host:8883 style; empty = events off"`
-	DailyLimit int           `env:"CLOUD_DAILY_LIMIT" envDefault:"0" doc:"Most cloud requests per day (the account's quota); 0 = none set (the quota the cloud's answers tell is still planned within)"`
+	DailyLimit int           `env:"CLOUD_DAILY_LIMIT" envDefault:"0" min:"0" invalid:"is negative: set the most requests per day, or 0 for no daily limit" option:"daily_limit,send the most requests per day, or 0 for no daily limit" app:",shown" doc:"Most cloud requests per day (the account's quota); 0 = none set (the quota the cloud's answers tell is still planned within)"`
 }
 
 // Poll is how often the daemon reads from the cloud on its own.
 type Poll struct {
-	Interval           time.Duration `env:"POLL_INTERVAL" envDefault:"60s" doc:"How often each device's state is read; at least 2s (the cloud allows 30 state reads per minute per device), rounded up to whole seconds (reads are sent in batches once a second)"`
-	DeviceListInterval time.Duration `env:"DEVICE_LIST_INTERVAL" envDefault:"10m" doc:"How often the device list is read to find added or removed devices; at least 1m"`
-	SceneInterval      time.Duration `env:"SCENE_INTERVAL" envDefault:"6h" doc:"How often each light's scene lists are read; at least 1m"`
+	Interval           time.Duration `env:"POLL_INTERVAL" envDefault:"60s" min:"2s" invalid:"is below the 2s floor (the cloud allows 30 state reads per minute per device)" option:"poll_interval" app:",shown" doc:"How often each device's state is read; at least 2s (the cloud allows 30 state reads per minute per device), rounded up to whole seconds (reads are sent in batches once a second)"`
+	DeviceListInterval time.Duration `env:"DEVICE_LIST_INTERVAL" envDefault:"10m" min:"1m" invalid:"is below the 1m floor (the device list budget is shared by the whole account)" option:"device_list_interval" doc:"How often the device list is read to find added or removed devices; at least 1m"`
+	SceneInterval      time.Duration `env:"SCENE_INTERVAL" envDefault:"6h" min:"1m" invalid:"is below the 1m floor (scene lists rarely change; the bridge/request/scenes request reads them on demand)" option:"scene_interval" doc:"How often each light's scene lists are read; at least 1m"`
 }
 
 // Local is the vendor's LAN interface beside the cloud (docs/lan.md,
-// README "Local control").
+// README "Local control"). ListenAddr and ScanTargets are text here: lan
+// parses them where the LAN client is built, and app.Validate reports their
+// problems with the rest.
 type Local struct {
-	Enabled      bool          `env:"LAN_ENABLED" envDefault:"false" doc:"Control and read the lights that offer the vendor's LAN interface locally (true or false); turn LAN Control on for each light in the vendor's app"`
+	Enabled      bool          `env:"LAN_ENABLED" envDefault:"false" app:",shown" doc:"Control and read the lights that offer the vendor's LAN interface locally (true or false); turn LAN Control on for each light in the vendor's app"`
 	ListenAddr   string        `env:"LAN_LISTEN" envDefault:"0.0.0.0:4002" doc:"Address (host:port) the lights' LAN answers arrive at; they always answer to port 4002 of the sender"`
 	ScanTargets  string        `env:"LAN_SCAN_TARGETS" envDefault:"239.255.255.250" doc:"Comma-separated hosts or host:port the LAN scan goes to: the multicast group, other subnets' lights or broadcast addresses; a list replaces the default"`
-	ScanInterval time.Duration `env:"LAN_SCAN_INTERVAL" envDefault:"5m" doc:"How often the LAN is scanned for lights; at least 1s"`
-	PollInterval time.Duration `env:"LAN_POLL_INTERVAL" envDefault:"10s" doc:"How often each local light's state is read over the LAN (no cloud request); at least 100ms"`
+	ScanInterval time.Duration `env:"LAN_SCAN_INTERVAL" envDefault:"5m" min:"1s" invalid:"is below the 1s floor (the floor of the LAN client's scans; minutes are plenty: lights seldom move, and a silent light is found again by its next status answer)" doc:"How often the LAN is scanned for lights; at least 1s"`
+	PollInterval time.Duration `env:"LAN_POLL_INTERVAL" envDefault:"10s" min:"100ms" invalid:"is below the 100ms floor (the floor of the LAN client's polls; each light is also paced on its own, since lights drop bursts of datagrams)" doc:"How often each local light's state is read over the LAN (no cloud request); at least 100ms"`
 }
 
 // Limits are the cloud's rate limits the scheduler keeps to. The defaults are
 // the spec's table; per-minute budgets have a burst equal to the rate.
 type Limits struct {
-	DevicesPerMinute       int `env:"LIMIT_DEVICES_PER_MINUTE" envDefault:"30" doc:"Device list reads per minute for the account"`
-	ControlPerSecond       int `env:"LIMIT_CONTROL_PER_SECOND" envDefault:"12" doc:"Control commands per second for the account"`
-	ControlBurst           int `env:"LIMIT_CONTROL_BURST" envDefault:"80" doc:"Control commands the account may send at once"`
-	DeviceControlPerSecond int `env:"LIMIT_DEVICE_CONTROL_PER_SECOND" envDefault:"2" doc:"Control commands per second for each device"`
-	DeviceControlBurst     int `env:"LIMIT_DEVICE_CONTROL_BURST" envDefault:"6" doc:"Control commands each device may receive at once"`
-	StatePerMinute         int `env:"LIMIT_STATE_PER_MINUTE" envDefault:"30" doc:"State reads per minute for each device"`
-	ScenesPerMinute        int `env:"LIMIT_SCENES_PER_MINUTE" envDefault:"30" doc:"Scene list reads per minute for each device"`
+	DevicesPerMinute       int `env:"LIMIT_DEVICES_PER_MINUTE" envDefault:"30" min:"1" invalid:"must be at least 1 (a rate of zero would never send a request): set it to the cloud's limit or lower" doc:"Device list reads per minute for the account"`
+	ControlPerSecond       int `env:"LIMIT_CONTROL_PER_SECOND" envDefault:"12" min:"1" invalid:"must be at least 1 (a rate of zero would never send a request): set it to the cloud's limit or lower" doc:"Control commands per second for the account"`
+	ControlBurst           int `env:"LIMIT_CONTROL_BURST" envDefault:"80" min:"1" invalid:"must be at least 1 (a burst of zero would never send a request): set it to the cloud's limit or lower" doc:"Control commands the account may send at once"`
+	DeviceControlPerSecond int `env:"LIMIT_DEVICE_CONTROL_PER_SECOND" envDefault:"2" min:"1" invalid:"must be at least 1 (a rate of zero would never send a request): set it to the cloud's limit or lower" doc:"Control commands per second for each device"`
+	DeviceControlBurst     int `env:"LIMIT_DEVICE_CONTROL_BURST" envDefault:"6" min:"1" invalid:"must be at least 1 (a burst of zero would never send a request): set it to the cloud's limit or lower" doc:"Control commands each device may receive at once"`
+	StatePerMinute         int `env:"LIMIT_STATE_PER_MINUTE" envDefault:"30" min:"1" invalid:"must be at least 1 (a rate of zero would never send a request): set it to the cloud's limit or lower" doc:"State reads per minute for each device"`
+	ScenesPerMinute        int `env:"LIMIT_SCENES_PER_MINUTE" envDefault:"30" min:"1" invalid:"must be at least 1 (a rate of zero would never send a request): set it to the cloud's limit or lower" doc:"Scene list reads per minute for each device"`
 }
 
 // MQTT is the broker connection.
 type MQTT struct {
 	URL          string `env:"MQTT_URL" envDefault:"tcp://127.0.0.1:1883" redact:"url" doc:"Broker URL: tcp:// (or mqtt://), ssl:// (or mqtts://), ws:// or wss://host:port, or the word embedded for the built-in broker"`
-	Listen       string `env:"MQTT_LISTEN" envDefault:"127.0.0.1:1883" doc:"Address (host:port) the embedded broker listens on when MQTT_URL=embedded"`
+	Listen       string `env:"MQTT_LISTEN" envDefault:"127.0.0.1:1883" app:"-" doc:"Address (host:port) the embedded broker listens on when MQTT_URL=embedded"`
 	Username     string `env:"MQTT_USERNAME" doc:"Broker user name; empty = anonymous"`
 	Password     Secret `env:"MQTT_PASSWORD" doc:"Broker password (secret); or MQTT_PASSWORD_FILE, or the systemd credential mqtt_password"`
-	PasswordFile string `env:"MQTT_PASSWORD_FILE" doc:"File holding the broker password (absolute path; trailing newlines are ignored); not together with MQTT_PASSWORD"`
+	PasswordFile string `env:"MQTT_PASSWORD_FILE" app:"-" doc:"File holding the broker password (absolute path; trailing newlines are ignored); not together with MQTT_PASSWORD"`
 	CAFile       string `env:"MQTT_CA_FILE" doc:"PEM file of the CA(s) the broker's certificate is checked against; empty = the system's CAs"`
 	CertFile     string `env:"MQTT_CERT_FILE" doc:"PEM client certificate for TLS client authentication; together with MQTT_KEY_FILE"`
 	KeyFile      string `env:"MQTT_KEY_FILE" doc:"PEM private key of MQTT_CERT_FILE"`
@@ -126,7 +147,7 @@ type HomeAssistant struct {
 type HTTP struct {
 	Addr      string `env:"HTTP_ADDR" doc:"Address (host:port) of the HTTP endpoint: the status page at /, /healthz and /metrics; empty = off"`
 	Token     Secret `env:"HTTP_TOKEN" doc:"Token the status page's actions need (secret; bearer or the page's login); without it, actions work only when HTTP_ADDR is a loopback address; or HTTP_TOKEN_FILE, or the systemd credential http_token"`
-	TokenFile string `env:"HTTP_TOKEN_FILE" doc:"File holding HTTP_TOKEN (absolute path; trailing newlines are ignored); not together with HTTP_TOKEN"`
+	TokenFile string `env:"HTTP_TOKEN_FILE" app:"-" doc:"File holding HTTP_TOKEN (absolute path; trailing newlines are ignored); not together with HTTP_TOKEN"`
 	Hosts     string `env:"HTTP_HOSTS" doc:"More names the HTTP endpoint answers to (comma-separated host names, *.domain for its subdomains), e.g. a reverse proxy's; besides these only HTTP_ADDR's own address or name, this machine's host name and loopback names are served (421 otherwise)"`
 }
 
@@ -145,8 +166,8 @@ func (h HTTP) HostNames() []string {
 
 // Log is the daemon's log output.
 type Log struct {
-	Level  string `env:"LOG_LEVEL" envDefault:"info" doc:"Log level: trace, debug, info, warn or error"`
-	Format string `env:"LOG_FORMAT" envDefault:"auto" doc:"Log format: auto (console on a terminal, journal under systemd, json otherwise), console, json or journal (lines with their syslog priority)"`
+	Level  string `env:"LOG_LEVEL" envDefault:"info" choice:"trace,debug,info,warn,error" invalid:"is not a level: use one of trace, debug, info, warn, error" option:"log_level" app:",shown" doc:"Log level: trace, debug, info, warn or error"`
+	Format string `env:"LOG_FORMAT" envDefault:"auto" choice:"auto,console,json,journal" invalid:"is not a format: use auto (console on a terminal, journal under systemd, json otherwise), console, json or journal" app:"-" doc:"Log format: auto (console on a terminal, journal under systemd, json otherwise), console, json or journal (lines with their syslog priority)"`
 }
 
 // State is where the bridge keeps what it knows across restarts.
@@ -261,7 +282,7 @@ func parseProblems(err error, environ map[string]string, unparsed map[string]str
 		case reflect.TypeFor[bool]():
 			want = "true or false"
 		}
-		out = append(out, fmt.Errorf("%s=%s is not %s", name, Quote(environ[name]), want))
+		out = append(out, notA(name, environ[name], want))
 	}
 	return out
 }

@@ -7,7 +7,8 @@ import (
 )
 
 // TestLocalSettings: the LAN settings' defaults, and each bad value named
-// with its variable and the fix.
+// with its variable and the fix. LAN_LISTEN and LAN_SCAN_TARGETS are text
+// here, parsed by lan: internal/app's TestValidateLANSettings holds them.
 func TestLocalSettings(t *testing.T) {
 	base := map[string]string{"CLOUD_BASE_URL": "https://api.example.com", "CLOUD_API_KEY": "k"}
 	cfg := mustLoad(t, base)
@@ -15,10 +16,6 @@ func TestLocalSettings(t *testing.T) {
 		t.Errorf("defaults %+v, want %+v", cfg.Local, want)
 	}
 	for _, tc := range []struct{ name, value, want string }{
-		{"LAN_LISTEN", "4002", "LAN_LISTEN"},
-		{"LAN_LISTEN", "lights:4002", "not an IP address"},
-		{"LAN_SCAN_TARGETS", "239.255.255.250,,10.0.0.5", "empty entry"},
-		{"LAN_SCAN_TARGETS", "10.0.0.5:99999", "port"},
 		{"LAN_SCAN_INTERVAL", "500ms", "LAN_SCAN_INTERVAL=500ms is below the 1s floor"},
 		{"LAN_POLL_INTERVAL", "50ms", "LAN_POLL_INTERVAL=50ms is below the 100ms floor"},
 	} {

@@ -11,39 +11,31 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"cloud2mqtt/internal/lan"
-	"cloud2mqtt/internal/logging"
-)
-
-// Floors of the intervals. The poll floor is the cloud's state budget (30
-// reads per minute per device); the others keep the account's shared budget
-// for the reads that matter.
-const (
-	MinPollInterval       = 2 * time.Second
-	MinDeviceListInterval = time.Minute
-	MinSceneInterval      = time.Minute
-	MinLANScanInterval    = time.Second
-	MinLANPollInterval    = 100 * time.Millisecond
 )
 
 // Validate reports every problem of the configuration at once, one line per
 // problem, each naming the variable and the fix. It never prints a secret.
 // Call it after Load and after setting Demo.
-func (c Config) Validate() error {
+//
+// others are the problems of the settings this package keeps as text for
+// another to parse (LAN_LISTEN and LAN_SCAN_TARGETS, which lan parses where
+// the LAN client is built; app.Validate passes them): listed with the rest,
+// nil ones skipped, a quoted value cut as every value is.
+func (c Config) Validate(others ...error) error {
 	v := validator{unparsed: c.unparsed}
+	v.tags(c) // rules.go
 	v.cloud(c)
-	v.poll(c)
-	v.local(c.Local)
 	v.stateDir(c)
-	v.limits(c)
 	v.mqtt(c)
 	v.homeAssistant(c)
 	v.http(c)
-	v.logging(c)
+	for _, err := range others {
+		if err != nil {
+			v.problems = append(v.problems, errors.New(clipQuoted(err.Error())))
+		}
+	}
 	if len(v.problems) == 0 {
 		return nil
 	}
@@ -56,7 +48,7 @@ type validator struct {
 	problems []error
 }
 
-// cloud checks the cloud's address, key, timeout, events and daily limit.
+// cloud checks the cloud's address, key, key header and events.
 func (v *validator) cloud(c Config) {
 	switch {
 	case c.Cloud.BaseURL == "" && !c.Demo:
@@ -75,27 +67,8 @@ func (v *validator) cloud(c Config) {
 	if !isToken(c.Cloud.KeyHeader) {
 		v.add("CLOUD_API_KEY_HEADER", fmt.Sprintf("CLOUD_API_KEY_HEADER=%s is not an HTTP header name: use letters, digits and -, like Service-API-Key", Quote(c.Cloud.KeyHeader)))
 	}
-	if c.Cloud.Timeout <= 0 {
-		v.add("CLOUD_TIMEOUT", fmt.Sprintf("CLOUD_TIMEOUT=%s must be positive, like 10s", FormatDuration(c.Cloud.Timeout)))
-	}
 	if c.Cloud.EventsURL != "" {
 		v.brokerURL("CLOUD_EVENTS_URL", c.Cloud.EventsURL, "like mqtts://events.example.com:8883; empty turns events off")
-	}
-	if c.Cloud.DailyLimit < 0 {
-		v.add("CLOUD_DAILY_LIMIT", fmt.Sprintf("CLOUD_DAILY_LIMIT=%d is negative: set the most requests per day, or 0 for no daily limit", c.Cloud.DailyLimit))
-	}
-}
-
-// poll checks the intervals against their floors.
-func (v *validator) poll(c Config) {
-	if c.Poll.Interval < MinPollInterval {
-		v.add("POLL_INTERVAL", fmt.Sprintf("POLL_INTERVAL=%s is below the %s floor (the cloud allows 30 state reads per minute per device)", FormatDuration(c.Poll.Interval), FormatDuration(MinPollInterval)))
-	}
-	if c.Poll.DeviceListInterval < MinDeviceListInterval {
-		v.add("DEVICE_LIST_INTERVAL", fmt.Sprintf("DEVICE_LIST_INTERVAL=%s is below the %s floor (the device list budget is shared by the whole account)", FormatDuration(c.Poll.DeviceListInterval), FormatDuration(MinDeviceListInterval)))
-	}
-	if c.Poll.SceneInterval < MinSceneInterval {
-		v.add("SCENE_INTERVAL", fmt.Sprintf("SCENE_INTERVAL=%s is below the %s floor (scene lists rarely change; the bridge/request/scenes request reads them on demand)", FormatDuration(c.Poll.SceneInterval), FormatDuration(MinSceneInterval)))
 	}
 }
 
@@ -103,27 +76,6 @@ func (v *validator) poll(c Config) {
 func (v *validator) stateDir(c Config) {
 	if d := c.State.Dir; d != "" && !filepath.IsAbs(d) {
 		v.add("STATE_DIR", fmt.Sprintf("STATE_DIR=%s is not an absolute path: use one like /var/lib/cloud2mqtt (under systemd, StateDirectory=cloud2mqtt sets it)", Quote(d)))
-	}
-}
-
-// limits checks that every rate limit can send a request.
-func (v *validator) limits(c Config) {
-	for _, l := range []struct {
-		name  string
-		value int
-		what  string
-	}{
-		{"LIMIT_DEVICES_PER_MINUTE", c.Limits.DevicesPerMinute, "a rate"},
-		{"LIMIT_CONTROL_PER_SECOND", c.Limits.ControlPerSecond, "a rate"},
-		{"LIMIT_CONTROL_BURST", c.Limits.ControlBurst, "a burst"},
-		{"LIMIT_DEVICE_CONTROL_PER_SECOND", c.Limits.DeviceControlPerSecond, "a rate"},
-		{"LIMIT_DEVICE_CONTROL_BURST", c.Limits.DeviceControlBurst, "a burst"},
-		{"LIMIT_STATE_PER_MINUTE", c.Limits.StatePerMinute, "a rate"},
-		{"LIMIT_SCENES_PER_MINUTE", c.Limits.ScenesPerMinute, "a rate"},
-	} {
-		if l.value < 1 {
-			v.add(l.name, fmt.Sprintf("%s=%d must be at least 1 (%s of zero would never send a request): set it to the cloud's limit or lower", l.name, l.value, l.what))
-		}
 	}
 }
 
@@ -226,16 +178,6 @@ func hostName(s string) bool {
 		}
 	}
 	return true
-}
-
-// logging checks the log level and format.
-func (v *validator) logging(c Config) {
-	if _, err := logging.ParseLevel(c.Log.Level); err != nil {
-		v.add("LOG_LEVEL", fmt.Sprintf("LOG_LEVEL=%s is not a level: use one of %s", Quote(c.Log.Level), strings.Join(logging.Levels(), ", ")))
-	}
-	if _, err := logging.ParseFormat(c.Log.Format); err != nil {
-		v.add("LOG_FORMAT", fmt.Sprintf("LOG_FORMAT=%s is not a format: use auto (console on a terminal, journal under systemd, json otherwise), console, json or journal", Quote(c.Log.Format)))
-	}
 }
 
 func (v *validator) add(name, msg string) {
@@ -399,21 +341,4 @@ func isToken(s string) bool {
 		}
 	}
 	return true
-}
-
-// local checks the LAN settings, also when LAN_ENABLED=false (a setting
-// left wrong would fail only on the day it is turned on).
-func (v *validator) local(l Local) {
-	if _, err := lan.ParseListen(l.ListenAddr); err != nil {
-		v.add("LAN_LISTEN", err.Error())
-	}
-	if _, err := lan.ParseTargets(l.ScanTargets); err != nil {
-		v.add("LAN_SCAN_TARGETS", err.Error())
-	}
-	if l.ScanInterval < MinLANScanInterval {
-		v.add("LAN_SCAN_INTERVAL", fmt.Sprintf("LAN_SCAN_INTERVAL=%s is below the %s floor (the floor of the LAN client's scans; minutes are plenty: lights seldom move, and a silent light is found again by its next status answer)", FormatDuration(l.ScanInterval), FormatDuration(MinLANScanInterval)))
-	}
-	if l.PollInterval < MinLANPollInterval {
-		v.add("LAN_POLL_INTERVAL", fmt.Sprintf("LAN_POLL_INTERVAL=%s is below the %s floor (the floor of the LAN client's polls; each light is also paced on its own, since lights drop bursts of datagrams)", FormatDuration(l.PollInterval), FormatDuration(MinLANPollInterval)))
-	}
 }

@@ -1,8 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Var is one environment variable of the daemon, read from Config's tags.
@@ -12,7 +15,28 @@ type Var struct {
 	Doc     string // one line of meaning
 	Group   string // the heading it is listed under in config.example.env
 	Secret  bool   // its value is never printed
+	Kind    Kind   // what its value is
+	// Option is its name as an option changed at run time over MQTT
+	// (bridge/request/options, internal/settings); "" when it is not one.
+	Option string
+	// App is its type in the Home Assistant app's schema (config.yaml),
+	// ending in ? when the app's form shows it only on request; "" when
+	// the app has no option for it.
+	App string
 }
+
+// Kind is what a setting's value is: how an option reads it (Set) and how
+// the app's schema and the options' JSON show it.
+type Kind int
+
+// The kinds of value, from the field's Go type.
+const (
+	KindText     Kind = iota // string
+	KindSecret               // Secret
+	KindDuration             // time.Duration, read by ParseDuration
+	KindNumber               // int, a whole number
+	KindBool                 // bool
+)
 
 // Required are the settings without which the daemon does not start
 // (outside -demo); a test holds Validate to them.
@@ -43,14 +67,30 @@ func varNames() []string {
 type field struct {
 	v         Var
 	goName    string
-	value     reflect.Value
+	value     reflect.Value // settable when walk was given a pointer
 	redactURL bool
+	rule      rule
 }
 
-var secretType = reflect.TypeFor[Secret]()
+// rule is what a field's min, choice and invalid tags ask of its value
+// (rules.go), and what its option tag says to send instead of a value that
+// does not parse.
+type rule struct {
+	min        any      // the least value: a time.Duration or an int; nil for none
+	choices    []string // the words it may be, in lower case
+	invalid    string   // the error after NAME=value when it breaks the rule
+	optionHint string
+}
 
-// walk visits the leaf settings of a Config or of one of its groups in
-// declaration order. Fields tagged env:"-" and unexported ones are skipped.
+var (
+	secretType   = reflect.TypeFor[Secret]()
+	durationType = reflect.TypeFor[time.Duration]()
+)
+
+// walk visits the leaf settings of a Config or of one of its groups (or of
+// a pointer to one, to set them) in declaration order. Fields tagged env:"-"
+// and unexported ones are skipped. A tag that does not read is a mistake in
+// this package's source: it panics, so that every test fails on it.
 func walk(x any) []field {
 	var out []field
 	var visit func(v reflect.Value, group string)
@@ -72,22 +112,110 @@ func walk(x any) []field {
 			if name == "" {
 				continue
 			}
-			out = append(out, field{
-				v: Var{
-					Name:    name,
-					Default: sf.Tag.Get("envDefault"),
-					Doc:     sf.Tag.Get("doc"),
-					Group:   group,
-					Secret:  sf.Type == secretType,
-				},
-				goName:    sf.Name,
-				value:     v.Field(i),
-				redactURL: sf.Tag.Get("redact") == "url",
-			})
+			f, err := leaf(sf, name, group)
+			if err != nil {
+				panic(fmt.Sprintf("config: the tags of %s: %v", name, err))
+			}
+			f.value = v.Field(i)
+			out = append(out, f)
 		}
 	}
-	visit(reflect.ValueOf(x), "")
+	visit(reflect.Indirect(reflect.ValueOf(x)), "")
 	return out
+}
+
+// leaf reads one setting's tags.
+func leaf(sf reflect.StructField, name, group string) (field, error) {
+	kind := kindOf(sf.Type)
+	option, hint, _ := strings.Cut(sf.Tag.Get("option"), ",")
+	r := rule{invalid: sf.Tag.Get("invalid"), optionHint: hint}
+	if c := sf.Tag.Get("choice"); c != "" {
+		r.choices = strings.Split(c, ",")
+	}
+	if m := sf.Tag.Get("min"); m != "" {
+		var err error
+		switch kind {
+		case KindDuration:
+			r.min, err = ParseDuration(m)
+		case KindNumber:
+			r.min, err = strconv.Atoi(m)
+		default:
+			err = fmt.Errorf("min %q on a value that is not a number", m)
+		}
+		if err != nil {
+			return field{}, fmt.Errorf("min %q: %w", m, err)
+		}
+	}
+	if (r.min != nil || r.choices != nil) != (r.invalid != "") {
+		return field{}, fmt.Errorf("min or choice without invalid, or invalid without either")
+	}
+	return field{
+		v: Var{
+			Name:    name,
+			Default: sf.Tag.Get("envDefault"),
+			Doc:     sf.Tag.Get("doc"),
+			Group:   group,
+			Secret:  kind == KindSecret,
+			Kind:    kind,
+			Option:  option,
+			App:     appSchema(sf.Tag.Get("app"), kind, r),
+		},
+		goName:    sf.Name,
+		redactURL: sf.Tag.Get("redact") == "url",
+		rule:      r,
+	}, nil
+}
+
+func kindOf(t reflect.Type) Kind {
+	switch {
+	case t == secretType:
+		return KindSecret
+	case t == durationType:
+		return KindDuration
+	case t.Kind() == reflect.Int:
+		return KindNumber
+	case t.Kind() == reflect.Bool:
+		return KindBool
+	}
+	return KindText
+}
+
+// appDuration is the app's schema of a duration: a number with a unit,
+// which the Supervisor checks before the bridge reads it.
+const appDuration = `match(^[0-9]+(\.[0-9]+)?(ms|s|m|h)([0-9]+(\.[0-9]+)?(ms|s|m|h))*$)`
+
+// appSchema is a setting's type in the app's schema from its app tag
+// ("-": none; a type before the comma: that type; ",shown": the app's form
+// shows it, else it ends in ?) and otherwise from its kind and rule.
+func appSchema(tag string, kind Kind, r rule) string {
+	schema, flag, _ := strings.Cut(tag, ",")
+	if schema == "-" {
+		return ""
+	}
+	if schema == "" {
+		switch kind {
+		case KindSecret:
+			schema = "password"
+		case KindDuration:
+			schema = appDuration
+		case KindNumber:
+			schema = "int"
+			if r.min != nil {
+				schema = fmt.Sprintf("int(%d,)", r.min)
+			}
+		case KindBool:
+			schema = "bool"
+		default:
+			schema = "str"
+			if r.choices != nil {
+				schema = "list(" + strings.Join(r.choices, "|") + ")"
+			}
+		}
+	}
+	if flag != "shown" {
+		schema += "?"
+	}
+	return schema
 }
 
 // fieldVars maps each Go field name to its variable, to name the variable in
@@ -99,4 +227,15 @@ func fieldVars() map[string]string {
 		m[f.goName] = f.v.Name
 	}
 	return m
+}
+
+// lookup is the setting variable of c (a Config, or a pointer to one to set
+// it).
+func lookup(c any, variable string) (field, bool) {
+	for _, f := range walk(c) {
+		if f.v.Name == variable {
+			return f, true
+		}
+	}
+	return field{}, false
 }

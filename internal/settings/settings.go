@@ -22,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -34,54 +33,25 @@ import (
 	"cloud2mqtt/internal/statedir"
 )
 
-// option is a setting a user changes at run time with
-// <base>/bridge/request/options: the variable it overrides, its value in a
-// configuration as the environment spells it, and how a value is laid over
-// one (keeping the old value on an error). A new option is a row of options.
-type option struct {
-	variable string
-	get      func(config.Config) string
-	set      func(c *config.Config, v string) error
-}
+// options are the settings a user changes at run time with
+// <base>/bridge/request/options, by option name: the variables with an
+// option tag in config.Config. config reads a value and lays it over a
+// configuration (Config.Set), Validate holds the result to the
+// environment's rules, and applyLocked makes it take effect. A new option
+// is that tag, and its effect in applyLocked.
+var options = func() map[string]config.Var {
+	m := map[string]config.Var{}
+	for _, v := range config.Vars() {
+		if v.Option != "" {
+			m[v.Option] = v
+		}
+	}
+	return m
+}()
 
-var options = map[string]option{
-	"poll_interval":        duration("POLL_INTERVAL", func(c *config.Config) *time.Duration { return &c.Poll.Interval }),
-	"device_list_interval": duration("DEVICE_LIST_INTERVAL", func(c *config.Config) *time.Duration { return &c.Poll.DeviceListInterval }),
-	"scene_interval":       duration("SCENE_INTERVAL", func(c *config.Config) *time.Duration { return &c.Poll.SceneInterval }),
-	"daily_limit": {"CLOUD_DAILY_LIMIT",
-		func(c config.Config) string { return strconv.Itoa(c.Cloud.DailyLimit) },
-		func(c *config.Config, v string) error {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil {
-				return fmt.Errorf("CLOUD_DAILY_LIMIT=%s is not a whole number: send the most requests per day, or 0 for no daily limit", config.Quote(v))
-			}
-			c.Cloud.DailyLimit = n
-			return nil
-		}},
-	"log_level": {"LOG_LEVEL",
-		func(c config.Config) string { return c.Log.Level },
-		func(c *config.Config, v string) error {
-			if _, err := logging.ParseLevel(v); err != nil {
-				return fmt.Errorf("LOG_LEVEL=%s is not a level: use one of %s", config.Quote(v), strings.Join(logging.Levels(), ", "))
-			}
-			c.Log.Level = strings.ToLower(strings.TrimSpace(v))
-			return nil
-		}},
-}
-
-// duration is the option of a duration variable, read by the one rule of
-// config.ParseDuration.
-func duration(variable string, field func(*config.Config) *time.Duration) option {
-	return option{variable,
-		func(c config.Config) string { return config.FormatDuration(*field(&c)) },
-		func(c *config.Config, v string) error {
-			d, err := config.ParseDurationFor(variable, v)
-			if err == nil {
-				*field(c) = d
-			}
-			return err
-		}}
-}
+// isDuration reports whether the option name is a duration (a device's
+// poll_interval is the bridge's, for one device).
+func isDuration(name string) bool { return options[name].Kind == config.KindDuration }
 
 func optionNames() []string { return slices.Sorted(maps.Keys(options)) }
 
@@ -179,7 +149,7 @@ func (s *Settings) Apply() {
 		if _, ok := s.saved.Options[name]; ok {
 			from = "mqtt"
 		}
-		ev = ev.Str(name, options[name].get(s.applied)+" ("+from+")")
+		ev = ev.Str(name, s.applied.Value(options[name].Name)+" ("+from+")")
 	}
 	ev.Int("devices_with_options", len(s.saved.Devices)).Msg("settings")
 }
@@ -227,7 +197,7 @@ func overlayOptions(env config.Config, opts map[string]string) (config.Config, [
 			problems = append(problems, unknownOption(name))
 			continue
 		}
-		if err := o.set(&c, opts[name]); err != nil {
+		if err := c.Set(o.Name, opts[name]); err != nil {
 			problems = append(problems, name+": "+err.Error())
 		}
 	}
@@ -275,7 +245,7 @@ func optionString(name string, raw json.RawMessage) (s string, ok bool, err erro
 	if err := json.Unmarshal(raw, &n); err != nil {
 		return "", false, fmt.Errorf("%s: %s is neither a string nor a number", name, excerpt(raw))
 	}
-	if strings.HasSuffix(name, "_interval") {
+	if isDuration(name) {
 		return string(n) + "s", true, nil
 	}
 	return string(n), true, nil
@@ -324,7 +294,7 @@ func (s *Settings) SetOptions(raw json.RawMessage) (any, error) {
 	}
 	// Durations are kept as the environment would spell them ("90" is 1m30s).
 	for name, v := range next {
-		if strings.HasSuffix(name, "_interval") {
+		if isDuration(name) {
 			if d, err := config.ParseDuration(v); err == nil {
 				next[name] = config.FormatDuration(d)
 			}
@@ -388,8 +358,8 @@ func setDeviceOption(d *Device, name string, v json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		if iv < config.MinPollInterval {
-			return fmt.Errorf("poll_interval=%s is below the %s floor (the cloud allows 30 state reads per minute per device)", config.FormatDuration(iv), config.FormatDuration(config.MinPollInterval))
+		if err := config.CheckAs("POLL_INTERVAL", name, iv); err != nil {
+			return err
 		}
 		d.PollInterval = config.FormatDuration(iv)
 	case "disabled":
@@ -426,14 +396,15 @@ func (s *Settings) saveLocked() {
 func (s *Settings) optionsLocked() map[string]any {
 	values, sources := map[string]any{}, map[string]string{}
 	for _, name := range optionNames() {
-		values[name] = options[name].get(s.applied)
+		v := s.applied.Value(options[name].Name)
+		values[name] = v
+		if n, err := strconv.Atoi(v); err == nil && options[name].Kind == config.KindNumber {
+			values[name] = n
+		}
 		sources[name] = "environment"
 		if _, ok := s.saved.Options[name]; ok {
 			sources[name] = "mqtt"
 		}
-	}
-	if n, err := strconv.Atoi(values["daily_limit"].(string)); err == nil {
-		values["daily_limit"] = n
 	}
 	return map[string]any{"options": values, "sources": sources}
 }
@@ -462,7 +433,7 @@ type Snapshot struct {
 	// Devices are the devices' options by topic id.
 	Devices map[string]Device
 	// Options are the effective options by name, as the environment
-	// spells them (daily_limit a number), and Sources where each comes
+	// spells them (a whole number as a number), and Sources where each comes
 	// from: "environment" or "mqtt".
 	Options map[string]any
 	Sources map[string]string
