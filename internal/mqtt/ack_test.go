@@ -128,3 +128,29 @@ func TestRedeliveryAfterReconnectIsNotHandledTwice(t *testing.T) {
 		}
 	})
 }
+
+// QoS 2 messages are handled and acknowledged too (PUBREC, then paho
+// answers the broker's PUBREL), in order with QoS 1 ones on the same
+// subscription. No subscription of the bridge asks for QoS 2; a user of
+// the package may.
+func TestQoS2MessagesStillArrive(t *testing.T) {
+	t.Parallel()
+	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
+		b := mqtttest.Start(t, mqtttest.WithKind(kind))
+		cfg, _ := testConfig(t, b.URL())
+		c := connect(t, cfg, nil)
+		got := make(sink, 10)
+		if err := c.Subscribe("q/#", 2, got.handler); err != nil {
+			t.Fatal(err)
+		}
+		w := mqtttest.NewClient(t, b.URL(), mqtttest.ClientOptions{})
+		w.Publish("q/two", "2", false, 2)
+		w.Publish("q/one", "1", false, 1)
+		w.Publish("q/two", "3", false, 2)
+		for _, want := range [][2]string{{"q/two", "2"}, {"q/one", "1"}, {"q/two", "3"}} {
+			if m := got.next(t); m != want {
+				t.Errorf("handled %v, want %v", m, want)
+			}
+		}
+	})
+}

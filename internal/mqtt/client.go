@@ -8,11 +8,11 @@
 // It knows nothing about topics' meaning or payloads (package topic and the
 // bridge do). Messages flow like this:
 //
-//   - Inbound: the connection is read through a buffer (conn.go); each
-//     PUBLISH is taken off it under paho (intake.go) and put on the queue of
-//     every matching subscription; one goroutine per subscription runs its
-//     handler in arrival order and then acknowledges the message (QoS 1: a
-//     PUBACK written on the connection it came in on), so a crash loses
+//   - Inbound: paho reads the connection and hands each message, in
+//     arrival order, to the Client's dispatcher (flow.go), which puts it on
+//     the queue of every matching subscription; one goroutine per
+//     subscription runs its handler in arrival order and then acknowledges
+//     the message through paho (manual acknowledgement), so a crash loses
 //     nothing the broker counts as delivered, and what it sends again is
 //     newer than everything handled. The broker never has more than its
 //     window (mosquitto: 20) of unacknowledged messages on the way, so the
@@ -36,9 +36,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
@@ -66,14 +68,9 @@ type Stats struct {
 }
 
 type inMsg struct {
-	topic    string
-	payload  []byte
-	qos      byte
-	retained bool
-	dup      bool
-	mid      uint16
-	gen      uint64 // the connection it arrived on
-	ack      *ack
+	paho.Message
+	gen uint64 // the connection it arrived on
+	ack *ack
 }
 
 type outMsg struct {
@@ -110,6 +107,7 @@ type subscription struct {
 // Client is a connection to the broker. Its methods are safe for concurrent use.
 type Client struct {
 	cfg       Config
+	broker    *url.URL
 	log       zerolog.Logger
 	pc        paho.Client
 	store     *store
@@ -138,6 +136,7 @@ type Client struct {
 	closed   bool
 	stopping bool // the workers stop: nothing more is queued for them
 	lastErr  error
+	lastHint string // what lastErr means (hint)
 	connects int
 	// releasing: a return of memory after a large message is scheduled;
 	// released: when the last one ran.
@@ -147,7 +146,6 @@ type Client struct {
 	// their connection was lost: the broker sends them again.
 	redelivered map[uint16]bool
 	conflict    takeover
-	wire        *wire // the last connection attempt's record (conn.go)
 
 	dropLog *rate.Limiter // logDrop's lines
 
@@ -181,6 +179,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 	}
 	c := &Client{
 		cfg:       cfg,
+		broker:    u,
 		counts:    cfg.Clock != clock.Real,
 		log:       cfg.Logger.With().Str("component", "mqtt").Str("broker", u.Redacted()).Str("client_id", cfg.ClientID).Logger(),
 		onConnect: onConnect,
@@ -195,6 +194,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		resumed:   make(chan struct{}),
 
 		redelivered: map[uint16]bool{},
+		conflict:    takeover{lost: make(chan struct{}, 1)},
 		dropLog:     rate.NewLimiter(1, 5),
 	}
 
@@ -207,27 +207,33 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		SetProtocolVersion(4).
 		SetCleanSession(false).
 		SetResumeSubs(false). // the Client resubscribes itself on every connect
-		// Messages are acknowledged once handled (see work), not once
+		// Messages are acknowledged once handled (flow.go), not once
 		// received: a crash loses none, and what the broker sends again
 		// after one is newer than everything handled.
-		SetAutoAckDisabled(ackWhenHandled).
-		// Order matters: messages reach the dispatcher in the order they
-		// arrived, so two commands for one device are not swapped. The
-		// dispatcher never blocks (it only queues), which is what paho
-		// requires of an ordered handler.
+		SetAutoAckDisabled(true).
+		// paho calls the dispatcher on its router goroutine in arrival
+		// order (without, each message gets a goroutine of its own and two
+		// commands for one device may swap); the dispatcher only queues,
+		// which is what paho requires of it then.
 		SetOrderMatters(true).
 		SetStore(c.store).
 		SetKeepAlive(cfg.KeepAlive).
 		SetPingTimeout(min(cfg.KeepAlive, 10*time.Second)).
 		SetConnectTimeout(cfg.ConnectTimeout).
 		SetWriteTimeout(cfg.PublishTimeout).
-		SetDialer(&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).
-		SetCustomOpenConnectionFn(c.open).
+		SetDialer(&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second,
+			Control: func(string, string, syscall.RawConn) error { return c.dialing() }}).
+		SetWebsocketOptions(&paho.WebsocketOptions{Proxy: func(r *http.Request) (*url.URL, error) {
+			if err := c.dialing(); err != nil {
+				return nil, err
+			}
+			return http.ProxyFromEnvironment(r)
+		}}).
 		SetAutoReconnect(true).
 		SetMaxReconnectInterval(cfg.MaxReconnectInterval).
 		SetConnectRetry(!cfg.FailFast).
 		SetConnectRetryInterval(cfg.ConnectRetryInterval).
-		SetDefaultPublishHandler(c.dispatchPaho).
+		SetDefaultPublishHandler(c.dispatch).
 		SetOnConnectHandler(func(paho.Client) {
 			select {
 			case c.connected <- struct{}{}:
@@ -255,8 +261,12 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 	select {
 	case <-tok.Done():
 		if err := tok.Error(); err != nil {
+			why, _ := c.lastFailure() // notify explained this attempt's failure
+			if why == "" {
+				why = hint(err)
+			}
 			c.shutdown(0)
-			return nil, fmt.Errorf("mqtt: connect to %s: %w (%s)", u.Redacted(), err, c.hint(err))
+			return nil, fmt.Errorf("mqtt: connect to %s: %w (%s)", u.Redacted(), err, why)
 		}
 		// paho completes the token after resuming its store.
 		c.mu.Lock()
@@ -272,13 +282,25 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 	case <-c.firstUp:
 		return c, nil
 	case <-ctx.Done():
-		last := c.lastError()
+		why, last := c.lastFailure()
 		c.shutdown(0)
 		if last == nil {
 			return nil, fmt.Errorf("mqtt: no connection to %s after %s: %w", u.Redacted(), time.Since(start).Round(time.Millisecond), ctx.Err())
 		}
-		return nil, fmt.Errorf("mqtt: no connection to %s after %s (%s): %w: %w", u.Redacted(), time.Since(start).Round(time.Millisecond), c.hint(last), ctx.Err(), last)
+		return nil, fmt.Errorf("mqtt: no connection to %s after %s (%s): %w: %w", u.Redacted(), time.Since(start).Round(time.Millisecond), why, ctx.Err(), last)
 	}
+}
+
+// dialing refuses a dial once the Client is closing (paho's dialer's
+// Control, its WebSocket proxy): paho's reconnection would otherwise
+// connect once more during Close and take the id back from another client.
+func (c *Client) dialing() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	return nil
 }
 
 // ClientID is the client id in use (the default when Config.ClientID was empty).
@@ -399,13 +421,13 @@ func (c *Client) Subscribe(filter string, qos byte, handler Handler) error {
 	s.qos, s.handler = qos, handler
 	kept := c.pending[:0]
 	for _, m := range c.pending {
-		if !match(filter, m.topic) {
+		if !match(filter, m.Topic()) {
 			kept = append(kept, m)
 			continue
 		}
 		if c.counts {
 			// Work in hand from now on: a handler takes it.
-			m.ack.held = clock.Busy(c.cfg.Clock, "MQTT message on "+m.topic+", its handler not returned")
+			m.ack.held = clock.Busy(c.cfg.Clock, "MQTT message on "+m.Topic()+", not handled and acknowledged")
 		}
 		select {
 		case s.queue <- m:
@@ -437,7 +459,7 @@ func (c *Client) Subscribe(filter string, qos byte, handler Handler) error {
 
 // subscribe sends one SUBSCRIBE and waits for the SUBACK.
 func (c *Client) subscribe(filter string, qos byte, gen uint64) error {
-	tok := c.pc.Subscribe(filter, qos, nil) // nil: messages paho reads go to c.dispatchPaho
+	tok := c.pc.Subscribe(filter, qos, nil) // nil: messages go to c.dispatch
 	if err := c.wait(tok, gen); err != nil {
 		return fmt.Errorf("mqtt: subscribe to %q: %w (it is retried on the next connect)", filter, err)
 	}

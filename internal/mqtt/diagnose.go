@@ -1,29 +1,71 @@
 package mqtt
 
-// Why a connection attempt failed, from what the server sent back (the
-// wire's record): a port that speaks another protocol than MQTT_URL's
-// scheme says so only by what it answers, or by closing the connection
-// without a word. hint (errors.go) covers the rest: refused, unknown host,
-// not authorized, untrusted certificate, timeouts.
+// Why a connection attempt failed, from what the server sent back: a port
+// that speaks another protocol than MQTT_URL's scheme says so only by what
+// it answers, or by closing the connection without a word. hint
+// (errors.go) covers the rest: refused, unknown host, not authorized,
+// untrusted certificate, timeouts.
 
 import (
 	"bytes"
 	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/eclipse/paho.mqtt.golang/packets"
 )
 
-// diagnose explains err from the attempt's record and scheme, naming the
-// scheme to use; "" when the record adds nothing to hint's words.
-func diagnose(w *wire, err error) string {
-	if w == nil || err == nil {
+// headSize is how many of the server's first bytes a probe keeps.
+const headSize = 8
+
+// answer is what the server sent first, as far as can be known: the
+// record header a TLS handshake failed on, or, when paho read something
+// else than a CONNACK from a plain port, what the port answers a CONNECT
+// with (paho keeps neither).
+func (c *Client) answer(err error) []byte {
+	var rh tls.RecordHeaderError
+	if errors.As(err, &rh) {
+		return rh.RecordHeader[:]
+	}
+	var op *net.OpError
+	if s := c.broker.Scheme; s != "tcp" && s != "mqtt" || !errors.Is(err, packets.ErrorNetworkError) ||
+		errors.Is(err, io.EOF) || errors.As(err, &op) && (op.Op == "dial" || op.Timeout()) {
+		return nil
+	}
+	return probe(c.broker.Host, c.cfg.ConnectTimeout)
+}
+
+// probe connects to a plain port once more, sends a CONNECT and returns
+// the first bytes of the answer, up to headSize.
+func probe(host string, timeout time.Duration) []byte {
+	conn, err := net.DialTimeout("tcp", host, timeout)
+	if err != nil {
+		return nil
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	// MQTT 3.1.1's CONNECT: a clean session, no client id.
+	if _, err := conn.Write([]byte{0x10, 12, 0, 4, 'M', 'Q', 'T', 'T', 4, 2, 0, 0, 0, 0}); err != nil {
+		return nil
+	}
+	head := make([]byte, headSize)
+	n, _ := conn.Read(head)
+	return head[:n]
+}
+
+// diagnose explains err from the server's first bytes (head, see answer)
+// and the scheme, naming the scheme to use; "" when they add nothing to
+// hint's words.
+func diagnose(scheme string, head []byte, err error) string {
+	if err == nil {
 		return ""
 	}
-	head := w.seen()
-	switch w.scheme {
+	switch scheme {
 	case "ssl", "tls", "mqtts", "mqtt+ssl", "tcps":
 		return diagnoseTLS(head, err, "use tcp:// (or mqtt://) with this port, or ssl:// with the broker's TLS port (usually 8883)")
 	case "wss":

@@ -21,10 +21,7 @@ var ErrQueueFull = errors.New("mqtt: outbound queue full")
 // hint says what a failed connection attempt means and what to do, from
 // what the server sent (diagnose) when that says more than the error.
 func (c *Client) hint(err error) string {
-	c.mu.Lock()
-	w := c.wire
-	c.mu.Unlock()
-	if d := diagnose(w, err); d != "" {
+	if d := diagnose(c.broker.Scheme, c.answer(err), err); d != "" {
 		return d
 	}
 	return hint(err)

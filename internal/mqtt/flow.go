@@ -1,7 +1,8 @@
 package mqtt
 
-// Messages in: handlers that never block paho (the publisher that sends
-// the outbound queue in order is publish.go).
+// Messages in: paho hands them over in arrival order, each subscription's
+// goroutine handles them and then acknowledges them through paho (the
+// publisher that sends the outbound queue in order is publish.go).
 
 import (
 	"runtime/debug"
@@ -13,47 +14,25 @@ import (
 	"cloud2mqtt/internal/clock"
 )
 
-// take is the intake's dispatcher (intake.go): a PUBLISH read off conn.
-// A QoS 1 or 2 message is acknowledged on conn, once handled.
-func (c *Client) take(conn *bufConn, p publish) {
-	a := &ack{qos: p.qos, mid: p.mid}
-	if p.qos > 0 {
-		a.conn = conn
-	}
-	c.dispatch(inMsg{topic: p.topic, payload: p.payload, qos: p.qos, retained: p.retained, dup: p.dup, mid: p.mid}, a)
-}
-
-// dispatchPaho is paho's handler, for the messages it reads itself: none
-// but in the benchmark that measures without the intake.
-func (c *Client) dispatchPaho(_ paho.Client, m paho.Message) {
-	a := &ack{fn: m.Ack}
-	if !ackWhenHandled {
-		a.fn = func() {} // paho acknowledges when dispatchPaho returns
-	}
-	c.dispatch(inMsg{topic: m.Topic(), payload: m.Payload(), qos: m.Qos(), retained: m.Retained(), dup: m.Duplicate(), mid: m.MessageID()}, a)
-}
-
-// dispatch queues a message for each subscription it matches, or in the
-// pending buffer when none does yet; it never blocks the connection's
-// reading. QoS 1 messages are acknowledged only once handled, so the
-// broker never has more than its window (mosquitto: 20) unacknowledged on
-// the way: a queue (Config.QueueSize, 1024) fills only with QoS 0 messages
-// or behind a stuck handler, and then the message is dropped, counted and
-// logged.
+// dispatch is paho's handler for every message (Subscribe gives paho no
+// handler of its own). paho calls it on its router goroutine in arrival
+// order, which it must not block: it queues the message for each
+// subscription it matches, or in the pending buffer when none does yet.
+// QoS 1 messages are acknowledged only once handled, so the broker never
+// has more than its window (mosquitto: 20) unacknowledged on the way: a
+// queue (Config.QueueSize, 1024) fills only with QoS 0 messages or behind
+// a stuck handler, and then the message is dropped, counted and logged.
 //
 // A message queued is work in hand (Config.Clock) until every handler it
-// went to has returned (ack); one in the pending buffer is not, until a
-// Subscribe queues it.
-func (c *Client) dispatch(msg inMsg, a *ack) {
+// went to has returned and it is acknowledged (ack); one in the pending
+// buffer is not, until a Subscribe queues it.
+func (c *Client) dispatch(_ paho.Client, pm paho.Message) {
 	c.received.Add(1)
-	if !ackWhenHandled {
-		a.send() // at once, as paho's automatic acknowledgement does
-		a.conn, a.fn = nil, func() {}
-	}
 	held := nop
 	if c.counts {
-		held = clock.Busy(c.cfg.Clock, "MQTT message on "+msg.topic+", its handlers not all returned")
+		held = clock.Busy(c.cfg.Clock, "MQTT message on "+pm.Topic()+", not handled and acknowledged")
 	}
+	msg := inMsg{Message: pm, ack: &ack{msg: pm}}
 	var matched [4]*subscription
 	targets := matched[:0]
 	c.mu.Lock()
@@ -66,25 +45,29 @@ func (c *Client) dispatch(msg inMsg, a *ack) {
 	}
 	msg.gen = c.gen
 	for _, s := range c.subs {
-		if match(s.filter, msg.topic) {
+		if match(s.filter, pm.Topic()) {
 			targets = append(targets, s)
 		}
 	}
-	a.left.Store(int32(max(len(targets), 1)))
-	msg.ack = a
+	msg.ack.left.Store(int32(max(len(targets), 1)))
 	if len(targets) == 0 {
+		var oldest *inMsg
 		if len(c.pending) == pendingMax {
-			c.drop("pending", c.pending[0])
+			first := c.pending[0]
+			oldest = &first
 			copy(c.pending, c.pending[1:])
 			c.pending = c.pending[:pendingMax-1]
 		}
 		c.pending = append(c.pending, msg)
 		c.mu.Unlock()
 		held()
+		if oldest != nil {
+			c.drop("pending", *oldest) // its acknowledgement may wait for paho's writer: not under the lock
+		}
 		return
 	}
 	if c.counts {
-		a.held = held // before a handler can see it
+		msg.ack.held = held // before a handler can see it
 	}
 	// Queued under the lock: a worker that stops takes (abandon) what
 	// was queued before, and nothing is queued after.
@@ -105,62 +88,37 @@ func (c *Client) dispatch(msg inMsg, a *ack) {
 // drop gives up on a message: counted, logged, and acknowledged so that
 // it does not hold a place in the broker's window.
 func (c *Client) drop(queue string, m inMsg) {
-	c.logDrop(c.dropped.Add(1), queue, m.topic)
+	c.logDrop(c.dropped.Add(1), queue, m.Topic())
 	m.ack.done()
 }
 
-// ackWhenHandled is false only in the benchmark that measures what
-// acknowledging after the handler costs: each message is then
-// acknowledged as soon as it is read.
-var ackWhenHandled = true
-
-// ack acknowledges a message once every subscription it went to has
-// handled it: on the connection it came in on (the intake), or through
-// paho (fn); a QoS 0 message has neither. Then it lets go of the message's
-// work in hand (held).
+// ack acknowledges a message through paho (Message.Ack, nothing at
+// QoS 0) once every subscription it went to has handled it, and then lets
+// go of its work in hand (held).
 type ack struct {
 	left      atomic.Int32
 	abandoned atomic.Bool // a subscription gave it up unhandled (Close)
-	conn      *bufConn
-	qos       byte
-	mid       uint16
-	fn        func()
+	msg       paho.Message
 	held      func() // nil when no clock counts the work in hand
 }
 
 // done: one subscription handled the message, or dropped it.
 func (a *ack) done() {
-	if a != nil && a.left.Add(-1) == 0 {
+	if a.left.Add(-1) == 0 {
 		if !a.abandoned.Load() {
-			a.send()
+			a.msg.Ack()
 		}
-		a.release()
+		if a.held != nil {
+			a.held()
+		}
 	}
 }
 
 // abandon: one subscription's worker stopped before handling the message.
 // It is not acknowledged: the broker sends it again to the next run.
 func (a *ack) abandon() {
-	if a != nil {
-		a.abandoned.Store(true)
-		a.done()
-	}
-}
-
-// release lets go of the message's work in hand.
-func (a *ack) release() {
-	if a.held != nil {
-		a.held()
-	}
-}
-
-func (a *ack) send() {
-	switch {
-	case a.conn != nil:
-		a.conn.acknowledge(a.qos, a.mid)
-	case a.fn != nil:
-		a.fn()
-	}
+	a.abandoned.Store(true)
+	a.done()
 }
 
 // work runs one subscription's handler for each queued message, and then
@@ -181,26 +139,26 @@ func (c *Client) work(s *subscription) {
 			h := s.handler
 			again := false
 			switch {
-			case m.qos == 0:
-			case m.dup && c.redelivered[m.mid]:
+			case m.Qos() == 0:
+			case m.Duplicate() && c.redelivered[m.MessageID()]:
 				again = true
-				delete(c.redelivered, m.mid)
-			case !m.dup:
-				delete(c.redelivered, m.mid) // a new message under an id the broker freed
+				delete(c.redelivered, m.MessageID())
+			case !m.Duplicate():
+				delete(c.redelivered, m.MessageID()) // a new message under an id the broker freed
 			}
 			c.mu.Unlock()
 			if !again {
 				c.handle(h, s.filter, m)
 			}
-			if m.qos > 0 {
+			if m.Qos() > 0 {
 				c.mu.Lock()
 				if m.gen != c.gen {
-					c.redelivered[m.mid] = true // its acknowledgement cannot reach the broker
+					c.redelivered[m.MessageID()] = true // paho drops its acknowledgement with the connection
 				}
 				c.mu.Unlock()
 			}
 			m.ack.done()
-			if len(m.payload) >= bigPayload {
+			if len(m.Payload()) >= bigPayload {
 				c.releaseMemory()
 			}
 		}
@@ -254,10 +212,10 @@ func (c *Client) releaseMemory() {
 func (c *Client) handle(h Handler, filter string, m inMsg) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.log.Error().Interface("panic", r).Str("filter", filter).Str("topic", m.topic).Msg("message handler panicked; message skipped")
+			c.log.Error().Interface("panic", r).Str("filter", filter).Str("topic", m.Topic()).Msg("message handler panicked; message skipped")
 		}
 	}()
-	h(m.topic, m.payload, m.retained)
+	h(m.Topic(), m.Payload(), m.Retained())
 }
 
 // logDrop logs a dropped message, at most 5 at once and one a second: the

@@ -181,6 +181,7 @@ type store struct {
 	mu      sync.Mutex
 	resends map[string]bool     // outbound publishes listed by the last All
 	held    map[string][]func() // work in hand by key, let go when paho deletes it
+	inbound map[string]bool     // inbound packets kept (QoS 2 publishes, PUBRELs)
 }
 
 func (s *store) All() []string {
@@ -197,14 +198,28 @@ func (s *store) All() []string {
 	return keys
 }
 
-// Put keeps a copy of a publish, Get hands out a copy of that: paho's
-// writer sets fields of the packet it writes while, after a reconnect,
-// resume marks the stored message Dup (eclipse-paho/paho.mqtt.golang#703).
-// Neither touches the kept copy. The payload is shared: nothing writes it.
+// Put keeps a copy of an outbound publish, Get hands out a copy of that:
+// paho's writer sets fields of the packet it writes while, after a
+// reconnect, resume marks the stored message Dup
+// (eclipse-paho/paho.mqtt.golang#703). Neither touches the kept copy. The
+// payload is shared: nothing writes it. An inbound QoS 0 or 1 publish is
+// not kept: paho stores it until its acknowledgement and resume discards
+// it, so keeping it would only cost each message three allocations.
 func (s *store) Put(key string, p packets.ControlPacket) {
 	if pub, ok := p.(*packets.PublishPacket); ok {
+		if strings.HasPrefix(key, "i.") && pub.Qos < 2 {
+			return
+		}
 		cp := *pub
 		p = &cp
+	}
+	if strings.HasPrefix(key, "i.") {
+		s.mu.Lock()
+		if s.inbound == nil {
+			s.inbound = map[string]bool{}
+		}
+		s.inbound[key] = true
+		s.mu.Unlock()
 	}
 	s.Store.Put(key, p)
 }
@@ -219,6 +234,13 @@ func (s *store) Get(key string) packets.ControlPacket {
 }
 
 func (s *store) Del(key string) {
+	s.mu.Lock()
+	if strings.HasPrefix(key, "i.") && !s.inbound[key] {
+		s.mu.Unlock()
+		return // an inbound publish Put did not keep
+	}
+	delete(s.inbound, key)
+	s.mu.Unlock()
 	s.Store.Del(key)
 	s.mu.Lock()
 	delete(s.resends, key)
@@ -235,6 +257,7 @@ func (s *store) Reset() {
 	s.letGo()
 	s.mu.Lock()
 	clear(s.resends)
+	clear(s.inbound)
 	s.mu.Unlock()
 }
 
@@ -279,25 +302,32 @@ func (s *store) resending() int {
 	return len(s.resends)
 }
 
-// notify logs failed connection attempts and keeps the last error for
-// Connect's message. paho calls it synchronously: it must not block.
+// notify logs failed connection attempts and keeps the last error, and
+// what it means, for Connect's message. paho calls it synchronously.
 func (c *Client) notify(_ paho.Client, n paho.ConnectionNotification) {
 	switch n := n.(type) {
 	case paho.ConnectionNotificationFailed:
+		c.attempting(true)
 		c.mu.Lock()
-		c.lastErr = n.Reason
 		closed := c.closed
 		c.mu.Unlock()
-		if !closed {
-			c.log.Warn().Err(n.Reason).Str("hint", c.hint(n.Reason)).Msg("cannot connect to MQTT broker; retrying")
+		if closed {
+			return
 		}
+		hint := c.hint(n.Reason)
+		c.mu.Lock()
+		c.lastErr, c.lastHint = n.Reason, hint
+		c.mu.Unlock()
+		c.log.Warn().Err(n.Reason).Str("hint", hint).Msg("cannot connect to MQTT broker; retrying")
 	case paho.ConnectionNotificationConnecting:
+		c.attempting(false)
 		c.log.Debug().Bool("reconnect", n.IsReconnect).Int("attempt", n.Attempt).Msg("connecting")
 	}
 }
 
-func (c *Client) lastError() error {
+// lastFailure is the last failed attempt's error and what it means.
+func (c *Client) lastFailure() (hint string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lastErr
+	return c.lastHint, c.lastErr
 }

@@ -29,36 +29,55 @@ const maxConflictFactor = 16
 
 // takeover is the Client's record of quick drops, guarded by Client.mu.
 type takeover struct {
-	judged *wire         // the last connection judged
-	drops  int           // quick drops in a row
-	wait   time.Duration // the last back-off; 0 while none
-	until  time.Time     // reconnections wait until then
-	held   chan struct{} // tests: signalled when a reconnection starts waiting
+	up      time.Time     // when the attempt that connected began; zero once judged, or after a failed attempt
+	lostAt  time.Time     // when paho reported the connection lost
+	lostErr error         // and why
+	lost    chan struct{} // lost's word to judge (capacity 1)
+	drops   int           // quick drops in a row
+	wait    time.Duration // the last back-off; 0 while none
+	until   time.Time     // reconnections wait until then
+	held    chan struct{} // tests: signalled when a reconnection starts waiting
+}
+
+// attempting records a connection attempt's start, or its failure (paho's
+// notifications, synchronous): a failed attempt (refused, the broker
+// restarting) breaks a run of quick drops, as the broker was not there to
+// hand the id to someone else.
+func (c *Client) attempting(failed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if failed {
+		c.conflict.up, c.conflict.drops = time.Time{}, 0
+		return
+	}
+	c.conflict.up = time.Now()
 }
 
 // judge looks at the connection just lost (paho's reconnecting handler
-// calls it, before each reconnection attempt): one the broker accepted
-// and closed within ConflictWindow is a quick drop; conflictDrops of them
-// in a row set a back-off and say why.
+// calls it, before each reconnection attempt): one the broker closed
+// within ConflictWindow of its opening is a quick drop; conflictDrops of
+// them in a row set a back-off and say why.
 func (c *Client) judge() {
+	t := &c.conflict
 	c.mu.Lock()
-	t, w := &c.conflict, c.wire
-	if w == nil || w == t.judged {
-		c.mu.Unlock()
-		return
+	up := t.up
+	t.up = time.Time{}
+	c.mu.Unlock()
+	if up.IsZero() {
+		return // no connection since the last judgement
 	}
-	t.judged = w
-	w.mu.Lock()
-	accepted, closed, err := w.accepted, w.closed, w.err
-	w.mu.Unlock()
-	if accepted.IsZero() {
-		// An attempt that failed (refused, the broker restarting): the
-		// broker was not there to hand the id to someone else.
-		t.drops = 0
-		c.mu.Unlock()
-		return
+	// paho reports the loss (lost) on a goroutine it starts beside the
+	// reconnection.
+	report := time.NewTimer(time.Second)
+	select {
+	case <-t.lost:
+	case <-report.C:
+	case <-c.quit:
 	}
-	if closed.IsZero() || closed.Sub(accepted) >= c.cfg.ConflictWindow || !closedByPeer(err) {
+	report.Stop()
+	c.mu.Lock()
+	closed, err := t.lostAt, t.lostErr
+	if closed.Before(up) || closed.Sub(up) >= c.cfg.ConflictWindow || !closedByPeer(err) {
 		t.drops, t.wait = 0, 0
 		c.mu.Unlock()
 		return
@@ -67,7 +86,7 @@ func (c *Client) judge() {
 	drops := t.drops
 	if drops < conflictDrops {
 		c.mu.Unlock()
-		c.log.Debug().Dur("lasted", closed.Sub(accepted)).Int("drops", drops).Msg("the broker closed the connection right after accepting it")
+		c.log.Debug().Dur("lasted", closed.Sub(up)).Int("drops", drops).Msg("the broker closed the connection right after accepting it")
 		return
 	}
 	t.wait = min(max(2*t.wait, c.cfg.ConflictBackoff), maxConflictFactor*c.cfg.ConflictBackoff)
@@ -84,8 +103,15 @@ func (c *Client) judge() {
 }
 
 // lost is paho's connection-lost handler (on a paho goroutine, which may
-// run after the reconnection started).
+// run after the reconnection started): it tells judge when and why.
 func (c *Client) lost(_ paho.Client, err error) {
+	c.mu.Lock()
+	c.conflict.lostAt, c.conflict.lostErr = time.Now(), err
+	c.mu.Unlock()
+	select {
+	case c.conflict.lost <- struct{}{}:
+	default:
+	}
 	c.log.Warn().Err(err).Str("hint", hint(err)).Msg("connection to MQTT broker lost; reconnecting")
 }
 

@@ -2,6 +2,7 @@ package mqtt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -11,7 +12,6 @@ import (
 	"github.com/eclipse/paho.mqtt.golang/packets"
 
 	"cloud2mqtt/internal/clock/clocktest"
-	"cloud2mqtt/internal/mqtttest"
 )
 
 // connectCounted is a Client on a clocktest clock, connected to a broker
@@ -131,30 +131,75 @@ func TestCloseGivesUpPublishes(t *testing.T) {
 	clk.IdleWithin(t, 10*time.Second, "closed")
 }
 
-// TestInboundMessagesAreWorkInHand: a message received is work in hand
-// until its handler returns.
+// TestInboundMessagesAreWorkInHand: a message is work in hand from when
+// paho hands it over until it is handled and acknowledged, and its
+// acknowledgement goes only once its handler returned.
 func TestInboundMessagesAreWorkInHand(t *testing.T) {
 	t.Parallel()
-	b := mqtttest.Start(t)
-	cfg, _ := testConfig(t, b.URL())
-	clk := clocktest.New()
-	cfg.Clock = clk
-	c := connect(t, cfg, nil)
+	b, clk, c, conn := connectCounted(t)
 	r := newRecorder()
 	defer r.unblock() // before Close, which waits for handlers
-	if err := c.Subscribe("cmd/#", 1, r.handle); err != nil {
+	subscribed := make(chan error, 1)
+	go func() { subscribed <- c.Subscribe("cmd/#", 1, r.handle) }()
+	sub, ok := expect[*packets.SubscribePacket](b, conn, 10*time.Second)
+	if !ok {
+		t.Fatal("no SUBSCRIBE")
+	}
+	ack := packets.NewControlPacket(packets.Suback).(*packets.SubackPacket)
+	ack.MessageID, ack.ReturnCodes = sub.MessageID, []byte{1}
+	if err := ack.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-subscribed; err != nil {
 		t.Fatal(err)
 	}
 	clk.IdleWithin(t, 10*time.Second, "subscribed")
-	w := mqtttest.NewClient(t, b.URL(), mqtttest.ClientOptions{})
-	w.Publish("cmd/a", "1", false, 1)
-	w.Publish("cmd/a", "2", false, 0)
+
+	for i, v := range []string{"1", "2"} {
+		p := packets.NewControlPacket(packets.Publish).(*packets.PublishPacket)
+		p.TopicName, p.Payload, p.Qos, p.MessageID = "cmd/a", []byte(v), 1, uint16(i+1)
+		if err := p.Write(conn); err != nil {
+			t.Fatal(err)
+		}
+	}
 	<-r.started // the first message's handler blocks
 	stillBusy(t, clk, "a handler running")
+	if p, ok := expect[*packets.PubackPacket](b, conn, 100*time.Millisecond); ok {
+		t.Fatalf("message %d acknowledged while a handler runs", p.MessageID)
+	}
 	r.unblock()
 	<-r.started
 	clk.IdleWithin(t, 10*time.Second, "both handled")
+	for _, want := range []uint16{1, 2} {
+		if p, ok := expect[*packets.PubackPacket](b, conn, 10*time.Second); !ok || p.MessageID != want {
+			t.Fatalf("acknowledgement %v (%v), want of message %d", p, ok, want)
+		}
+	}
 	if got := r.payloads(); strings.Join(got, ",") != "1,2" {
 		t.Errorf("handled %v, want 1,2", got)
+	}
+}
+
+// expect reads the client's packets until one of type P (answering
+// pings); false when none comes within wait.
+func expect[P packets.ControlPacket](b *ackHoldingBroker, c net.Conn, wait time.Duration) (P, bool) {
+	b.t.Helper()
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(wait))
+		p, err := packets.ReadPacket(c)
+		var nerr net.Error
+		if errors.As(err, &nerr) && nerr.Timeout() {
+			var none P
+			return none, false
+		}
+		if err != nil {
+			b.t.Fatalf("reading the client's packets: %v", err)
+		}
+		if _, ok := p.(*packets.PingreqPacket); ok {
+			_ = packets.NewControlPacket(packets.Pingresp).Write(c)
+		}
+		if q, ok := p.(P); ok {
+			return q, true
+		}
 	}
 }
