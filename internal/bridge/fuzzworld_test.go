@@ -3,11 +3,9 @@ package bridge_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -20,6 +18,7 @@ import (
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
+	"cloud2mqtt/internal/testkit"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -35,37 +34,26 @@ var (
 	fuzzErr     error
 )
 
-// fixtureDevices decodes the demo catalogue and every shared device-list
-// fixture with the real cloud client (served from a loopback test server),
-// so the bridge sees exactly what it sees in production.
+// fixtureDevices decodes the demo catalogue and every recorded device list
+// (testkit.DeviceLists) with the real cloud client (served from a loopback
+// test server), so the bridge sees exactly what it sees in production.
 func fixtureDevices(t testing.TB) ([]capability.Device, []capability.Option) {
 	t.Helper()
-	fuzzOnce.Do(func() { fuzzDevices, fuzzScenes, fuzzErr = loadFixtureDevices() })
+	lists := testkit.DeviceLists(t, "../../testdata")
+	fuzzOnce.Do(func() { fuzzDevices, fuzzScenes, fuzzErr = loadFixtureDevices(lists) })
 	if fuzzErr != nil {
 		t.Fatal(fuzzErr)
 	}
 	return fuzzDevices, fuzzScenes
 }
 
-func loadFixtureDevices() ([]capability.Device, []capability.Option, error) {
-	files, err := filepath.Glob("../../testdata/list_devices*.json")
-	if err != nil || len(files) == 0 {
-		return nil, nil, fmt.Errorf("no recorded device lists testdata/list_devices*.json (%v)", err)
-	}
-	var bodies [][]byte
+func loadFixtureDevices(lists [][]byte) ([]capability.Device, []capability.Option, error) {
 	sim := cloudsim.New(cloudsim.Options{APIKey: "fuzz-key"})
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, cloud.PathDevices, nil)
 	req.Header.Set(cloudsim.DefaultKeyHeader, "fuzz-key")
 	sim.ServeHTTP(rec, req)
-	bodies = append(bodies, rec.Body.Bytes())
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, nil, err
-		}
-		bodies = append(bodies, b)
-	}
+	bodies := append([][]byte{rec.Body.Bytes()}, lists...)
 	var out []capability.Device
 	seen := map[string]bool{}
 	for _, body := range bodies {

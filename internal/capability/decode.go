@@ -144,44 +144,34 @@ func wholeNumber(n json.Number) (int, error) {
 // UnmarshalJSON decodes an option and normalises its values.
 func (o *Option) UnmarshalJSON(b []byte) error {
 	type plain Option
-	var p plain
-	if err := decodeNumbers(b, &p); err != nil {
-		return err
-	}
-	p.Value = normalizeDecoded(p.Value)
-	p.DefaultValue = normalizeDecoded(p.DefaultValue)
-	*o = Option(p)
-	return nil
+	*o = Option{}
+	return decodeNumbers(b, (*plain)(o), &o.Value, &o.DefaultValue)
 }
 
 // UnmarshalJSON decodes a struct field and normalises its default value.
 func (f *Field) UnmarshalJSON(b []byte) error {
 	type plain Field
-	var p plain
-	if err := decodeNumbers(b, &p); err != nil {
-		return err
-	}
-	p.DefaultValue = normalizeDecoded(p.DefaultValue)
-	*f = Field(p)
-	return nil
+	*f = Field{}
+	return decodeNumbers(b, (*plain)(f), &f.DefaultValue)
 }
 
 // UnmarshalJSON decodes an event option and normalises its value.
 func (o *EventOption) UnmarshalJSON(b []byte) error {
 	type plain EventOption
-	var p plain
-	if err := decodeNumbers(b, &p); err != nil {
-		return err
-	}
-	p.Value = normalizeDecoded(p.Value)
-	*o = EventOption(p)
-	return nil
+	*o = EventOption{}
+	return decodeNumbers(b, (*plain)(o), &o.Value)
 }
 
-// decodeNumbers decodes JSON keeping numbers as json.Number, for
-// normalizeDecoded to turn into int64 or float64.
-func decodeNumbers(b []byte, v any) error {
+// decodeNumbers decodes JSON into v keeping numbers as json.Number, and
+// brings the values vals point to into normalised form.
+func decodeNumbers(b []byte, v any, vals ...*any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	return dec.Decode(v)
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	for _, p := range vals {
+		*p = normalizeDecoded(*p)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -82,7 +83,7 @@ func (ck valueChecker) fail(cat Category, field, format string, args ...any) *Va
 // readOnlyError is the error for a capability that takes no commands.
 func readOnlyError(c Capability) *ValueError {
 	what := c.Type
-	if c.Parameters == nil && c.Type != TypeOnline && c.Type != TypeProperty && c.Type != TypeEvent {
+	if c.Parameters == nil && !types[c.Type].readOnly {
 		what += " without a parameters definition"
 	}
 	return &ValueError{Category: CategoryUnknown, Instance: c.Instance,
@@ -113,26 +114,17 @@ func (ck valueChecker) accepts(s valueSpec) string {
 	return "send a value"
 }
 
-// describeOptions lists option names and values: `on (1), off (0)`; long
-// lists (scenes) are cut after 20.
+// describeOptions lists option names and values: `on (1), off (0)`.
 func describeOptions(opts []Option) string {
-	const most = 20
-	parts := make([]string, 0, min(len(opts), most)+1)
-	for i, o := range opts {
-		if i == most {
-			parts = append(parts, fmt.Sprintf("… (%d more)", len(opts)-most))
-			break
-		}
+	return firstOptions(opts, func(o Option) string {
 		switch {
 		case o.Name != "" && o.Value != nil:
-			parts = append(parts, fmt.Sprintf("%s (%s)", o.Name, showValue(o.Value)))
+			return fmt.Sprintf("%s (%s)", o.Name, showValue(o.Value))
 		case o.Value != nil:
-			parts = append(parts, showValue(o.Value))
-		default:
-			parts = append(parts, o.Name)
+			return showValue(o.Value)
 		}
-	}
-	return strings.Join(parts, ", ")
+		return o.Name
+	})
 }
 
 // describeNames lists what a person may send for an ENUM: its option names
@@ -141,27 +133,30 @@ func describeNames(opts []Option, onOff bool) string {
 	if onOff {
 		return "on, off, true, false, yes, no, 1 or 0"
 	}
-	named := false
-	for _, o := range opts {
-		named = named || o.Name != ""
-	}
-	if !named {
+	if !slices.ContainsFunc(opts, func(o Option) bool { return o.Name != "" }) {
 		return describeOptions(opts)
 	}
+	return firstOptions(opts, func(o Option) string {
+		if o.Name != "" {
+			return fmt.Sprintf("%q", o.Name)
+		}
+		return showValue(o.Value)
+	}) + " (names in any case) or the option value"
+}
+
+// firstOptions shows the first 20 options (scene lists are long) and how
+// many more there are.
+func firstOptions(opts []Option, show func(Option) string) string {
 	const most = 20
-	var names []string
+	parts := make([]string, 0, min(len(opts), most)+1)
 	for i, o := range opts {
 		if i == most {
-			names = append(names, fmt.Sprintf("… (%d more)", len(opts)-most))
+			parts = append(parts, fmt.Sprintf("… (%d more)", len(opts)-most))
 			break
 		}
-		if o.Name != "" {
-			names = append(names, fmt.Sprintf("%q", o.Name))
-		} else {
-			names = append(names, showValue(o.Value))
-		}
+		parts = append(parts, show(o))
 	}
-	return strings.Join(names, ", ") + " (names in any case) or the option value"
+	return strings.Join(parts, ", ")
 }
 
 func describeElements(s valueSpec) string {

@@ -16,11 +16,7 @@ func Example(c Capability) (any, bool) {
 	if !c.Controllable() {
 		return nil, false
 	}
-	s := paramSpec(c)
-	if s.onOff && len(s.options) == 0 && s.dataType == DataEnum {
-		return int64(0), true
-	}
-	v, ok := exampleFor(s)
+	v, ok := exampleFor(paramSpec(c))
 	if !ok || Validate(c, v) != nil {
 		return nil, false
 	}
@@ -31,7 +27,7 @@ func exampleFor(s valueSpec) (any, bool) {
 	switch s.dataType {
 	case DataEnum:
 		if len(s.options) == 0 {
-			return nil, false
+			return int64(0), s.onOff // on/off: off; else none until options are listed
 		}
 		return cloneValue(canonicalNumber(s.options[0].Value)), s.options[0].Value != nil
 	case DataInteger:
@@ -58,68 +54,10 @@ func exampleFor(s valueSpec) (any, bool) {
 				m[f.FieldName] = v
 			}
 		}
-		for _, f := range s.fields {
-			if !isDependent(f) {
-				continue
-			}
-			d, _, ok := chosenDependent(s.fields, f, m)
-			if !ok {
-				if f.Required {
-					m[f.FieldName] = int64(0)
-				}
-				continue
-			}
-			required := f.Required
-			if d.Required != nil {
-				required = *d.Required
-			}
-			switch {
-			case d.DefaultValue != nil:
-				m[f.FieldName] = cloneValue(d.DefaultValue)
-			case !required:
-			case len(d.Options) > 0:
-				m[f.FieldName] = cloneValue(canonicalNumber(d.Options[0].Value))
-			case d.Range != nil:
-				m[f.FieldName] = int64(d.Range.Min)
-			default:
-				m[f.FieldName] = int64(0)
-			}
-		}
+		exampleDependents(s.fields, m)
 		return m, true
 	}
 	return nil, false
-}
-
-func exampleArray(s valueSpec) (any, bool) {
-	n := 1
-	if s.size != nil && s.size.Min > 1 {
-		n = s.size.Min
-	}
-	if n > maxSegmentExpand {
-		return nil, false
-	}
-	out := make([]any, 0, n)
-	switch {
-	case s.elemRange != nil:
-		for i := s.elemRange.Min; i <= s.elemRange.Max && len(out) < n; i++ {
-			out = append(out, int64(i))
-		}
-	case len(s.options) > 0:
-		for _, o := range s.options {
-			if len(out) == n {
-				break
-			}
-			out = append(out, cloneValue(canonicalNumber(o.Value)))
-		}
-	default:
-		for i := range n {
-			out = append(out, int64(i))
-		}
-	}
-	if len(out) < n {
-		return nil, false
-	}
-	return out, true
 }
 
 // WithDefaults returns v with the omitted (or null) struct members that have
@@ -137,51 +75,23 @@ func WithDefaults(c Capability, v any) any {
 	if !ok {
 		return v
 	}
-	return withDefaults(c.Parameters.Fields, m, c.Type == TypeTemperature)
+	return withDefaults(c.Parameters.Fields, m, types[c.Type].unset)
 }
 
-func withDefaults(fields []Field, m map[string]any, temperature bool) map[string]any {
+func withDefaults(fields []Field, m map[string]any, unset func(Field, map[string]any) bool) map[string]any {
 	out := make(map[string]any, len(m)+len(fields))
-	for k, e := range m {
-		out[k] = e
-	}
-	missing := func(name string) bool { e, ok := out[name]; return !ok || e == nil }
+	maps.Copy(out, m)
 	for _, f := range fields {
-		if isDependent(f) {
+		if e, ok := out[f.FieldName]; isDependent(f) || ok && e != nil {
 			continue
 		}
-		if !missing(f.FieldName) {
-			continue
-		}
-		switch {
-		case f.DefaultValue != nil:
+		if f.DefaultValue != nil {
 			out[f.FieldName] = cloneValue(f.DefaultValue)
-		case temperature && f.FieldName == "unit":
-			if o, ok := optionByName(f.Options, "Celsius"); ok && o.Value != nil {
-				out[f.FieldName] = cloneValue(o.Value)
-			} else if len(f.Options) == 0 {
-				out[f.FieldName] = "Celsius"
-			}
-		case temperature && f.FieldName == "autoStop":
-			out[f.FieldName] = int64(0)
-		default:
-			if _, present := out[f.FieldName]; present {
-				delete(out, f.FieldName) // null and no default: as if omitted
-			}
+		} else if unset == nil || !unset(f, out) {
+			delete(out, f.FieldName) // null and no default: as if omitted
 		}
 	}
-	for _, f := range fields {
-		if !isDependent(f) || !missing(f.FieldName) {
-			continue
-		}
-		if d, _, ok := chosenDependent(fields, f, out); ok && d.DefaultValue != nil {
-			out[f.FieldName] = cloneValue(d.DefaultValue)
-		} else if f.DefaultValue != nil {
-			out[f.FieldName] = cloneValue(f.DefaultValue)
-		} else if _, present := out[f.FieldName]; present {
-			delete(out, f.FieldName)
-		}
-	}
+	defaultDependents(fields, out)
 	return out
 }
 

@@ -5,8 +5,11 @@
 // definition (Validate: validate.go; its errors and their words in
 // errors.go), friendly input (Decode: friendly.go), the part of a
 // definition a value meets, with options and struct members found by name
-// (options.go), and values built from a definition (Example, WithDefaults,
-// Overlay: example.go).
+// (options.go), values built from a definition (Example, WithDefaults,
+// Overlay: example.go), what each capability type adds to those rules
+// (types.go, and a type_<name>.go per type with rules of its own), and
+// what a value set does to a device's other values (Effects:
+// type_scene.go).
 //
 // It is pure: no I/O, no HTTP, no MQTT. internal/cloud decodes the cloud's
 // answers into these types; the bridge, the registry and discovery reason
@@ -14,26 +17,6 @@
 package capability
 
 import "strings"
-
-// Capability types, in the spec's canonical spelling. NormalizeType maps the
-// spellings real devices and the spec's examples also use onto these.
-const (
-	TypeOnOff            = "devices.capabilities.on_off"
-	TypeToggle           = "devices.capabilities.toggle"
-	TypeColorSetting     = "devices.capabilities.color_setting"
-	TypeMode             = "devices.capabilities.mode"
-	TypeRange            = "devices.capabilities.range"
-	TypeWorkMode         = "devices.capabilities.work_mode"
-	TypeSegmentColor     = "devices.capabilities.segment_color_setting"
-	TypeMusicSetting     = "devices.capabilities.music_setting"
-	TypeDynamicScene     = "devices.capabilities.dynamic_scene"
-	TypeDIYColorSetting  = "devices.capabilities.diy_color_setting"
-	TypeTemperature      = "devices.capabilities.temperature_setting"
-	TypeOnline           = "devices.capabilities.online"
-	TypeProperty         = "devices.capabilities.property"
-	TypeEvent            = "devices.capabilities.event"
-	capabilityTypePrefix = "devices.capabilities."
-)
 
 // Device types listed by the spec, and the fan the live service reports
 // (the fixtures have it; Home Assistant gets a fan entity). Others are kept
@@ -84,13 +67,6 @@ const (
 	InstanceHumidity          = "humidity"
 )
 
-var knownCapabilityTypes = map[string]bool{
-	TypeOnOff: true, TypeToggle: true, TypeColorSetting: true, TypeMode: true,
-	TypeRange: true, TypeWorkMode: true, TypeSegmentColor: true, TypeMusicSetting: true,
-	TypeDynamicScene: true, TypeDIYColorSetting: true, TypeTemperature: true,
-	TypeOnline: true, TypeProperty: true, TypeEvent: true,
-}
-
 var knownDeviceTypes = map[string]bool{
 	DeviceLight: true, DeviceAirPurifier: true, DeviceThermometer: true, DeviceSocket: true,
 	DeviceSensor: true, DeviceHeater: true, DeviceHumidifier: true, DeviceDehumidifier: true,
@@ -98,30 +74,8 @@ var knownDeviceTypes = map[string]bool{
 	DeviceFan: true,
 }
 
-// KnownCapabilityType reports whether t (normalised) is a capability type of the spec.
-func KnownCapabilityType(t string) bool { return knownCapabilityTypes[t] }
-
 // KnownDeviceType reports whether t (normalised) is a device type of the spec.
 func KnownDeviceType(t string) bool { return knownDeviceTypes[t] }
-
-// NormalizeType maps the spellings of capability types seen in the wild onto
-// the spec's: "devices.capability.X", "device.capabilities.X" and
-// "device.capability.X" mean "devices.capabilities.X", and the examples'
-// "temperature_range" means "temperature_setting". Anything else is returned
-// unchanged (trimmed), so unknown types survive a round trip.
-func NormalizeType(t string) string {
-	t = strings.TrimSpace(t)
-	for _, p := range []string{"devices.capability.", "device.capabilities.", "device.capability."} {
-		if rest, ok := strings.CutPrefix(t, p); ok {
-			t = capabilityTypePrefix + rest
-			break
-		}
-	}
-	if t == capabilityTypePrefix+"temperature_range" {
-		t = TypeTemperature
-	}
-	return t
-}
 
 // NormalizeDeviceType maps "devices.type.X", "device.types.X" and
 // "device.type.X" onto "devices.types.X"; anything else is returned unchanged.
@@ -284,17 +238,3 @@ func (p *Parameters) Field(name string) (Field, bool) {
 	}
 	return Field{}, false
 }
-
-// Controllable reports whether the capability accepts control commands:
-// it has a parameters definition and is not a state- or report-only type.
-func (c Capability) Controllable() bool {
-	switch c.Type {
-	case TypeOnline, TypeProperty, TypeEvent:
-		return false
-	}
-	return c.Parameters != nil
-}
-
-// Readable reports whether the state endpoint may return this capability
-// (everything but events).
-func (c Capability) Readable() bool { return c.Type != TypeEvent }

@@ -9,7 +9,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -99,10 +101,7 @@ func normalizeDecoded(v any) any {
 		if err != nil {
 			return x.String()
 		}
-		if f == float64(int64(f)) && f >= -9e15 && f <= 9e15 {
-			return int64(f)
-		}
-		return f
+		return normalizeDecoded(f)
 	case float64:
 		if x == float64(int64(x)) && x >= -9e15 && x <= 9e15 {
 			return int64(x)
@@ -127,27 +126,10 @@ func Equal(a, b any) bool {
 	switch x := a.(type) {
 	case map[string]any:
 		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !Equal(v, w) {
-				return false
-			}
-		}
-		return true
+		return ok && maps.EqualFunc(x, y, Equal)
 	case []any:
 		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !Equal(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
+		return ok && slices.EqualFunc(x, y, Equal)
 	}
 	return a == b
 }
@@ -250,10 +232,7 @@ func normalizeScalar(raw []byte) (v any, ok bool) {
 	if err != nil {
 		return s, true
 	}
-	if f == float64(int64(f)) && f >= -9e15 && f <= 9e15 {
-		return int64(f), true
-	}
-	return f, true
+	return normalizeDecoded(f), true
 }
 
 // jsonNumber reports whether b is a number as JSON spells it:

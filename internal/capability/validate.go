@@ -1,12 +1,13 @@
 package capability
 
 // Validate: a value in normalised form checked against a definition as the
-// cloud would check it, scalars, structs (with members whose options depend
-// on another member) and arrays.
+// cloud would check it, by its data type: scalars and structs here, what
+// a type adds in its type_<name>.go (work mode's dependent members, segment
+// lists, on/off and scene values without options).
 
 import (
-	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -87,21 +88,9 @@ func (ck valueChecker) enum(field string, s valueSpec, v any) *ValueError {
 	v = canonicalNumber(v)
 	if len(s.options) == 0 {
 		if s.onOff {
-			if n, res := asWholeInt(v); res == intOK && (n == 0 || n == 1) {
-				return nil
-			}
-			if _, res := asWholeInt(v); res == intNotNumber {
-				return ck.fail(CategoryType, field, "expected 1 (on) or 0 (off), got %s %s", valueKind(v), showValue(v))
-			}
-			return ck.fail(CategoryRange, field, "%s is not 1 (on) or 0 (off)", showValue(v))
+			return ck.onOffValue(field, v)
 		}
-		if _, res := asWholeInt(v); res == intOK {
-			return nil
-		}
-		if isSceneObject(v) {
-			return nil
-		}
-		return ck.fail(CategoryType, field, "expected an option value (an integer or a {paramId,id} object), got %s %s", valueKind(v), showValue(v))
+		return ck.unlistedOption(field, v)
 	}
 	if _, res := asWholeInt(v); res == intFraction {
 		return ck.fail(CategoryType, field, "expected one of %s, got %s which is not a whole number", describeOptions(s.options), showValue(v))
@@ -130,17 +119,6 @@ func sameJSONKind(a, b any) bool {
 	return valueKind(a) == valueKind(b)
 }
 
-// isSceneObject reports whether v is a dynamic scene value {paramId, id}.
-func isSceneObject(v any) bool {
-	m, ok := v.(map[string]any)
-	if !ok || len(m) != 2 {
-		return false
-	}
-	_, r1 := asWholeInt(m["paramId"])
-	_, r2 := asWholeInt(m["id"])
-	return r1 == intOK && r2 == intOK
-}
-
 // structure checks a STRUCT value: an object, no unknown members, every
 // required member without a default present, each member by its definition.
 // Members whose options depend on another member (work mode's modeValue) are
@@ -151,20 +129,11 @@ func (ck valueChecker) structure(field string, s valueSpec, v any) *ValueError {
 		return ck.fail(CategoryType, field, "expected an object with members %s, got %s %s",
 			strings.Join(fieldNames(s.fields), ", "), valueKind(v), showValue(v))
 	}
-	known := make(map[string]bool, len(s.fields))
-	for _, f := range s.fields {
-		known[f.FieldName] = true
-	}
-	var unknown []string
-	for k := range m {
-		if !known[k] {
-			unknown = append(unknown, k)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.ContainsFunc(s.fields, func(f Field) bool { return f.FieldName == k }) {
+			return ck.fail(CategoryFormat, memberPath(field, k), "unknown member %q; allowed members are %s",
+				k, strings.Join(fieldNames(s.fields), ", "))
 		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return ck.fail(CategoryFormat, memberPath(field, unknown[0]), "unknown member %q; allowed members are %s",
-			unknown[0], strings.Join(fieldNames(s.fields), ", "))
 	}
 	// Independent members first, so a dependent member is checked against a
 	// valid choice.
@@ -193,114 +162,6 @@ func (ck valueChecker) structure(field string, s valueSpec, v any) *ValueError {
 		}
 		if err := ck.dependent(field, s.fields, f, m); err != nil {
 			return err
-		}
-	}
-	return nil
-}
-
-// dependent checks a member whose options depend on the chosen option of
-// another member: nested options (one of them), a defaultValue (only that
-// value, or omitted) or a range.
-func (ck valueChecker) dependent(field string, fields []Field, f Field, m map[string]any) *ValueError {
-	path := memberPath(field, f.FieldName)
-	mv, present := m[f.FieldName]
-	if present && mv == nil {
-		return ck.fail(CategoryEmpty, path, "member %s is null; omit it or send an integer", f.FieldName)
-	}
-	d, mode, ok := chosenDependent(fields, f, m)
-	if !ok {
-		// The definition does not say what this choice takes: any integer.
-		if !present {
-			if f.Required {
-				return ck.fail(CategoryMissing, path, "required member %s is missing; send an integer", f.FieldName)
-			}
-			return nil
-		}
-		return ck.integer(path, nil, mv)
-	}
-	if !present {
-		required := f.Required
-		if d.Required != nil {
-			required = *d.Required
-		}
-		if required && d.DefaultValue == nil && f.DefaultValue == nil {
-			return ck.fail(CategoryMissing, path, "required member %s is missing; for mode %s %s",
-				f.FieldName, mode, describeDependent(d))
-		}
-		return nil
-	}
-	switch {
-	case len(d.Options) > 0:
-		if err := ck.enum(path, valueSpec{dataType: DataEnum, options: d.Options}, mv); err != nil {
-			err.Msg += " (mode " + mode + ")"
-			return err
-		}
-		return nil
-	case d.DefaultValue != nil:
-		if Equal(canonicalNumber(mv), canonicalNumber(d.DefaultValue)) {
-			return nil
-		}
-		if _, res := asWholeInt(canonicalNumber(mv)); res != intOK && valueKind(mv) != valueKind(d.DefaultValue) {
-			return ck.fail(CategoryType, path, "expected %s for mode %s, got %s %s", showValue(d.DefaultValue), mode, valueKind(mv), showValue(mv))
-		}
-		return ck.fail(CategoryRange, path, "mode %s takes only %s %s (or omit it), got %s",
-			mode, f.FieldName, showValue(d.DefaultValue), showValue(mv))
-	default:
-		if err := ck.integer(path, d.Range, mv); err != nil {
-			err.Msg += " (mode " + mode + ")"
-			return err
-		}
-		return nil
-	}
-}
-
-// array checks an Array member: a non-empty list within size, of distinct
-// integers in elementRange or among the option values.
-func (ck valueChecker) array(field string, s valueSpec, v any) *ValueError {
-	list, ok := v.([]any)
-	if !ok {
-		return ck.fail(CategoryType, field, "expected a list of %s, got %s %s", describeElements(s), valueKind(v), showValue(v))
-	}
-	if len(list) == 0 {
-		return ck.fail(CategoryEmpty, field, "empty list; send a list of %s", describeElements(s))
-	}
-	if s.size != nil && (len(list) < s.size.Min || len(list) > s.size.Max) {
-		return ck.fail(CategoryLength, field, "%d elements, allowed are %d to %d", len(list), s.size.Min, s.size.Max)
-	}
-	intElems := s.elementType == "" || strings.EqualFold(s.elementType, DataInteger)
-	for i, e := range list {
-		what := fmt.Sprintf("element %d: ", i)
-		if e == nil {
-			return ck.fail(CategoryEmpty, field, "%snull; send a list of %s", what, describeElements(s))
-		}
-		if intElems {
-			n, res := asWholeInt(e)
-			switch res {
-			case intNotNumber, intFraction:
-				return ck.fail(CategoryType, field, "%sexpected an integer, got %s %s", what, valueKind(e), showValue(e))
-			case intTooLarge:
-				return ck.fail(CategoryRange, field, "%s%s is too large", what, showValue(e))
-			}
-			if err := ck.inRange(field, what, s.elemRange, n); err != nil {
-				return err
-			}
-		}
-		if s.elemRange == nil && len(s.options) > 0 {
-			found := false
-			for _, o := range s.options {
-				if Equal(canonicalNumber(o.Value), canonicalNumber(e)) {
-					found = true
-					break
-				}
-			}
-			if !found {
-				return ck.fail(CategoryRange, field, "%s%s is not one of %s", what, showValue(e), describeOptions(s.options))
-			}
-		}
-		for j := range i {
-			if Equal(canonicalNumber(list[j]), canonicalNumber(e)) {
-				return ck.fail(CategoryDuplicate, field, "%s appears more than once", showValue(e))
-			}
 		}
 	}
 	return nil

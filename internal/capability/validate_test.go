@@ -7,33 +7,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"cloud2mqtt/internal/testkit"
 )
 
 const fixtureDir = "../../testdata"
-
-// fixtureDevices returns every device of the recorded device lists.
-func fixtureDevices(t testing.TB) []Device {
-	t.Helper()
-	var out []Device
-	for _, name := range []string{"list_devices.json", "list_devices_2.json", "list_devices_issue4.json"} {
-		b, err := os.ReadFile(filepath.Join(fixtureDir, name))
-		if err != nil {
-			t.Fatalf("read fixture: %v", err)
-		}
-		var list struct{ Data []Device }
-		if err := json.Unmarshal(b, &list); err != nil {
-			t.Fatalf("decode %s: %v", name, err)
-		}
-		out = append(out, list.Data...)
-	}
-	return out
-}
 
 // fixtureCapability returns the first capability of that instance on a
 // device of that SKU.
 func fixtureCapability(t testing.TB, sku, instance string) Capability {
 	t.Helper()
-	for _, d := range fixtureDevices(t) {
+	for _, d := range testkit.Devices[Device](t, fixtureDir) {
 		if d.SKU != sku {
 			continue
 		}
@@ -296,19 +280,6 @@ func TestValidateShapes(t *testing.T) {
 	})
 }
 
-func TestValidateSensitivityBoundWithoutRange(t *testing.T) {
-	c := Capability{Type: TypeMusicSetting, Instance: InstanceMusicMode, Parameters: &Parameters{DataType: DataStruct, Fields: []Field{
-		{FieldName: "musicMode", DataType: DataEnum, Required: true, Options: []Option{{Name: "A", Value: int64(1)}}},
-		{FieldName: "sensitivity", DataType: DataInteger, Required: true},
-		{FieldName: "rgb", DataType: DataInteger},
-	}}}
-	runValueCases(t, []valueCase{
-		{"sensitivity 100", c, `{"musicMode":1,"sensitivity":100}`, "", ""},
-		{"sensitivity 101", c, `{"musicMode":1,"sensitivity":101}`, CategoryRange, ""},
-		{"rgb bounded", c, `{"musicMode":1,"sensitivity":1,"rgb":16777216}`, CategoryRange, ""},
-	})
-}
-
 func TestValidateReadOnly(t *testing.T) {
 	for _, c := range []Capability{
 		fixtureCapability(t, "H7131", InstanceSensorTemperature),
@@ -473,7 +444,7 @@ type namedCap struct {
 func allFixtureCapabilities(t testing.TB) []namedCap {
 	t.Helper()
 	var out []namedCap
-	for _, d := range fixtureDevices(t) {
+	for _, d := range testkit.Devices[Device](t, fixtureDir) {
 		for _, c := range d.Capabilities {
 			out = append(out, namedCap{d.SKU + "/" + d.Device + "/" + c.Instance, c})
 		}

@@ -279,8 +279,8 @@ func (r *Registry) MarkStateless(k capability.Key) {
 // SetOptimistic records a value the cloud accepted for a command, as if
 // read, and tells the observers. A later read that agrees changes nothing; one
 // that disagrees reports the correction; a read already in flight cannot
-// overwrite it. Showing a colour or a white ends a scene, and a scene ends
-// the others, so those values are dropped as the device would drop them.
+// overwrite it. What the value does to the device's other values
+// (capability.Effects: a colour ends a scene) is applied with it.
 func (r *Registry) SetOptimistic(k capability.Key, instance string, value any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -295,23 +295,14 @@ func (r *Registry) SetOptimistic(k capability.Key, instance string, value any) {
 	r.seq++
 	d.values[instance] = value
 	d.optimistic[instance] = r.seq
-	switch instance {
-	case capability.InstanceColorRGB, capability.InstanceColorTemperatureK:
-		// The cloud reports 0 for the temperature while a colour shows.
-		for _, scene := range sceneInstances {
-			delete(d.values, scene)
-		}
-		if _, hasCT := d.listed.Capability(capability.InstanceColorTemperatureK); hasCT && instance == capability.InstanceColorRGB {
-			// Optimistic too: a read in flight still has the old temperature.
-			d.values[capability.InstanceColorTemperatureK] = int64(0)
-			d.optimistic[capability.InstanceColorTemperatureK] = r.seq
-		}
-	case capability.InstanceLightScene, capability.InstanceDIYScene, capability.InstanceSnapshot:
-		for _, other := range sceneInstances {
-			if other != instance {
-				delete(d.values, other)
-			}
-		}
+	drop, zero := capability.Effects(d.listed, instance)
+	for _, other := range drop {
+		delete(d.values, other)
+	}
+	for _, other := range zero {
+		// Optimistic too: a read in flight still has the old value.
+		d.values[other] = int64(0)
+		d.optimistic[other] = r.seq
 	}
 	if d.read {
 		r.changes++
@@ -319,8 +310,6 @@ func (r *Registry) SetOptimistic(k capability.Key, instance string, value any) {
 		r.tell.state(d.view())
 	}
 }
-
-var sceneInstances = []string{capability.InstanceLightScene, capability.InstanceDIYScene, capability.InstanceSnapshot}
 
 // SetScenes stores a scene round's lists (ok false: that fetch failed or
 // the device has no such capability, and the stored list stays) and tells
