@@ -563,11 +563,7 @@ func (s *Sim) controlLocked(req request, now time.Time) *answer {
 		merged = clone(v) // members of the old value no longer fit (a new work mode)
 	}
 	sd.values[c.Instance] = merged
-	if _, hasCT := sd.dev.Capability(capability.InstanceColorTemperatureK); hasCT && c.Instance == capability.InstanceColorRGB {
-		// As the live cloud: a light showing a colour reports its colour
-		// temperature as 0.
-		sd.values[capability.InstanceColorTemperatureK] = int64(0)
-	}
+	sd.zeroAfter(c.Instance)
 	echo.State = map[string]any{"status": "success"}
 	return logged(&answer{status: http.StatusOK, code: http.StatusOK, msg: msgSuccess,
 		body: mustJSON(postAnswer{RequestID: req.requestID, Msg: msgSuccess, Code: http.StatusOK, Capability: echo})})

@@ -27,8 +27,6 @@ func (s *Sim) SetLocal(device, instance string, v any) error {
 		return fmt.Errorf("cloudsim: set %s of %s locally: %w", instance, device, err)
 	}
 	sd.values[instance] = merge(sd.values[instance], capability.WithDefaults(c, v))
-	if _, hasCT := sd.dev.Capability(capability.InstanceColorTemperatureK); hasCT && instance == capability.InstanceColorRGB {
-		sd.values[capability.InstanceColorTemperatureK] = int64(0)
-	}
+	sd.zeroAfter(instance)
 	return nil
 }

@@ -214,3 +214,13 @@ func clone(v any) any {
 	}
 	return v
 }
+
+// zeroAfter sets what the live cloud reports as 0 once instance was set
+// (the colour temperature of a light showing a colour: capability.Effects).
+// The scenes it ends need nothing: the state endpoint never reports them.
+func (sd *simDevice) zeroAfter(instance string) {
+	_, zero := capability.Effects(sd.dev, instance)
+	for _, z := range zero {
+		sd.values[z] = int64(0)
+	}
+}
