@@ -43,6 +43,14 @@ func startLANHarness(t *testing.T, env map[string]string) *lanHarness {
 // daemon starts.
 func startLANHarnessWith(t *testing.T, env map[string]string, extra func(h *harness, ls *lansim.Sim, cc *lan.Config)) *lanHarness {
 	t.Helper()
+	h := newLANHarness(t, env, extra)
+	h.start()
+	return h
+}
+
+// newLANHarness is startLANHarnessWith's harness, not started.
+func newLANHarness(t *testing.T, env map[string]string, extra func(h *harness, ls *lansim.Sim, cc *lan.Config)) *lanHarness {
+	t.Helper()
 	e := map[string]string{"LAN_ENABLED": "true", "LAN_POLL_INTERVAL": "1s", "LAN_SCAN_INTERVAL": "10m", "POLL_INTERVAL": "2s", "HTTP_ADDR": "127.0.0.1:0"}
 	for k, v := range env {
 		e[k] = v
@@ -67,7 +75,6 @@ func startLANHarnessWith(t *testing.T, env map[string]string, extra func(h *harn
 		extra(h, ls, &cc)
 	}
 	h.main.LANClient = &cc
-	h.start()
 	lh := &lanHarness{harness: h, lan: ls, cc: cc, ids: map[string]string{}}
 	for _, d := range h.sim.Devices() {
 		lh.ids[d.Device] = topic.DeviceID(d.SKU, d.Device)

@@ -13,7 +13,12 @@
 // most once a second per source address. A located device moves to an
 // address that answers a scan in its name only when its known address no
 // longer answers a status request: something else on the network claiming
-// its id is refused and logged, with both addresses, once a minute.
+// its id is refused and logged, with both addresses, once a minute. Scan
+// answers that come before the first device list are kept until it does
+// (a bounded number); two addresses answering for one id before it is
+// located (before the list, or in the scan window that first locates it)
+// make neither trusted: the device stays off the LAN until the client is
+// made again (a restart).
 package lan
 
 import (
@@ -125,12 +130,17 @@ var (
 // Stats count what the client sent and what it dropped. Contested counts
 // scan answers that claimed a located device's id from another address
 // while its known address still answered (refused); Moved the devices
-// that moved because their known address had gone silent.
+// that moved because their known address had gone silent. Early counts
+// scan answers kept because they came before the first device list;
+// Disputed the scan answers refused for a device that two addresses
+// claimed before it was located (the second address's first answer and
+// every answer after it).
 type Stats struct {
 	Sent, Received                                      uint64
 	Malformed, Oversized, Unsolicited, Spoofed, Unknown uint64
 	Confirmed, NotConfirmed, NoAnswer                   uint64
 	Contested, Moved                                    uint64
+	Early, Disputed                                     uint64
 }
 
 // Client is the bridge's end of the LAN interface. Its methods are safe for
@@ -150,9 +160,11 @@ type Client struct {
 	devices  map[string]*device
 	byAddr   map[netip.Addr]*device
 	window   scanWindow
-	scanned  time.Time       // when the last scan went out
-	unknown  map[string]bool // ids logged once
-	rejects  rejectLog       // log lines of dropped datagrams, per source
+	scanned  time.Time               // when the last scan went out
+	unknown  map[string]bool         // ids logged once
+	listed   bool                    // SetKnown was called; until then scan answers are kept
+	early    map[string]*earlyAnswer // the answers kept, by upper-case id (guard.go)
+	rejects  rejectLog               // log lines of dropped datagrams, per source
 	stats    Stats
 	trace    func(event string)        // tests: every datagram's fate
 	onStatus func(id string, s Status) // tests: every accepted status answer
@@ -188,7 +200,7 @@ func New(cfg Config) (*Client, error) {
 		cfg: cfg, log: cfg.Logger.With().Str("component", "lan").Logger(),
 		conn: pc.(*net.UDPConn), closed: make(chan struct{}),
 		known: map[string]string{}, devices: map[string]*device{}, byAddr: map[netip.Addr]*device{},
-		unknown: map[string]bool{}, trace: func(string) {},
+		unknown: map[string]bool{}, early: map[string]*earlyAnswer{}, trace: func(string) {},
 		rejects: rejectLog{every: rejectLogEvery},
 		scanMsg: AppendScan(nil), stateMsg: AppendStatusRequest(nil),
 		failLog: rate.NewLimiter(rate.Every(rejectLogEvery), 1),

@@ -35,11 +35,16 @@ type device struct {
 	waiters map[chan answer]struct{}
 
 	// The guard's (guard.go): a probe of the known address under way, when
-	// the last one started, and the conflict warnings' limit.
+	// the last one started, the warnings' limit (conflicts and disputes),
+	// the end of the scan window that located it from no address (fresh),
+	// and the two addresses that claimed it before it was located
+	// (disputed; valid: it is never located again).
 	probing       bool
 	probed        time.Time
 	conflictAt    time.Time
 	conflictsLeft uint64
+	fresh         time.Time
+	disputed      [2]netip.Addr
 }
 
 // maxUnknownLogged bounds the ids remembered for logging once: spoofed
@@ -48,10 +53,20 @@ const maxUnknownLogged = 256
 
 // SetKnown replaces the ids scan answers are matched against (the cloud's
 // device list). Matching ignores case. A device no longer known is
-// forgotten; devices already found keep their address.
+// forgotten; devices already found keep their address. The first call
+// takes the scan answers that came before it (guard.go, early): a device
+// that answered from one address is located at once (OnDevice hears it
+// before SetKnown returns), one that answered from two is disputed.
 func (c *Client) SetKnown(ids []string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	notice := c.setKnownLocked(ids)
+	c.mu.Unlock()
+	if notice != nil {
+		notice()
+	}
+}
+
+func (c *Client) setKnownLocked(ids []string) func() {
 	known := make(map[string]string, len(ids))
 	for _, id := range ids {
 		known[strings.ToUpper(id)] = id
@@ -66,6 +81,11 @@ func (c *Client) SetKnown(ids []string) {
 	}
 	c.known = known
 	clear(c.unknown) // an id unknown before may be known now, or gone again
+	if c.listed {
+		return nil
+	}
+	c.listed = true
+	return c.takeEarlyLocked()
 }
 
 // Devices lists the devices found, by id.
@@ -101,9 +121,12 @@ func (c *Client) Reachable(id string) bool {
 
 // onScanLocked takes a scan answer from an address: accepted only in the
 // window of the client's own scan and from an address it allows, and only
-// for a known id. A device found for the first time (or that lost its
+// for a known id (before the first device list, every id's is kept for
+// the list to decide). A device found for the first time (or that lost its
 // address) is located at once; one located elsewhere is contested
-// (guard.go): it moves only when its known address no longer answers.
+// (guard.go): it moves only when its known address no longer answers. One
+// that another address answers for in the window that first located it,
+// or that is disputed already, is not located (guard.go).
 func (c *Client) onScanLocked(a ScanAnswer, from netip.Addr) (string, func()) {
 	now := c.cfg.Clock.Now()
 	w := c.window
@@ -111,6 +134,9 @@ func (c *Client) onScanLocked(a ScanAnswer, from netip.Addr) (string, func()) {
 		return c.dropLocked(&c.stats.Unsolicited, "unsolicited", from, "scan answer outside a scan's window or from an address not scanned")
 	}
 	id, ok := c.known[strings.ToUpper(a.Device)]
+	if !ok && !c.listed {
+		return c.keepEarlyLocked(a, from, now)
+	}
 	if !ok {
 		c.stats.Unknown++
 		return "unknown", c.unknownLineLocked(a, from)
@@ -124,18 +150,32 @@ func (c *Client) onScanLocked(a ScanAnswer, from netip.Addr) (string, func()) {
 			}
 		}
 	}
+	d := c.deviceLocked(id)
+	var event string
+	var notice func()
+	switch {
+	case d.disputed[0].IsValid():
+		c.stats.Disputed++
+		event, notice = "disputed", c.disputeLineLocked(d, from)
+	case d.Addr.IsValid() && d.Addr != from && !now.After(d.fresh):
+		event, notice = "disputed", c.disputeLocked(d, d.Addr, from)
+	case d.Addr.IsValid() && d.Addr != from:
+		event, notice = c.contestLocked(d, a, from, now)
+	default:
+		event, notice = c.locateLocked(d, a, from, now)
+	}
+	return event, join(said, notice)
+}
+
+// deviceLocked is the known id's record, made on first use.
+func (c *Client) deviceLocked(id string) *device {
 	d := c.devices[id]
 	if d == nil {
 		d = &device{Device: Device{ID: id}, busy: make(chan struct{}, 1), waiters: map[chan answer]struct{}{}}
 		d.pace = c.newPace()
 		c.devices[id] = d
 	}
-	locate := c.locateLocked
-	if d.Addr.IsValid() && d.Addr != from {
-		locate = c.contestLocked
-	}
-	event, notice := locate(d, a, from, now)
-	return event, join(said, notice)
+	return d
 }
 
 // unknownLineLocked logs a scan answer for an id not in the cloud's list,
@@ -157,10 +197,15 @@ func (c *Client) unknownLineLocked(a ScanAnswer, from netip.Addr) func() {
 
 // locateLocked puts the device at the address its scan answer came from
 // (the same address, a first find, or a move the guard allowed); a device
-// that had that address before loses it.
+// that had that address before loses it. now is when the answer came.
+// Found from no address, the device is fresh until the current scan
+// window closes: another address answering for it meanwhile disputes it.
 func (c *Client) locateLocked(d *device, a ScanAnswer, from netip.Addr, now time.Time) (string, func()) {
 	before := d.Device
 	var moved *device
+	if !d.Addr.IsValid() {
+		d.fresh = c.window.until
+	}
 	if d.Addr != from {
 		if other := c.byAddr[from]; other != nil && other != d {
 			other.Addr, other.Reachable = netip.Addr{}, false

@@ -1,5 +1,11 @@
 package lan
 
+// ScanAnswerWindow is how long after a scan its answers are accepted.
+const ScanAnswerWindow = scanAnswerWindow
+
+// MaxEarly is how many ids' scan answers are kept before the device list.
+const MaxEarly = maxEarly
+
 // SetTrace makes the client report every datagram's fate ("scan",
 // "status", "malformed", "oversized", "unsolicited", "spoofed", "unknown")
 // after handling it, from its reader goroutine. Set before any datagram

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,6 +138,60 @@ func FuzzClientDatagram(f *testing.F) {
 		}
 		if d.Reachable && !fromDevice {
 			t.Fatalf("a stranger's datagram made the device reachable: %q", b)
+		}
+	})
+}
+
+// FuzzFirstScan: whatever arrives before the device list, from the
+// device's address or from another scanned address, the early answers
+// stay bounded, and the list never locates the device at the other
+// address: the device's own answer locates it, unless the other address
+// answered in its name too (then neither is trusted).
+func FuzzFirstScan(f *testing.F) {
+	for _, s := range answerSeeds {
+		f.Add([]byte(s), true)
+		f.Add([]byte(s), false)
+	}
+	f.Add(AppendScanAnswer(nil, ScanAnswer{Device: "aa:bb", SKU: "H6008"}), false) // the forger
+	// A frozen clock: the scan's window stays open however long the fuzzing.
+	clk := clocktest.NewFrozen(time.Unix(1_800_000_000, 0))
+	light, other := netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.66")
+	c, err := New(Config{Listen: "127.0.0.1:0", Targets: []Target{{Host: light.String()}, {Host: other.String()}}, Clock: clk})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Scan(context.Background()); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, fromDevice bool) {
+		c.mu.Lock() // a fresh start: no list yet, nothing found
+		c.listed, c.early, c.known = false, map[string]*earlyAnswer{}, map[string]string{}
+		c.devices, c.byAddr = map[string]*device{}, map[netip.Addr]*device{}
+		c.mu.Unlock()
+		c.handle(AppendScanAnswer(nil, ScanAnswer{Device: "AA:BB", SKU: "H6008"}), netip.AddrPortFrom(light, 4001))
+		from := netip.AddrPortFrom(other, 4001)
+		if fromDevice {
+			from = netip.AddrPortFrom(light, 4003)
+		}
+		c.handle(b, from)
+		c.mu.Lock()
+		kept := len(c.early)
+		c.mu.Unlock()
+		if kept > maxEarly {
+			t.Fatalf("%d ids kept before the list, more than %d", kept, maxEarly)
+		}
+		c.SetKnown([]string{"AA:BB"})
+		d, ok := c.Device("AA:BB")
+		a, err := DecodeAnswer(b)
+		claimed := err == nil && a.Cmd == CmdScan && strings.EqualFold(a.Scan.Device, "AA:BB")
+		switch {
+		case ok && d.Addr != light:
+			t.Fatalf("located at %s after %q from %s", d.Addr, b, from)
+		case !fromDevice && claimed && ok:
+			t.Fatalf("located at %s though %s answered in its name too", d.Addr, other)
+		case (fromDevice || !claimed) && !ok:
+			t.Fatalf("not located after its own answer and %q from %s", b, from)
 		}
 	})
 }

@@ -2,12 +2,15 @@ package lan
 
 // What guards the client against the rest of the network (docs/lan.md,
 // "What is guarded"): a device's address is not taken over by whatever
-// answers a scan in its name, and nothing a stranger sends can make the
+// answers a scan in its name, a device two addresses claim before it is
+// located is not located at all, and nothing a stranger sends can make the
 // log grow faster than a line a second per source address.
 
 import (
 	"context"
 	"net/netip"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -48,8 +51,8 @@ func (c *Client) probe(d *device, cl claim, tk *task) {
 	c.mu.Lock()
 	d.probing = false
 	if err != nil || c.devices[d.ID] != d || !d.Addr.IsValid() {
-		// Closed, forgotten (SetKnown), or its address went to another
-		// device meanwhile: the next scan decides afresh.
+		// Closed, forgotten (SetKnown), disputed, or its address went to
+		// another device meanwhile: the next scan decides afresh.
 		c.mu.Unlock()
 		return
 	}
@@ -92,16 +95,27 @@ func (c *Client) ask(ctx context.Context, d *device, tries int) (s Status, answe
 	return Status{}, false, nil
 }
 
-// conflictLineLocked is the warning about a refused claim, or nil when the
-// device had one in the last conflictLogEvery; it counts those left out.
-func (c *Client) conflictLineLocked(d *device, other netip.Addr) func() {
+// warnLocked says whether a warning about the device may be logged now
+// (one a conflictLogEvery, conflicts and disputes alike), and how many
+// were left out since the last one.
+func (c *Client) warnLocked(d *device) (ok bool, left uint64) {
 	now := c.cfg.Clock.Now()
 	if !d.conflictAt.IsZero() && now.Sub(d.conflictAt) < conflictLogEvery {
 		d.conflictsLeft++
+		return false, 0
+	}
+	left = d.conflictsLeft
+	d.conflictAt, d.conflictsLeft = now, 0
+	return true, left
+}
+
+// conflictLineLocked is the warning about a refused claim, or nil when the
+// device had one in the last conflictLogEvery; it counts those left out.
+func (c *Client) conflictLineLocked(d *device, other netip.Addr) func() {
+	ok, left := c.warnLocked(d)
+	if !ok {
 		return nil
 	}
-	left := d.conflictsLeft
-	d.conflictAt, d.conflictsLeft = now, 0
 	id, kept := d.ID, d.Addr
 	return func() {
 		ev := c.log.Warn().Str("device", id).Stringer("addr", kept).Stringer("other", other)
@@ -112,6 +126,118 @@ func (c *Client) conflictLineLocked(d *device, other netip.Addr) func() {
 			"and ignoring other (a second device with the same id, or something on the network answering in its name: " +
 			"find out what is at the other address; listing the lights' own addresses in LAN_SCAN_TARGETS instead of the " +
 			"multicast group accepts answers from those addresses only)")
+	}
+}
+
+// The first scan window. Until the first device list comes (SetKnown), a
+// scan answer cannot be matched: it is kept, for at most maxEarly ids, and
+// the list decides. An id that one address answered for is located at
+// once; one that two addresses answered for is disputed, as is a device
+// that another address answers for in the scan window that first located
+// it (fresh): with no address known yet, nothing says which one is the
+// device, so neither is trusted and the device stays on the cloud.
+
+// maxEarly bounds the ids whose scan answers are kept before the first
+// device list: a network can answer in any number of names. Answers for
+// ids beyond it are dropped as unknown; the scan the router sends when
+// the list arrives finds those devices (then under the fresh rule).
+const maxEarly = 256
+
+// earlyAnswer is a scan answer for an id that came before the first
+// device list.
+type earlyAnswer struct {
+	answer ScanAnswer
+	from   netip.Addr
+	at     time.Time
+	// other is the first other address that answered in the id's name:
+	// valid, the id is disputed.
+	other netip.Addr
+}
+
+// keepEarlyLocked keeps a scan answer that came before the first device
+// list (onScanLocked checked its window and source).
+func (c *Client) keepEarlyLocked(a ScanAnswer, from netip.Addr, now time.Time) (string, func()) {
+	key := strings.ToUpper(a.Device)
+	e := c.early[key]
+	switch {
+	case e == nil && len(c.early) >= maxEarly:
+		return c.dropLocked(&c.stats.Unknown, "unknown", from,
+			"scan answer before the device list, beyond the ids kept until it arrives: dropped (a scan after the list finds the device)")
+	case e == nil:
+		c.early[key] = &earlyAnswer{answer: a, from: from, at: now}
+	case e.from == from:
+		e.answer, e.at = a, now
+	case !e.other.IsValid():
+		e.other = from
+	}
+	c.stats.Early++
+	return "early", nil
+}
+
+// takeEarlyLocked applies the answers kept before the first device list
+// and forgets them: each known id answered for from one address is
+// located there, one answered for from two is disputed.
+func (c *Client) takeEarlyLocked() func() {
+	keys := make([]string, 0, len(c.early))
+	for k := range c.early {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // the log's order
+	var notices []func()
+	for _, k := range keys {
+		e := c.early[k]
+		id, ok := c.known[k]
+		if !ok {
+			continue
+		}
+		d := c.deviceLocked(id)
+		if e.other.IsValid() {
+			notices = append(notices, c.disputeLocked(d, e.from, e.other))
+			continue
+		}
+		_, n := c.locateLocked(d, e.answer, e.from, e.at)
+		notices = append(notices, n)
+	}
+	c.early = nil
+	return join(notices...)
+}
+
+// disputeLocked marks the device disputed by two addresses, a (the first,
+// its address if it was located) and b: it loses its address, is never
+// located again (until the client is made again, or SetKnown forgets it),
+// and the warning names both.
+func (c *Client) disputeLocked(d *device, a, b netip.Addr) func() {
+	before := d.Device
+	if c.byAddr[d.Addr] == d {
+		delete(c.byAddr, d.Addr)
+	}
+	d.Addr, d.Reachable = netip.Addr{}, false
+	d.disputed = [2]netip.Addr{a, b}
+	c.stats.Disputed++
+	notice := c.deviceNotice(before.Addr.IsValid(), d.Device, nil)
+	return join(notice, c.disputeLineLocked(d, b))
+}
+
+// disputeLineLocked is the warning about a disputed device (from: the
+// address that answered now), or nil within the device's warning limit.
+func (c *Client) disputeLineLocked(d *device, from netip.Addr) func() {
+	ok, left := c.warnLocked(d)
+	if !ok {
+		return nil
+	}
+	id, pair := d.ID, d.disputed
+	return func() {
+		ev := c.log.Warn().Str("device", id).Stringer("addr", pair[0]).Stringer("other", pair[1])
+		if from != pair[0] && from != pair[1] {
+			ev = ev.Stringer("also", from)
+		}
+		if left > 0 {
+			ev = ev.Uint64("not_logged", left)
+		}
+		ev.Msg("two addresses answered LAN scans for this light before it was located: using neither, the light stays on " +
+			"the cloud until the bridge restarts (a second device with the same id, or something on the network answering " +
+			"in its name: find out what is at both addresses; listing the lights' own addresses in LAN_SCAN_TARGETS instead " +
+			"of the multicast group accepts answers from those addresses only)")
 	}
 }
 

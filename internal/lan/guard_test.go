@@ -77,6 +77,7 @@ func TestForgerCannotTakeOverALight(t *testing.T) {
 	clk := clocktest.New()
 	n := newNet(t, lan.Config{Logger: zerolog.New(logs), Clock: clk})
 	n.found(t) // the real lamp, before the forger turns up
+	n.settle()
 	forger := startForger(t, n)
 	id := strings.ToLower(lamp)
 
@@ -133,6 +134,7 @@ func TestForgerCannotTakeOverALight(t *testing.T) {
 func TestMovedLightIsFollowedWithinOneScan(t *testing.T) {
 	n := newNet(t, lan.Config{ConfirmTimeout: 100 * time.Millisecond})
 	n.found(t)
+	n.settle()
 	if err := n.sim.Move(strip, moveAddr); err != nil {
 		t.Fatal(err)
 	}

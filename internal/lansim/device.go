@@ -36,6 +36,7 @@ type device struct {
 	dropNext  int
 	delay     time.Duration
 	duplicate bool
+	scanMute  bool
 	rng       *rand.Rand
 	received  []Received
 	counts    map[string]int
@@ -173,6 +174,10 @@ func (d *device) act(conn *net.UDPConn, req lan.Request, from netip.AddrPort, sc
 	switch {
 	case scanSide && req.Cmd == lan.CmdScan:
 		d.mu.Lock()
+		if d.scanMute {
+			d.mu.Unlock()
+			return
+		}
 		a := lan.ScanAnswer{Device: d.spec.ID, SKU: d.spec.SKU, BLEVersionHard: "3.01.01", BLEVersionSoft: "1.04.06",
 			WiFiVersionHard: "1.00.10", WiFiVersionSoft: "1.02.11"}
 		if !d.spec.OmitIP {
@@ -357,6 +362,13 @@ func (s *Sim) DropNext(id string, n int) error {
 // arrives (answers included); stopped or moved meanwhile, it drops it.
 func (s *Sim) SetDelay(id string, delay time.Duration) error {
 	return s.with(id, func(d *device) { d.delay = delay })
+}
+
+// SetScanMute makes the device take scans in without answering them (its
+// answers lost on the way) while it still answers everything else, or
+// answer them again.
+func (s *Sim) SetScanMute(id string, mute bool) error {
+	return s.with(id, func(d *device) { d.scanMute = mute })
 }
 
 // SetDuplicate makes the device send every answer twice.

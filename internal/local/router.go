@@ -125,8 +125,10 @@ func (r *Router) Run(ctx context.Context) {
 		case <-r.kick.C():
 			taken := r.kick.Take()
 			if r.applyList() {
-				// New lights: scan for them now rather than at the next
-				// round (the first scan may have gone before the list).
+				// New lights not found yet (the client keeps the answers
+				// to the scans before the first list, so a light that
+				// answered one is found already): scan for them now rather
+				// than at the next round.
 				if err := r.client.Scan(ctx); err != nil && ctx.Err() == nil {
 					r.log.Warn().Err(err).Msg("LAN scan incomplete")
 				}
@@ -149,7 +151,8 @@ func (r *Router) Close() {
 
 // applyList takes the latest device list: the lights the LAN may control
 // (capability.LocalEligible) become known to the client and eligible in the registry. It reports
-// whether a light was added.
+// whether a light was added that the client has not found (by the answers
+// it kept from before the first list, or since).
 func (r *Router) applyList() bool {
 	r.mu.Lock()
 	list, ok := r.next, r.pending
@@ -160,14 +163,14 @@ func (r *Router) applyList() bool {
 	}
 	byID := map[string]capability.Device{}
 	byKey := map[capability.Key]string{}
-	added := false
+	added := map[string]bool{}
 	for _, d := range list {
 		if !capability.LocalEligible(d) {
 			continue
 		}
 		byID[d.Device], byKey[d.Key()] = d, d.Device
 		if _, had := r.byID[d.Device]; !had {
-			added = true
+			added[d.Device] = true
 		}
 	}
 	r.byID, r.byKey = byID, byKey
@@ -179,15 +182,19 @@ func (r *Router) applyList() bool {
 	}
 	slices.Sort(ids)
 	r.client.SetKnown(ids)
+	missing := false
 	for _, id := range ids {
 		d := byID[id]
-		if ld, found := r.client.Device(id); found {
+		ld, found := r.client.Device(id)
+		switch {
+		case found:
 			r.onDevice(ld)
-		} else if store != nil {
+		case store != nil:
 			store.SetLocation(d.Key(), registry.Location{Eligible: true})
 		}
+		missing = missing || (added[id] && !found)
 	}
-	return added
+	return missing
 }
 
 // cloudOnly says whether the cloud reports instances of the device that
@@ -294,7 +301,8 @@ type Info struct {
 	Targets   []string `json:"scan_targets"`
 	Found     int      `json:"found"`
 	Reachable int      `json:"reachable"`
-	// Datagrams sent and received, and the received ones dropped.
+	// Datagrams sent and received, the received ones dropped, and how the
+	// guard weighed scan answers (lan.Stats: early, contested, disputed).
 	Stats map[string]uint64 `json:"datagrams"`
 }
 
@@ -305,7 +313,7 @@ func (r *Router) Info() Info {
 		"sent": st.Sent, "received": st.Received, "malformed": st.Malformed, "oversized": st.Oversized,
 		"unsolicited": st.Unsolicited, "spoofed": st.Spoofed, "unknown_ids": st.Unknown,
 		"confirmed": st.Confirmed, "not_confirmed": st.NotConfirmed, "no_answer": st.NoAnswer,
-		"contested": st.Contested, "moved": st.Moved,
+		"contested": st.Contested, "moved": st.Moved, "early": st.Early, "disputed": st.Disputed,
 	}}
 	for _, t := range r.cfg.Client.Targets {
 		i.Targets = append(i.Targets, t.String())

@@ -199,3 +199,74 @@ func TestRouter(t *testing.T) {
 		t.Errorf("info %+v", i)
 	}
 }
+
+// TestRouterUsesTheAnswersBeforeTheList: the first scan goes before the
+// cloud's device list; the lights that answered it are local as soon as
+// the list arrives, and the router scans again only for a light not found
+// yet (here one not on the LAN).
+func TestRouterUsesTheAnswersBeforeTheList(t *testing.T) {
+	a, b := light("AA:BB:CC:DD:EE:FF:00:01"), light("AA:BB:CC:DD:EE:FF:00:02")
+	offLAN := light("AA:BB:CC:DD:EE:FF:00:03")
+	for _, tc := range []struct {
+		name  string
+		list  []capability.Device
+		scans int // each light on the LAN heard, in all
+	}{
+		{"every light answered before the list", []capability.Device{a, b}, 1},
+		{"a light not found yet", []capability.Device{a, b, offLAN}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktest.New()
+			sim, err := lansim.New(lansim.Options{Clock: clk}, lansim.Spec{ID: a.Device, SKU: "H6008"}, lansim.Spec{ID: b.Device, SKU: "H6008"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sim.Close()
+			scanned := make(chan string, 16)
+			sim.OnReceive(func(id string, rc lansim.Received) {
+				if rc.Request.Cmd == lan.CmdScan {
+					scanned <- id
+				}
+			})
+			cc := lan.Config{Listen: "127.0.0.1:0", ScanPort: sim.ScanPort(), CommandPort: sim.CommandPort(), Clock: clk}
+			for _, id := range []string{a.Device, b.Device} {
+				addr, _ := sim.Addr(id)
+				cc.Targets = append(cc.Targets, lan.Target{Host: addr.String()})
+			}
+			r, err := New(Config{Client: cc, ScanInterval: time.Hour, PollInterval: time.Hour, Logger: zerolog.Nop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			store := &fakeStore{applied: map[capability.Key]map[string]any{}, loc: map[capability.Key]registry.Location{}, changed: make(chan struct{}, 1)}
+			r.Bind(store, &fakeReads{local: map[capability.Key]time.Duration{}})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); r.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+
+			// The first scan taken in by both lights: their answers are
+			// work in hand until the client has kept them.
+			for range 2 {
+				select {
+				case <-scanned:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the first scan did not reach the lights")
+				}
+			}
+			clk.IdleWithin(t, 10*time.Second, "the first scan answered")
+			if st := r.Stats(); st.Early != 2 {
+				t.Fatalf("stats %+v: want the first scan's 2 answers kept", st)
+			}
+			r.SetDevices(tc.list)
+			clk.IdleWithin(t, 10*time.Second, "the list applied")
+			for _, d := range []capability.Device{a, b} {
+				if loc := store.location(d.Key()); !loc.Local {
+					t.Errorf("%s: location %+v, want local", d.Device, loc)
+				}
+				if got := sim.Counts(d.Device)[lan.CmdScan]; got != tc.scans {
+					t.Errorf("%s heard %d scans, want %d", d.Device, got, tc.scans)
+				}
+			}
+		})
+	}
+}
