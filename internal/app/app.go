@@ -13,7 +13,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -268,55 +267,4 @@ func schedulerConfig(c config.Config) scheduler.Config {
 		Scenes:         scheduler.PerMinute(float64(l.ScenesPerMinute), l.ScenesPerMinute),
 		DIYScenes:      scheduler.PerMinute(float64(l.ScenesPerMinute), l.ScenesPerMinute),
 	}
-}
-
-// health is the answer of /healthz and the health request: healthy when the
-// broker is connected, the cloud answers (not every request failing for
-// cloudGrace) and the poller progresses (reads the cloud answered).
-func (m *Main) health() (bool, []string, any) {
-	m.mu.Lock()
-	var p parts
-	if m.run != nil {
-		p = *m.run
-	}
-	m.mu.Unlock()
-	conn, poll, sched := p.conn, p.poll, p.sched
-	var reasons []string
-	if conn == nil || !conn.Connected() {
-		reasons = append(reasons, "not connected to the MQTT broker")
-	}
-	details := map[string]any{}
-	if poll != nil {
-		st := poll.Stats()
-		stale := staleAfter(st.Interval)
-		last := poll.Progress()
-		details["devices"] = st.Devices
-		details["poll_interval"] = st.Interval.String()
-		if !last.IsZero() {
-			details["last_progress"] = last.UTC().Format(time.RFC3339)
-		}
-		if last.IsZero() || m.clock().Now().Sub(last) > stale {
-			reasons = append(reasons, fmt.Sprintf("the poller has made no progress for more than %s", stale.Round(time.Second)))
-		}
-	}
-	if sched != nil {
-		st := sched.Stats()
-		now := m.clock().Now()
-		if !st.AuthHoldoffUntil.IsZero() && now.Before(st.AuthHoldoffUntil) {
-			reasons = append(reasons, "the cloud refuses the API key: check CLOUD_API_KEY")
-		} else if failing, why := cloudFailing(st.Cloud, now); failing {
-			reasons = append(reasons, why)
-		}
-		details["requests_today"] = st.RequestsToday
-		if !st.Cloud.LastAnswer.IsZero() {
-			details["cloud_last_answer"] = st.Cloud.LastAnswer.UTC().Format(time.RFC3339)
-		}
-	}
-	return len(reasons) == 0, reasons, details
-}
-
-// staleAfter is how long without poller progress counts as stuck: three
-// poll intervals (at least a minute each) and half a minute more.
-func staleAfter(interval time.Duration) time.Duration {
-	return 3*max(interval, time.Minute) + 30*time.Second
 }

@@ -246,7 +246,8 @@ func (m *Main) runBackground(ctx context.Context, wg *sync.WaitGroup, d *running
 	goWG(func() { persist(ctx, d.clk, d.saveKick, d.dir, d.reg, d.sched, d.poll.Stats, d.log) })
 	goWG(func() { m.background(ctx, ready, d.statsKick, d.parts) })
 	goWG(func() {
-		d.sd.Watchdog(ctx, d.poll.Progress, func() time.Duration { return staleAfter(d.poll.Stats().Interval) })
+		progress := func() time.Time { return readProgress(d.poll, d.sched, d.clk.Now()) }
+		d.sd.Watchdog(ctx, progress, func() time.Duration { return staleAfter(d.poll.Stats().Interval) })
 	})
 }
 

@@ -1,14 +1,11 @@
 package app
 
 import (
-	"fmt"
 	"net"
 	"sync/atomic"
 	"time"
 
 	"cloud2mqtt/internal/clock"
-	"cloud2mqtt/internal/cloud"
-	"cloud2mqtt/internal/scheduler"
 )
 
 // What the bridge says of itself: the cloud's health, figures published
@@ -33,41 +30,6 @@ const (
 // failingAfter requests in a row that never reached the cloud make it
 // unreachable before the grace ends: a read and its retries failing.
 const failingAfter = 3
-
-// cloudFailing says whether the cloud counts as unreachable now, and why.
-func cloudFailing(h scheduler.CloudHealth, now time.Time) (bool, string) {
-	// Answers that are errors (5xx, 429) must last the grace: a blip of
-	// a few is not an outage. Requests that never reached the cloud
-	// (refused, unknown host, TLS) are one sooner.
-	unreached := h.Failures >= failingAfter && !cloud.Reached(h.Err)
-	if h.FailingSince.IsZero() || !h.Failing(now, cloudGrace) && !unreached {
-		return false, ""
-	}
-	what := "the cloud is not reachable"
-	if cloud.Reached(h.Err) {
-		what = "the cloud answers only errors"
-	}
-	since := now.Sub(h.FailingSince).Round(time.Second)
-	reason := fmt.Sprintf("%s: %d requests failed in the last %s, none succeeded", what, h.Failures, since)
-	if h.Err != nil {
-		reason += ": " + h.Err.Error()
-	}
-	if !h.LastAnswer.IsZero() {
-		reason += "; last answer at " + h.LastAnswer.UTC().Format(time.RFC3339)
-	}
-	return true, reason
-}
-
-// cloudConnected is the bridge's Cloud sensor: nil before any request has
-// an outcome.
-func cloudConnected(h scheduler.CloudHealth, now time.Time) *bool {
-	if h.LastAnswer.IsZero() && h.FailingSince.IsZero() {
-		return nil
-	}
-	failing, _ := cloudFailing(h, now)
-	ok := !failing
-	return &ok
-}
 
 // notifier wakes its listeners without blocking, once per gathering: a
 // listener woken takes its time (a delay) and calls done before it looks,

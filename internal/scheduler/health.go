@@ -18,11 +18,19 @@ import (
 // device list refused), and Err the last of those failures. A request the
 // cloud refused for what it asked (a 400 or 404 about a device) says
 // nothing either way.
+//
+// HeldUntil is set while the last failure is a 429: until when requests
+// wait because the cloud asked (its Retry-After, capped at MaxRetryAfter,
+// or the spent quota's renewal; the latest of the waits). A 429 is an
+// answer: the cloud is there and asks the bridge to wait, which no restart
+// would shorten. A failure of another kind after it starts a new run
+// (FailingSince, Failures), as after a success.
 type CloudHealth struct {
 	LastAnswer   time.Time
 	FailingSince time.Time
-	Failures     int // failures since LastAnswer
+	Failures     int // failures since LastAnswer (or the last 429's wait)
 	Err          error
+	HeldUntil    time.Time
 }
 
 // Failing reports whether the cloud has failed every request for at least
@@ -39,18 +47,28 @@ func (h *cloudHealth) snapshot() CloudHealth { return h.CloudHealth }
 func (h *cloudHealth) observe(now time.Time, ep endpoint, err error) {
 	switch {
 	case err == nil:
-		h.LastAnswer, h.FailingSince, h.Failures, h.Err = now, time.Time{}, 0, nil
+		h.CloudHealth = CloudHealth{LastAnswer: now}
 		return
 	case cloud.IsRejected(err) && ep != epDevices:
 		return // the cloud answered; it refused this request only
 	case errors.Is(err, ErrNotSent):
 		return
 	}
+	if _, limited := cloud.IsRateLimited(err); !limited && !h.HeldUntil.IsZero() {
+		h.FailingSince, h.Failures, h.HeldUntil = time.Time{}, 0, time.Time{}
+	}
 	if h.FailingSince.IsZero() {
 		h.FailingSince = now
 	}
 	h.Failures++
 	h.Err = err
+}
+
+// heldUntil records the wait a 429 asked for (after observe counted it).
+func (h *cloudHealth) heldUntil(until time.Time) {
+	if until.After(h.HeldUntil) {
+		h.HeldUntil = until
+	}
 }
 
 // countLocked counts a request that was on the wire (sent at sent), if it

@@ -53,6 +53,7 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 			}
 			a.lastErr = s.quota.holdErr
 		}
+		s.counts.cloud.heldUntil(a.notBefore)
 		ev(s.log.Warn()).Dur("retry_after", retryAfter).Dur("wait", a.notBefore.Sub(now)).Msg("scheduler: rate limited by the cloud (429), bucket emptied, will retry")
 		if s.closed {
 			s.counts.failures++

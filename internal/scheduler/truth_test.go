@@ -153,6 +153,9 @@ func TestRetryAfterCapped(t *testing.T) {
 		if _, other := s.Held("H6008", "other"); other {
 			t.Errorf("another device is held by this device's 429")
 		}
+		if c := s.Stats().Cloud; !c.HeldUntil.Equal(h.Until) {
+			t.Errorf("Stats().Cloud.HeldUntil = %v, want the hold's end %v (the health's \"holding until\")", c.HeldUntil, h.Until)
+		}
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
@@ -165,6 +168,41 @@ func TestRetryAfterCapped(t *testing.T) {
 		}
 		if _, held := s.Held("H6008", "lamp"); held {
 			t.Errorf("still held after the read went through")
+		}
+		if c := s.Stats().Cloud; !c.HeldUntil.IsZero() || !c.FailingSince.IsZero() {
+			t.Errorf("cloud health after the read went through: %+v, want answering, no hold", c)
+		}
+	})
+}
+
+// TestRateLimitThenOutage: a 429's wait is no outage (the cloud answered):
+// CloudHealth says until when requests wait; a failure of another kind
+// after it starts a new run of failures, counted from then, and ends the
+// wait's note.
+func TestRateLimitThenOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFake()
+		f.fail = func(c call, n int) error {
+			if n == 0 {
+				return &cloud.APIError{Kind: cloud.ErrRateLimited, Endpoint: c.ep, HTTPStatus: 429, RetryAfter: time.Minute}
+			}
+			return refusedConn()
+		}
+		s := newScheduler(f, scheduler.Config{MaxAttempts: 3})
+		stop := run(t, s)
+		defer stop()
+		t0 := time.Now()
+		_ = s.State("H6008", "lamp", scheduler.PriorityPoll, func(cloud.DeviceState, error) {})
+		synctest.Wait()
+		c := s.Stats().Cloud
+		if _, limited := cloud.IsRateLimited(c.Err); !limited || !c.HeldUntil.Equal(t0.Add(time.Minute)) || !c.FailingSince.Equal(t0) || c.Failures != 1 {
+			t.Fatalf("after a 429 asking for a minute: %+v, want held until %v", c, t0.Add(time.Minute))
+		}
+		time.Sleep(time.Minute) // the retry: refused
+		synctest.Wait()
+		c = s.Stats().Cloud
+		if !c.HeldUntil.IsZero() || !c.FailingSince.Equal(t0.Add(time.Minute)) || c.Failures != 1 || cloud.Reached(c.Err) {
+			t.Errorf("after the retry was refused: %+v, want a new run from %v, no hold", c, t0.Add(time.Minute))
 		}
 	})
 }

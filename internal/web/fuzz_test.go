@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -23,6 +24,9 @@ func FuzzActionRequest(f *testing.F) {
 	f.Add("republish", `{"device":"`+strings.Repeat("x", 5000)+`"}`, true, "application/json")
 	f.Add("read", `{"device":"\u0000"}`, true, "text/plain")
 	f.Add("..%2f", `{"device":1}`, true, "application/json")
+	f.Add("read", `{"device":"hall_light"}`, true, "application/jsonx")
+	f.Add("read", `{"device":"hall_light"}`, true, "Application/JSON; charset=UTF-8")
+	f.Add("read", `{"device":"hall_light"}`, true, "application/json; charset")
 	src := newFakeSource()
 	act := &fakeActions{src: src}
 	h, err := New(Options{Source: src, Actions: act, Addr: "127.0.0.1:8080", Now: func() time.Time { return t0 }})
@@ -61,6 +65,56 @@ func FuzzActionRequest(f *testing.F) {
 		}
 		if called && !withCSRF {
 			t.Fatal("an action without the CSRF token")
+		}
+		if mt, _, err := mime.ParseMediaType(contentType); called && (err != nil || mt != "application/json") {
+			t.Fatalf("an action with Content-Type %q", contentType)
+		}
+	})
+}
+
+// FuzzIngressOrigin sends an action through the ingress listener with any
+// Origin and X-Forwarded-Host: it is carried out only when the Origin is
+// an http(s) origin naming the host in X-Forwarded-Host (a port left out
+// being the scheme's), never without either.
+func FuzzIngressOrigin(f *testing.F) {
+	for _, s := range [][2]string{
+		{"http://homeassistant.local:8123", "homeassistant.local:8123"}, {"https://ha.example.org", "ha.example.org:443"},
+		{"https://ha.example.org", "ha.example.org, proxy.lan"}, {"http://evil.example", ""}, {"", "homeassistant.local:8123"},
+		{"null", "null"}, {"http://[::1]:8123", "[::1]:8123"}, {"HTTP://HA.LOCAL.", "ha.local"}, {"http://ha.local:80", "ha.local"},
+		{"http://user@ha.local", "ha.local"}, {"http://ha.local/path", "ha.local"}, {"http://", ""},
+	} {
+		f.Add(s[0], s[1])
+	}
+	src := newFakeSource()
+	act := &fakeActions{src: src}
+	h, err := New(Options{Source: src, Actions: act, Addr: "127.0.0.1:8080", Now: func() time.Time { return t0 }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ingress := h.Ingress(netip.MustParseAddr("172.30.32.2"))
+	f.Fuzz(func(t *testing.T, origin, fwd string) {
+		r := httptest.NewRequest("POST", "/api/actions/read", strings.NewReader(`{"device":"hall_light"}`))
+		r.RemoteAddr = "172.30.32.2:51000"
+		r.Host = "local-cloud2mqtt:8099"
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set(csrfHeader, h.guard.csrf)
+		r.Header["Origin"] = []string{origin}
+		r.Header["X-Forwarded-Host"] = []string{fwd}
+		before := len(act.log())
+		w := httptest.NewRecorder()
+		ingress.ServeHTTP(w, r)
+		called := len(act.log()) > before
+		if called != (w.Code == 200) {
+			t.Fatalf("%d, called %v", w.Code, called)
+		}
+		if !called {
+			return
+		}
+		u, err := url.Parse(origin)
+		first, _, _ := strings.Cut(fwd, ",")
+		if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Hostname() == "" || strings.TrimSpace(first) == "" ||
+			!strings.Contains(strings.ToLower(first), strings.Trim(strings.ToLower(u.Hostname()), ".")) {
+			t.Fatalf("an action through ingress with Origin %q and X-Forwarded-Host %q", origin, fwd)
 		}
 	})
 }

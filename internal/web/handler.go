@@ -120,7 +120,7 @@ func New(o Options) (*Handler, error) {
 		return nil, fmt.Errorf("web: %w", err)
 	}
 	h := &Handler{opt: o, guard: g, hosts: newHostRule(o.Addr, o.Hosts, o.HostName), mux: http.NewServeMux(),
-		done: make(chan struct{}), rejects: &rejectLog{log: o.Log, every: time.Second},
+		guesses: guesses{now: o.Now}, done: make(chan struct{}), rejects: &rejectLog{log: o.Log, every: time.Second},
 		slots: streamSlots{max: o.MaxStreams, perClient: o.MaxStreamsPerClient}}
 	if err := h.loadFiles(); err != nil {
 		return nil, err
@@ -371,13 +371,8 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	if !h.decodeBody(w, r, &body) {
 		return
 	}
-	if ref := h.guessWait(r); ref != nil {
+	if ref := h.checkToken(r, body.Token, "web: wrong token: it is the HTTP_TOKEN the bridge runs with"); ref != nil {
 		h.refuse(w, r, ref)
-		return
-	}
-	if !equalSecret(body.Token, h.guard.token) {
-		h.guesses.wrong(clientOf(r), h.opt.Now())
-		h.refuse(w, r, &refusal{status: http.StatusUnauthorized, msg: "web: wrong token: it is the HTTP_TOKEN the bridge runs with"})
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: h.guard.cookie, Path: "/", HttpOnly: true,

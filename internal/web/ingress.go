@@ -16,8 +16,9 @@ import (
 //     is served (with host_network the port is open to the LAN);
 //   - the Host is not checked (the proxy sends the container's name), nor
 //     are actions behind HTTP_TOKEN (Home Assistant authenticated the
-//     user); the CSRF guard stays, the Origin compared with the host the
-//     browser reached Home Assistant by (X-Forwarded-Host);
+//     user); the CSRF guard stays, and an action's Origin must name the
+//     host the browser reached Home Assistant by (X-Forwarded-Host, which
+//     Home Assistant's proxy always sends): without either it is refused;
 //   - the page may be framed by its own origin (Home Assistant shows it
 //     in an iframe of its page);
 //   - event streams have a pool of their own (every user of Home

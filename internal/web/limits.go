@@ -48,64 +48,113 @@ func clientText(p netip.Prefix) string {
 	return p.String()
 }
 
-// Wrong tokens: each client may guess tokenTries times, then one more
-// every tokenEvery; beyond, every request with a token (bearer or login)
-// is answered 429 with Retry-After before the token is even compared.
+// Wrong tokens (bearer, login, and /api/session's "authenticated" with a
+// bearer): each client may guess tokenTries times, then one more every
+// tokenEvery; beyond, every request with a token from it is answered 429
+// with Retry-After before the token is even compared (the right one too,
+// until its wait is over).
+//
+// The clients together may guess globalTries times, then one more every
+// globalEvery: an attacker with many addresses (a /24 of the LAN, or
+// loopback's whole 127.0.0.0/8) must not multiply the per-client rate.
+// While that budget is spent a wrong token costs its client all its
+// tries, so each address has one guess per tokenTries×tokenEvery. The
+// budget of all decides only the cost, never whether a token is compared:
+// a client with its tries whole (no wrong token of its own for that long)
+// still has its token compared, so the right token passes whatever
+// others guessed, and nobody can lock a resident out but the resident.
 const (
-	tokenTries = 5
-	tokenEvery = 10 * time.Second
+	tokenTries  = 5
+	tokenEvery  = 10 * time.Second
+	globalTries = 20
+	globalEvery = 10 * time.Second
 )
 
-// guesses counts each client's wrong tokens.
+// guesses counts wrong tokens, each client's and all of them, on the
+// handler's clock (read under the lock: a limiter's instants must not go
+// back).
 type guesses struct {
-	mu sync.Mutex
-	m  map[netip.Prefix]*rate.Limiter
+	now func() time.Time
+	mu  sync.Mutex
+	m   map[netip.Prefix]*rate.Limiter
+	all *rate.Limiter
 }
 
-func (g *guesses) limiter(c netip.Prefix, now time.Time) *rate.Limiter {
+// slot is the key of client c's entry: c, or the overflow when the table
+// is full of clients that may not guess fully yet.
+func (g *guesses) slot(c netip.Prefix, now time.Time) netip.Prefix {
+	if g.m[c] != nil || len(g.m) < maxClients {
+		return c
+	}
+	for k, l := range g.m { // forget those that may guess fully again
+		if l.TokensAt(now) >= tokenTries {
+			delete(g.m, k)
+		}
+	}
+	if len(g.m) < maxClients {
+		return c
+	}
+	return overflow
+}
+
+// tries is what the client at key k has left at now: tokenTries for one
+// that guessed wrong long enough ago (or never).
+func (g *guesses) tries(k netip.Prefix, now time.Time) float64 {
+	if l := g.m[k]; l != nil {
+		return l.TokensAt(now)
+	}
+	return tokenTries
+}
+
+// try accounts a token client c presents now, right telling whether it is
+// HTTP_TOKEN. wait is 0 when the token counts as compared (right:
+// accepted; wrong: counted against c and all), else how long c must wait
+// (the request is refused as if the token had not been compared: its
+// answer must not depend on right). all says that the wait is longer
+// because the wrong tokens of every client spent their budget.
+func (g *guesses) try(c netip.Prefix, right bool) (wait time.Duration, all bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	if g.all == nil {
+		g.all = rate.NewLimiter(rate.Every(globalEvery), globalTries)
+	}
+	k := g.slot(c, now)
+	have, spent := g.tries(k, now), g.all.TokensAt(now) < 1
+	cost := 1.0
+	if spent {
+		cost = tokenTries
+	}
+	if have < cost {
+		// Whichever comes first: its tries whole, or a try of its own
+		// once the budget of all has one again.
+		wait = untilTokens(cost-have, tokenEvery)
+		if spent {
+			wait = min(wait, max(untilTokens(1-have, tokenEvery), untilTokens(1-g.all.TokensAt(now), globalEvery)))
+		}
+		return wait, spent && have >= 1
+	}
+	if right {
+		return 0, false
+	}
 	if g.m == nil {
 		g.m = map[netip.Prefix]*rate.Limiter{}
 	}
-	if l := g.m[c]; l != nil {
-		return l
+	if g.m[k] == nil {
+		g.m[k] = rate.NewLimiter(rate.Every(tokenEvery), tokenTries)
 	}
-	if len(g.m) >= maxClients {
-		for k, l := range g.m { // forget those that may guess fully again
-			if l.TokensAt(now) >= tokenTries {
-				delete(g.m, k)
-			}
-		}
-		if len(g.m) >= maxClients {
-			c = overflow
-			if l := g.m[c]; l != nil {
-				return l
-			}
-		}
-	}
-	l := rate.NewLimiter(rate.Every(tokenEvery), tokenTries)
-	g.m[c] = l
-	return l
+	g.m[k].AllowN(now, int(cost))
+	g.all.AllowN(now, 1) // refused while spent: wrong tokens then cost their clients only
+	return 0, false
 }
 
-// wait is how long the client must wait before its next guess; 0: now.
-func (g *guesses) wait(c netip.Prefix, now time.Time) time.Duration {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.m[c] == nil {
+// untilTokens is how long a bucket refilling one token every every takes
+// to gain n (0 when n ≤ 0).
+func untilTokens(n float64, every time.Duration) time.Duration {
+	if n <= 0 {
 		return 0
 	}
-	t := g.m[c].TokensAt(now)
-	if t >= 1 {
-		return 0
-	}
-	return time.Duration((1 - t) * float64(tokenEvery))
-}
-
-// wrong counts a wrong token of the client.
-func (g *guesses) wrong(c netip.Prefix, now time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.limiter(c, now).AllowN(now, 1)
+	return time.Duration(n * float64(every))
 }
 
 // retryAfter is a wait as Retry-After's whole seconds, at least 1.

@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -21,19 +22,22 @@ import (
 //     own page, through ingress);
 //   - a Host that is not a name of the bridge is answered 421 (hosts.go:
 //     DNS rebinding), every path but /healthz;
-//   - actions are POSTs with a JSON body, refused unless same-origin
-//     (Origin and Sec-Fetch-Site, when the browser sends them) and
-//     carrying the process's CSRF token in X-CSRF-Token, which only a
-//     same-origin page can read (/api/session); a request with the bearer
-//     token needs no CSRF token (no browser adds it by itself);
+//   - actions are POSTs with a JSON body (Content-Type application/json,
+//     exactly), refused unless same-origin (Origin and Sec-Fetch-Site,
+//     when the browser sends them; through ingress the Origin is
+//     required) and carrying the process's CSRF token in X-CSRF-Token,
+//     which only a same-origin page can read (/api/session); a request
+//     with the bearer token needs no CSRF token (no browser adds it by
+//     itself);
 //   - actions need HTTP_TOKEN (bearer, or the cookie of /api/login)
 //     whenever it is set, or when the page is not reached over loopback
 //     (HTTP_ADDR not a loopback address, or a Host header that is not one);
 //     without a token configured they are then off. Through ingress they
 //     need none: Home Assistant authenticated the user;
-//   - wrong tokens are counted per client and answered 429 after a few
-//     (limits.go), and every refusal is logged, at most once a second per
-//     client.
+//   - wrong tokens are counted per client and of all clients together,
+//     and answered 429 after a few (limits.go; the right token of a
+//     client that did not guess is always compared), and every refusal is
+//     logged, at most once a second per client.
 
 // csp is the Content-Security-Policy of every response; cspIngress that
 // of the ingress listener, whose page Home Assistant shows in a frame of
@@ -160,30 +164,55 @@ func (g *guard) loggedIn(r *http.Request) bool {
 
 // sameOrigin refuses what a browser marks as coming from another site:
 // Sec-Fetch-Site other than same-origin (or none: typed by the user), or
-// an Origin whose host is not the request's. Clients that send neither
-// (scripts) pass; they still need the CSRF token or the bearer token.
-// Through ingress the browser's host is the one Home Assistant was
-// reached by, which its proxy passes in X-Forwarded-Host.
+// an Origin whose host is not the request's. On HTTP_ADDR clients that
+// send neither (scripts) pass; they still need the CSRF token or the
+// bearer token. Through ingress every action comes from a browser (Home
+// Assistant authenticated its user), which sends an Origin with every
+// POST: it must name the host the browser reached Home Assistant by,
+// which the proxy passes in X-Forwarded-Host; without either the request
+// is refused.
 func sameOrigin(r *http.Request) bool {
 	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
 		return false
 	}
+	ingress := viaIngress(r)
 	o := r.Header.Get("Origin")
 	if o == "" {
-		return true
+		return !ingress
 	}
 	u, err := url.Parse(o)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return false
 	}
 	host := r.Host
-	if viaIngress(r) {
-		host = r.Header.Get("X-Forwarded-Host")
-		if host == "" { // the proxy does not say: the CSRF token decides
-			return true
-		}
+	if ingress {
+		// The first of a list is the host the browser used, before any
+		// proxy in front of Home Assistant.
+		host, _, _ = strings.Cut(r.Header.Get("X-Forwarded-Host"), ",")
 	}
-	return strings.EqualFold(u.Host, host)
+	return sameHost(u, strings.TrimSpace(host))
+}
+
+// sameHost reports whether a Host header (host or host:port) names the
+// origin u, a port left out being its scheme's default.
+func sameHost(u *url.URL, hostHeader string) bool {
+	if hostHeader == "" {
+		return false
+	}
+	port := func(p string) string {
+		switch {
+		case p != "":
+			return p
+		case u.Scheme == "https":
+			return "443"
+		}
+		return "80"
+	}
+	host, p, err := net.SplitHostPort(hostHeader)
+	if err != nil {
+		host, p = hostHeader, ""
+	}
+	return normHost(u.Hostname()) == normHost(host) && port(u.Port()) == port(p)
 }
 
 // refusal is a refused request: its status, the error's text and, for
@@ -195,34 +224,38 @@ type refusal struct {
 }
 
 // tokenOK checks the request's bearer token, if any, against HTTP_TOKEN:
-// ok when it matches; a refusal while the client has guessed wrong too
-// often; a wrong one is counted. Without HTTP_TOKEN configured bearers
-// are ignored.
+// ok when it matches; a refusal when it does not, or while the client may
+// not guess (limits.go). Without HTTP_TOKEN configured bearers are
+// ignored.
 func (h *Handler) tokenOK(r *http.Request) (bool, *refusal) {
 	v, has := bearerOf(r)
 	if !has || h.guard.token == "" {
 		return false, nil
 	}
-	if ref := h.guessWait(r); ref != nil {
+	if ref := h.checkToken(r, v, "web: wrong bearer token: send Authorization: Bearer <HTTP_TOKEN>, the token the bridge runs with"); ref != nil {
 		return false, ref
 	}
-	if equalSecret(v, h.guard.token) {
-		return true, nil
-	}
-	h.guesses.wrong(clientOf(r), h.opt.Now())
-	return false, &refusal{status: http.StatusUnauthorized,
-		msg: "web: wrong bearer token: send Authorization: Bearer <HTTP_TOKEN>, the token the bridge runs with"}
+	return true, nil
 }
 
-// guessWait refuses a client that guessed wrong too often, until it may
-// try again.
-func (h *Handler) guessWait(r *http.Request) *refusal {
-	wait := h.guesses.wait(clientOf(r), h.opt.Now())
-	if wait <= 0 {
-		return nil
+// checkToken compares a token the client sent (bearer or login) with
+// HTTP_TOKEN: nil when it is the token, 401 saying wrong when not, 429
+// while the client must wait before guessing again (whatever it sent: the
+// answer tells nothing of the token then).
+func (h *Handler) checkToken(r *http.Request, token, wrong string) *refusal {
+	right := equalSecret(token, h.guard.token)
+	wait, all := h.guesses.try(clientOf(r), right)
+	switch {
+	case wait > 0 && all:
+		return &refusal{status: http.StatusTooManyRequests, retry: wait,
+			msg: fmt.Sprintf("web: too many wrong tokens from many addresses: this address may try again in %s s", retryAfter(wait))}
+	case wait > 0:
+		return &refusal{status: http.StatusTooManyRequests, retry: wait,
+			msg: fmt.Sprintf("web: too many wrong tokens from this address: try again in %s s", retryAfter(wait))}
+	case !right:
+		return &refusal{status: http.StatusUnauthorized, msg: wrong}
 	}
-	return &refusal{status: http.StatusTooManyRequests, retry: wait,
-		msg: fmt.Sprintf("web: too many wrong tokens from this address: try again in %s s", retryAfter(wait))}
+	return nil
 }
 
 // checkPost is the guard of every POST: nil when allowed. login is the
@@ -232,7 +265,7 @@ func (h *Handler) checkPost(r *http.Request, login bool) *refusal {
 	if !sameOrigin(r) {
 		return &refusal{status: http.StatusForbidden, msg: "web: cross-origin request refused"}
 	}
-	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+	if !jsonType(r.Header.Get("Content-Type")) {
 		return &refusal{status: http.StatusUnsupportedMediaType, msg: `web: send a JSON body with Content-Type: application/json, e.g. {"device":"<id>"}`}
 	}
 	authed, ref := h.tokenOK(r)
@@ -254,6 +287,14 @@ func (h *Handler) checkPost(r *http.Request, login bool) *refusal {
 		}
 	}
 	return nil
+}
+
+// jsonType reports whether a Content-Type names JSON: application/json,
+// with parameters (charset) or not; not a type that only starts alike
+// (application/jsonx).
+func jsonType(ct string) bool {
+	t, _, err := mime.ParseMediaType(ct)
+	return err == nil && t == "application/json"
 }
 
 // refuse answers a refused request and logs it (at most once a second per

@@ -1,0 +1,195 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/poller"
+	"cloud2mqtt/internal/scheduler"
+)
+
+// The daemon's health, as /healthz, the health request, the bridge's Cloud
+// sensor and the systemd watchdog judge it. Unhealthy means a restart may
+// help (Home Assistant's watchdog and systemd's restart on it): the broker
+// is gone, the cloud is out of reach or answers only errors, the poller is
+// stuck. A wait the cloud asked for (a 429's Retry-After, the account's
+// quota spent) is healthy, with a reason naming it and its end: the cloud
+// answers, and a restart would not shorten the wait but read the device
+// list and every state again (the start's burst of first reads).
+
+// health is the answer of /healthz and the health request: healthy when the
+// broker is connected, the cloud answers (not every request failing for
+// cloudGrace) and the poller progresses (reads the cloud answered, or a
+// wait the cloud asked for). reasons are why not, then what holds the
+// reads back while healthy.
+func (m *Main) health() (bool, []string, any) {
+	m.mu.Lock()
+	var p parts
+	if m.run != nil {
+		p = *m.run
+	}
+	m.mu.Unlock()
+	conn, poll, sched := p.conn, p.poll, p.sched
+	now := m.clock().Now()
+	var problems, notes []string
+	if conn == nil || !conn.Connected() {
+		problems = append(problems, "not connected to the MQTT broker")
+	}
+	details := map[string]any{}
+	var (
+		st   scheduler.Stats
+		pst  poller.Stats
+		held hold
+	)
+	if poll != nil {
+		pst = poll.Stats()
+	}
+	if sched != nil {
+		st = sched.Stats()
+		held = cloudHold(st, pst.QuotaWait, now)
+	}
+	if poll != nil {
+		stale := staleAfter(pst.Interval)
+		last := poll.Progress()
+		details["devices"] = pst.Devices
+		details["poll_interval"] = pst.Interval.String()
+		if !last.IsZero() {
+			details["last_progress"] = last.UTC().Format(time.RFC3339)
+		}
+		if last = held.progress(last); last.IsZero() || now.Sub(last) > stale {
+			problems = append(problems, fmt.Sprintf("the poller has made no progress for more than %s", stale.Round(time.Second)))
+		}
+	}
+	if sched != nil {
+		if !st.AuthHoldoffUntil.IsZero() && now.Before(st.AuthHoldoffUntil) {
+			problems = append(problems, "the cloud refuses the API key: check CLOUD_API_KEY")
+		} else if failing, why := cloudFailing(st.Cloud, now); failing {
+			problems = append(problems, why)
+		}
+		details["requests_today"] = st.RequestsToday
+		if !st.Cloud.LastAnswer.IsZero() {
+			details["cloud_last_answer"] = st.Cloud.LastAnswer.UTC().Format(time.RFC3339)
+		}
+		if !held.until.IsZero() {
+			notes = append(notes, held.why)
+			details["held_until"] = held.until.UTC().Format(time.RFC3339)
+		}
+	}
+	return len(problems) == 0, append(problems, notes...), details
+}
+
+// staleAfter is how long without poller progress counts as stuck: three
+// poll intervals (at least a minute each) and half a minute more.
+func staleAfter(interval time.Duration) time.Duration {
+	return 3*max(interval, time.Minute) + 30*time.Second
+}
+
+// readProgress is when the reads last progressed, for the systemd
+// watchdog: as for /healthz, the end of a wait the cloud asked for counts
+// as progress until then.
+func readProgress(poll *poller.Poller, sched *scheduler.Scheduler, now time.Time) time.Time {
+	return cloudHold(sched.Stats(), poll.Stats().QuotaWait, now).progress(poll.Progress())
+}
+
+// hold is a wait the cloud asked for that keeps requests (or the periodic
+// reads) from going out: until when, and why in the user's words; zero
+// when none.
+type hold struct {
+	until time.Time
+	why   string
+}
+
+// progress is the poller's last progress, or the hold's end when later:
+// no read can be answered before it, so staleness counts from there.
+func (h hold) progress(last time.Time) time.Time {
+	if h.until.After(last) {
+		return h.until
+	}
+	return last
+}
+
+// cloudHold is the wait the cloud asked for at now, the latest of: a
+// 429's (while it is the last failure, until the wait and the grace after
+// it are over), the scheduler's hold while the account's quota is spent,
+// and the poller's pacing of the periodic reads until a window renews
+// (quotaWait).
+func cloudHold(st scheduler.Stats, quotaWait, now time.Time) hold {
+	var h hold
+	var why []string
+	add := func(until time.Time, text string) {
+		why = append(why, text)
+		h.until = later(h.until, until)
+	}
+	if c := st.Cloud; rateLimitHeld(c, now) {
+		add(c.HeldUntil, "rate-limited: the cloud answered 429 and asked to wait; requests are held until "+
+			c.HeldUntil.UTC().Format(time.RFC3339)+" (no outage: the cloud answers)")
+	}
+	if q := st.Quota; !q.HeldUntil.IsZero() && now.Before(q.HeldUntil) {
+		text := "rate-limited: the account's request quota is spent"
+		var qe *scheduler.QuotaError
+		if errors.As(q.HeldErr, &qe) {
+			text += " (" + qe.Window.String() + ")"
+		}
+		add(q.HeldUntil, text+"; requests are held until "+q.HeldUntil.UTC().Format(time.RFC3339))
+	}
+	if quotaWait.After(now) {
+		add(quotaWait, "the account's request quota is nearly spent: the periodic reads wait until it renews at "+
+			quotaWait.UTC().Format(time.RFC3339)+" (commands and reads on request still go out)")
+	}
+	h.why = strings.Join(why, "; ")
+	return h
+}
+
+// rateLimitHeld reports whether the cloud's last failure is a 429 whose
+// wait (and the grace after it, for the request that ends it) is not over.
+func rateLimitHeld(c scheduler.CloudHealth, now time.Time) bool {
+	_, limited := cloud.IsRateLimited(c.Err)
+	return limited && !c.HeldUntil.IsZero() && now.Before(c.HeldUntil.Add(cloudGrace))
+}
+
+// cloudFailing says whether the cloud counts as unreachable now, and why.
+// A 429's wait is not failing (rateLimitHeld): the cloud answered.
+func cloudFailing(h scheduler.CloudHealth, now time.Time) (bool, string) {
+	if rateLimitHeld(h, now) {
+		return false, ""
+	}
+	if _, limited := cloud.IsRateLimited(h.Err); limited && !h.HeldUntil.IsZero() {
+		// The wait is over and nothing has answered since.
+		return true, fmt.Sprintf("the cloud has not answered since the wait it asked for (429) ended at %s: %s",
+			h.HeldUntil.UTC().Format(time.RFC3339), h.Err)
+	}
+	// Answers that are errors (5xx, 429) must last the grace: a blip of
+	// a few is not an outage. Requests that never reached the cloud
+	// (refused, unknown host, TLS) are one sooner.
+	unreached := h.Failures >= failingAfter && !cloud.Reached(h.Err)
+	if h.FailingSince.IsZero() || !h.Failing(now, cloudGrace) && !unreached {
+		return false, ""
+	}
+	what := "the cloud is not reachable"
+	if cloud.Reached(h.Err) {
+		what = "the cloud answers only errors"
+	}
+	since := now.Sub(h.FailingSince).Round(time.Second)
+	reason := fmt.Sprintf("%s: %d requests failed in the last %s, none succeeded", what, h.Failures, since)
+	if h.Err != nil {
+		reason += ": " + h.Err.Error()
+	}
+	if !h.LastAnswer.IsZero() {
+		reason += "; last answer at " + h.LastAnswer.UTC().Format(time.RFC3339)
+	}
+	return true, reason
+}
+
+// cloudConnected is the bridge's Cloud sensor: nil before any request has
+// an outcome; connected while the cloud answers, a 429's wait included.
+func cloudConnected(h scheduler.CloudHealth, now time.Time) *bool {
+	if h.LastAnswer.IsZero() && h.FailingSince.IsZero() {
+		return nil
+	}
+	failing, _ := cloudFailing(h, now)
+	ok := !failing
+	return &ok
+}
