@@ -101,7 +101,8 @@ func newcomerCases() []newcomerCase {
 // TestNewcomerMistakes runs each case through -check and through the
 // daemon, as cmd/bridge's run: the named message in both, the exit codes
 // as documented (-check 1; the daemon 78 for the configuration, 1 for what
-// fails at start), and the key never shown.
+// fails at start), and neither the key nor a formatting artefact of fmt's
+// (%!w(<nil>), ...) ever shown.
 func TestNewcomerMistakes(t *testing.T) {
 	sim := cloudsim.New(cloudsim.Options{})
 	srv := httptest.NewServer(sim)
@@ -145,6 +146,9 @@ func TestNewcomerMistakes(t *testing.T) {
 			for _, text := range []string{out, said} {
 				if strings.Contains(text, "k-31337") || strings.Contains(text, sim.APIKey()) {
 					t.Errorf("the key is shown:\n%s", text)
+				}
+				if strings.Contains(text, "%!") {
+					t.Errorf("a formatting artefact:\n%s", text)
 				}
 			}
 		})

@@ -115,7 +115,7 @@ func listDevices(ctx context.Context, cfg config.Config, log zerolog.Logger, lim
 		// Called before ListDevices returns, on this goroutine's request.
 		onLimits = func(l cloud.RateLimits) { *limits = l }
 	}
-	c, err := cloud.New(cloud.Config{BaseURL: base, APIKey: key, KeyHeader: cfg.Cloud.KeyHeader,
+	c, err := cloud.New(cloud.Config{BaseURL: base, APIKey: key, KeyHeader: cfg.Cloud.KeyHeader, KeySource: cfg.APIKeySource(),
 		HTTPClient: &http.Client{Timeout: cfg.Cloud.Timeout}, Logger: log, OnLimits: onLimits})
 	if err != nil {
 		return nil, err

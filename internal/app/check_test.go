@@ -16,7 +16,8 @@ import (
 )
 
 // checkReport runs -check on an environment (with the embedded broker, so
-// no broker is needed) and returns its report.
+// no broker is needed) and returns its report, which must carry no
+// formatting artefact of fmt's (%!w(<nil>), ...).
 func checkReport(t *testing.T, environ map[string]string) (bool, string) {
 	t.Helper()
 	environ["MQTT_URL"] = "embedded"
@@ -28,6 +29,9 @@ func checkReport(t *testing.T, environ map[string]string) (bool, string) {
 	}
 	var out bytes.Buffer
 	ok := Check(context.Background(), cfg, err, &out, zerolog.Nop())
+	if strings.Contains(out.String(), "%!") {
+		t.Errorf("-check's report has a formatting artefact:\n%s", out.String())
+	}
 	return ok, out.String()
 }
 

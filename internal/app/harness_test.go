@@ -126,6 +126,7 @@ func startHarness(t *testing.T, o harnessOptions) *harness {
 	}
 	h.watch = newFilteredWatcher(t, h.broker.URL(), "watcher-"+strings.ReplaceAll(t.Name(), "/", "-"), o.watch)
 	h.main = h.newMain(cfg)
+	t.Cleanup(h.noFormatArtefacts) // after the daemon stopped (heldreads_test.go)
 	if !o.noStart {
 		h.start()
 	}

@@ -59,7 +59,7 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	clk := m.clock()
 	hc, closeIdle := m.httpClient()
 	client, err := cloud.New(cloud.Config{
-		BaseURL: env.baseURL, APIKey: env.apiKey, KeyHeader: cfg.Cloud.KeyHeader,
+		BaseURL: env.baseURL, APIKey: env.apiKey, KeyHeader: cfg.Cloud.KeyHeader, KeySource: cfg.APIKeySource(),
 		HTTPClient: hc, OnRequest: m.countRequest, Logger: log,
 		OnLimits: func(l cloud.RateLimits) { sched.ObserveLimits(l) },
 		Now:      clk.Now, // resets and Retry-After on the scheduler's clock

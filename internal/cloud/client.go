@@ -91,6 +91,12 @@ type Config struct {
 	APIKey     string       // CLOUD_API_KEY; sent in KeyHeader, never logged
 	KeyHeader  string       // default "Service-API-Key"
 	HTTPClient *http.Client // its Transport and Timeout (default: DefaultTimeout per request); redirects are never followed
+	// KeySource is where APIKey came from, as the configuration says it:
+	// "CLOUD_API_KEY", "CLOUD_API_KEY_FILE" or "systemd credential
+	// cloud_api_key" ("": CLOUD_API_KEY). A refused key's error names it,
+	// and CLOUD_API_KEY_HEADER when KeyHeader is not the cloud's own, so
+	// that the user checks what was sent.
+	KeySource string
 	// OnRequest, when set, is told of every request sent, by endpoint name
 	// (EndpointState, ...), with its answer's HTTP status (0 when none
 	// came), from the requesting goroutine; it must not block.
@@ -141,6 +147,7 @@ type Client struct {
 	base    string // scheme://host[/prefix], no trailing slash
 	key     string
 	header  string
+	keyHint string      // what a refused key's error says to check (keyHint)
 	headers http.Header // every request's, shared read-only: built once, not per request
 	// The reads' headers: an empty Idempotency-Key (never sent) lets net/http
 	// ask again on a new connection when the cloud closed a kept one.
@@ -170,7 +177,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("cloud: the API key is empty: set CLOUD_API_KEY to the key of the account")
 	}
 	if strings.TrimSpace(cfg.APIKey) != cfg.APIKey || !validHeaderValue(cfg.APIKey) {
-		return nil, errors.New("cloud: the API key has spaces at its ends or control characters (a newline from a key file?): check CLOUD_API_KEY")
+		return nil, errors.New("cloud: the API key has spaces at its ends or control characters (a newline from a key file?): check " + keySetting(cfg.KeySource))
 	}
 	header := cfg.KeyHeader
 	if header == "" {
@@ -196,6 +203,7 @@ func New(cfg Config) (*Client, error) {
 		base:      base,
 		key:       cfg.APIKey,
 		header:    header,
+		keyHint:   keyHint(cfg.KeySource, header),
 		headers:   headers,
 		replay:    replay,
 		transport: transport,
@@ -269,7 +277,7 @@ func validHeaderName(h string) bool {
 // duplicates are left out and logged; capabilities that cannot be decoded are
 // named in Device.Problems. An answer without data is an empty list.
 func (c *Client) ListDevices(ctx context.Context) ([]capability.Device, error) {
-	cl := call{ep: epDevices}
+	cl := c.call(epDevices, "", "", "")
 	a, err := c.exchange(ctx, cl, nil)
 	if err != nil {
 		return nil, err
@@ -279,7 +287,7 @@ func (c *Client) ListDevices(ctx context.Context) ([]capability.Device, error) {
 
 // State reads the current state of one device.
 func (c *Client) State(ctx context.Context, sku, device string) (DeviceState, error) {
-	cl := call{ep: epState, sku: sku, device: device}
+	cl := c.call(epState, sku, device, "")
 	if err := cl.needDevice(); err != nil {
 		return DeviceState{}, err
 	}
@@ -293,12 +301,17 @@ func (c *Client) State(ctx context.Context, sku, device string) (DeviceState, er
 
 // Scenes lists a device's dynamic light scenes (too many to be in the device list).
 func (c *Client) Scenes(ctx context.Context, sku, device string) (Scenes, error) {
-	return c.scenes(ctx, call{ep: epScenes, sku: sku, device: device})
+	return c.scenes(ctx, c.call(epScenes, sku, device, ""))
 }
 
 // DIYScenes lists a device's DIY scenes.
 func (c *Client) DIYScenes(ctx context.Context, sku, device string) (Scenes, error) {
-	return c.scenes(ctx, call{ep: epDIYScenes, sku: sku, device: device})
+	return c.scenes(ctx, c.call(epDIYScenes, sku, device, ""))
+}
+
+// call is one request of the client's, for its errors and logs.
+func (c *Client) call(ep endpoint, sku, device, instance string) call {
+	return call{ep: ep, sku: sku, device: device, instance: instance, keyHint: c.keyHint}
 }
 
 func (c *Client) scenes(ctx context.Context, cl call) (Scenes, error) {
@@ -317,7 +330,7 @@ func (c *Client) scenes(ctx context.Context, cl call) (Scenes, error) {
 // capability. The value is sent as given: validating it against the
 // capability is Validate's job.
 func (c *Client) Control(ctx context.Context, req ControlRequest) (ControlResult, error) {
-	cl := call{ep: epControl, sku: req.SKU, device: req.Device, instance: req.Instance}
+	cl := c.call(epControl, req.SKU, req.Device, req.Instance)
 	if err := cl.needDevice(); err != nil {
 		return ControlResult{}, err
 	}

@@ -161,6 +161,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"empty key", Config{BaseURL: "https://cloud.example"}, "set CLOUD_API_KEY"},
 		{"key with newline", Config{BaseURL: "https://cloud.example", APIKey: testKey + "\n"}, "check CLOUD_API_KEY"},
 		{"key with control character", Config{BaseURL: "https://cloud.example", APIKey: "a\x00b"}, "check CLOUD_API_KEY"},
+		{"key file with a space", Config{BaseURL: "https://cloud.example", APIKey: testKey + " ", KeySource: "CLOUD_API_KEY_FILE"}, "check CLOUD_API_KEY_FILE"},
 		{"bad header name", Config{BaseURL: "https://cloud.example", APIKey: testKey, KeyHeader: "Api Key"}, "not a valid HTTP header name"},
 	}
 	for _, tt := range tests {

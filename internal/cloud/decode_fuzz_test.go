@@ -15,7 +15,9 @@ import (
 // The fuzz targets feed arbitrary bytes to the decoding of each endpoint's
 // answer, without HTTP, under several statuses. Beyond "no panic" they check
 // what callers rely on: a failure is always an *APIError of a real kind that
-// never shows the key, and a success names the device asked for. The seed
+// never shows the key nor a formatting artefact, a refused key names where
+// the key came from and its header, and a success names the device asked
+// for. The seed
 // corpus in testdata/fuzz holds the recorded answers of ../../testdata
 // and the error bodies of client_test.go.
 
@@ -27,7 +29,8 @@ const (
 
 func fuzzClient(t testing.TB) *Client {
 	t.Helper()
-	c, err := New(Config{BaseURL: "http://127.0.0.1:1", APIKey: fuzzKey, Logger: zerolog.Nop()})
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1", APIKey: fuzzKey, Logger: zerolog.Nop(),
+		KeySource: "CLOUD_API_KEY_FILE", KeyHeader: "X-Fuzz-Key"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +42,7 @@ func fuzzAnswers(body []byte) []answer {
 	return []answer{
 		{status: 200, header: http.Header{}, body: body},
 		{status: 400, header: http.Header{}, body: body},
+		{status: 401, header: http.Header{}, body: body},
 		{status: 429, header: http.Header{"Retry-After": {"7"}}, body: body},
 		{status: 503, header: http.Header{}, body: body},
 	}
@@ -53,8 +57,12 @@ func checkDecodeError(t *testing.T, a answer, err error) {
 	if ae.Kind < ErrAuth || ae.Kind > ErrTransient || ae.Endpoint == "" {
 		t.Fatalf("status %d: error %+v has no kind or endpoint", a.status, ae)
 	}
-	if msg := ae.Error(); strings.Contains(msg, fuzzKey) || !strings.HasPrefix(msg, "cloud: ") {
+	msg := ae.Error()
+	if strings.Contains(msg, fuzzKey) || !strings.HasPrefix(msg, "cloud: ") || strings.Contains(msg, "%!") {
 		t.Fatalf("status %d: error text %q", a.status, msg)
+	}
+	if ae.Kind == ErrAuth && (!strings.Contains(msg, "read from CLOUD_API_KEY_FILE") || !strings.Contains(msg, "CLOUD_API_KEY_HEADER (the key is sent in X-Fuzz-Key")) {
+		t.Fatalf("status %d: a refused key's error does not name its source and header: %q", a.status, msg)
 	}
 	if a.status != 200 && ae.HTTPStatus != a.status {
 		t.Fatalf("status %d: error carries HTTP %d", a.status, ae.HTTPStatus)
@@ -73,7 +81,7 @@ func FuzzDecodeDevices(f *testing.F) {
 		`},{"sku":"H2","device":"D3","capabilities":` + two + `,"capabilities":null},{"sku":"H1","device":"D4","capabilities":{}},null,7]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		c := fuzzClient(t)
-		cl := call{ep: epDevices}
+		cl := c.call(epDevices, "", "", "")
 		for _, a := range fuzzAnswers(body) {
 			devs, err := c.readDevices(cl, a)
 			if err != nil {
@@ -106,7 +114,7 @@ func FuzzDecodeState(f *testing.F) {
 	f.Add([]byte(`{"code":200,"msg":"success","payload":{"sku":"H7143","device":"52:8B:D4:AD:FC:45:5D:FE","capabilities":[]}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		c := fuzzClient(t)
-		cl := call{ep: epState, sku: fuzzSKU, device: fuzzDevice}
+		cl := c.call(epState, fuzzSKU, fuzzDevice, "")
 		for _, a := range fuzzAnswers(body) {
 			st, err := c.readState(cl, a)
 			if err != nil {
@@ -132,7 +140,7 @@ func FuzzDecodeScenes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		c := fuzzClient(t)
 		for _, ep := range []endpoint{epScenes, epDIYScenes} {
-			cl := call{ep: ep, sku: fuzzSKU, device: fuzzDevice}
+			cl := c.call(ep, fuzzSKU, fuzzDevice, "")
 			for _, a := range fuzzAnswers(body) {
 				sc, err := c.readScenes(cl, a)
 				if err != nil {
@@ -152,7 +160,7 @@ func FuzzDecodeControl(f *testing.F) {
 	f.Add([]byte(`{"requestId":"r","msg":"success","code":200,"capability":{"type":"devices.capabilities.on_off","instance":"powerSwitch","value":1,"state":{"status":"success"}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		c := fuzzClient(t)
-		cl := call{ep: epControl, sku: fuzzSKU, device: fuzzDevice, instance: capability.InstancePower}
+		cl := c.call(epControl, fuzzSKU, fuzzDevice, capability.InstancePower)
 		for _, a := range fuzzAnswers(body) {
 			res, err := c.readControl(cl, a)
 			if err != nil {

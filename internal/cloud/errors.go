@@ -67,6 +67,10 @@ type APIError struct {
 	Limits RateLimits
 
 	Err error // the underlying cause (network, JSON), if any
+
+	// keyHint is what a refused key's hint says to check (the client's:
+	// where its key came from, the header it goes in); "" is hintKey.
+	keyHint string
 }
 
 // Error reads like "cloud: control H6072/AA:BB:…: brightness: parameter value

@@ -39,6 +39,24 @@ func TestErrors(t *testing.T) {
 			kind: ErrAuth, status: 401, code: 401, text: "cloud: state H6072/AA:BB:CC:DD:EE:FF:00:11: Unauthorized (code 401); check CLOUD_API_KEY"},
 		{name: "200 with code 401", op: opDevices, handler: answerWith(200, `{"code":401,"message":"invalid key"}`),
 			kind: ErrAuth, status: 200, code: 401, text: "check CLOUD_API_KEY"},
+		// A refused key names where it came from, and the header when it
+		// is not the cloud's own (issue 41 §2).
+		{name: "401 of a key file", op: opState, handler: answerWith(401, `{"code":401,"message":"Unauthorized"}`),
+			mod:  func(cfg *Config) { cfg.KeySource = "CLOUD_API_KEY_FILE" },
+			kind: ErrAuth, status: 401, code: 401,
+			text: "cloud: state H6072/AA:BB:CC:DD:EE:FF:00:11: Unauthorized (code 401); check the API key read from CLOUD_API_KEY_FILE"},
+		{name: "401 of a credential in another header", op: opDevices, handler: answerWith(401, ""),
+			mod:  func(cfg *Config) { cfg.KeySource, cfg.KeyHeader = "systemd credential cloud_api_key", "X-Api-Key" },
+			kind: ErrAuth, status: 401,
+			text: "cloud: devices: unauthorized (HTTP 401); check the API key read from systemd credential cloud_api_key and CLOUD_API_KEY_HEADER (the key is sent in X-Api-Key; the cloud's own header is Service-API-Key)"},
+		{name: "401 of the variable in the cloud's header spelt otherwise", op: opDevices, handler: answerWith(200, `{"code":401,"message":"invalid key"}`),
+			mod:  func(cfg *Config) { cfg.KeySource, cfg.KeyHeader = "CLOUD_API_KEY", "service-api-key" },
+			kind: ErrAuth, status: 200, code: 401, text: "cloud: devices: invalid key (code 401); check CLOUD_API_KEY"},
+		{name: "control failure 401 of a key file", op: opControl,
+			handler: answerWith(200, `{"code":200,"capability":{"instance":"brightness","state":{"status":"failure","errorCode":401,"errorMsg":"unauthorized"}}}`),
+			mod:     func(cfg *Config) { cfg.KeySource = "CLOUD_API_KEY_FILE" },
+			kind:    ErrAuth, status: 200, code: 401,
+			text: "cloud: control H6072/AA:BB:CC:DD:EE:FF:00:11: brightness: unauthorized (code 401); check the API key read from CLOUD_API_KEY_FILE"},
 		{name: "429 empty body", op: opControl, handler: answerWith(429, ""),
 			kind: ErrRateLimited, status: 429, text: "too many requests (HTTP 429); slow down"},
 		{name: "429 retry-after seconds", op: opDevices, handler: answerWith(429, "", "Retry-After", "30"),
@@ -148,6 +166,9 @@ func TestErrors(t *testing.T) {
 			msg := err.Error()
 			if strings.HasPrefix(tt.text, "cloud: ") && msg != tt.text || !strings.Contains(msg, tt.text) {
 				t.Errorf("error text\n%s\nwant\n%s", msg, tt.text)
+			}
+			if strings.Contains(msg, "%!") {
+				t.Errorf("error text with a formatting artefact: %s", msg)
 			}
 			if tt.is != nil && !errors.Is(err, tt.is) {
 				t.Errorf("errors.Is(%v, %v) is false", err, tt.is)

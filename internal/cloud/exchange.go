@@ -27,6 +27,7 @@ import (
 type call struct {
 	ep                    endpoint
 	sku, device, instance string
+	keyHint               string // Client.keyHint, for a refused key's error
 }
 
 func (cl call) String() string {
@@ -41,7 +42,7 @@ func (cl call) String() string {
 }
 
 func (cl call) fail(kind ErrorKind, msg string, err error) *APIError {
-	return &APIError{Kind: kind, Endpoint: cl.ep.name, SKU: cl.sku, Device: cl.device, Instance: cl.instance, Msg: msg, Err: err}
+	return &APIError{Kind: kind, Endpoint: cl.ep.name, SKU: cl.sku, Device: cl.device, Instance: cl.instance, Msg: msg, Err: err, keyHint: cl.keyHint}
 }
 
 func (cl call) needDevice() error {

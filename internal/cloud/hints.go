@@ -11,19 +11,25 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 )
 
 // Hints, one place each so every message says the same.
 const (
-	hintKey          = "check CLOUD_API_KEY"
+	keyVar           = "CLOUD_API_KEY"
+	hintKey          = "check " + keyVar
+	maxHeaderShown   = 64 // of CLOUD_API_KEY_HEADER's value in a hint
 	hintBaseURLShape = "set CLOUD_BASE_URL to the API's scheme and host only, like https://host (the bridge appends /router/api/v1/...)"
 )
 
 func (e *APIError) hint() string {
 	switch e.Kind {
 	case ErrAuth:
+		if e.keyHint != "" {
+			return e.keyHint
+		}
 		return hintKey
 	case ErrRateLimited:
 		if w, spent := e.Limits.Spent(); spent {
@@ -59,6 +65,32 @@ func (e *APIError) hint() string {
 		}
 	}
 	return ""
+}
+
+// keyHint is what a refused key's error says to check: the setting the key
+// came from (Config.KeySource) and, when the key goes in another header
+// than the cloud's own, CLOUD_API_KEY_HEADER.
+func keyHint(source, header string) string {
+	h := hintKey
+	if source != "" && source != keyVar {
+		h = "check the API key read from " + source
+	}
+	if header != "" && !strings.EqualFold(header, DefaultKeyHeader) {
+		if len(header) > maxHeaderShown {
+			header = header[:maxHeaderShown] + "…"
+		}
+		h += fmt.Sprintf(" and CLOUD_API_KEY_HEADER (the key is sent in %s; the cloud's own header is %s)", header, DefaultKeyHeader)
+	}
+	return h
+}
+
+// keySetting names where the key came from, for a message that says to
+// check it.
+func keySetting(source string) string {
+	if source == "" {
+		return keyVar
+	}
+	return source
 }
 
 // networkHint explains a request that got no answer.

@@ -141,3 +141,25 @@ func Hint(err error) string {
 	}
 	return ae.hint()
 }
+
+// TestKeyHint: a refused key's hint names where the key came from, and
+// CLOUD_API_KEY_HEADER with its value (bounded) when the key goes in
+// another header than the cloud's own.
+func TestKeyHint(t *testing.T) {
+	long := "X-" + strings.Repeat("k", 100)
+	for _, tc := range []struct{ source, header, want string }{
+		{"", "", "check CLOUD_API_KEY"},
+		{"CLOUD_API_KEY", DefaultKeyHeader, "check CLOUD_API_KEY"},
+		{"CLOUD_API_KEY", "SERVICE-API-KEY", "check CLOUD_API_KEY"},
+		{"CLOUD_API_KEY_FILE", "", "check the API key read from CLOUD_API_KEY_FILE"},
+		{"systemd credential cloud_api_key", "", "check the API key read from systemd credential cloud_api_key"},
+		{"CLOUD_API_KEY", "Authorization",
+			"check CLOUD_API_KEY and CLOUD_API_KEY_HEADER (the key is sent in Authorization; the cloud's own header is Service-API-Key)"},
+		{"CLOUD_API_KEY_FILE", long,
+			"check the API key read from CLOUD_API_KEY_FILE and CLOUD_API_KEY_HEADER (the key is sent in " + long[:64] + "…; the cloud's own header is Service-API-Key)"},
+	} {
+		if got := keyHint(tc.source, tc.header); got != tc.want {
+			t.Errorf("keyHint(%q, %q) = %q, want %q", tc.source, tc.header, got, tc.want)
+		}
+	}
+}

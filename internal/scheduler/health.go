@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"cloud2mqtt/internal/capability"
@@ -117,14 +116,24 @@ type Hold struct {
 // for a hold-off: the read is made when reads resume.
 var ErrReadsHeld = errors.New("scheduler: reads are held back")
 
+// HeldBack reports whether err is the outcome of a request the bridge held
+// back itself instead of sending it: the hold-off after a refused key
+// (ErrAuthHoldoff), a spent quota (ErrQuotaSpent), a hold-off a read on
+// request was told of (ErrReadsHeld), or the shutdown (ErrNotSent). It says
+// nothing of the device the request was about, whatever cause it wraps.
+func HeldBack(err error) bool {
+	return errors.Is(err, ErrAuthHoldoff) || errors.Is(err, ErrQuotaSpent) ||
+		errors.Is(err, ErrReadsHeld) || errors.Is(err, ErrNotSent)
+}
+
 // Held returns the hold-off the device's state reads wait for, if any (ok
 // false when a read would go as soon as its budget allows).
 func (s *Scheduler) Held(sku, device string) (h Hold, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.nowLocked()
-	if now.Before(s.authUntil) && s.authErr != nil {
-		return Hold{Until: s.authUntil, Err: fmt.Errorf("%w: %w", ErrAuthHoldoff, s.authErr)}, true
+	if now.Before(s.authUntil) {
+		return Hold{Until: s.authUntil, Err: s.authHoldErrLocked()}, true
 	}
 	if now.Before(s.quota.holdUntil) {
 		return Hold{Until: s.quota.holdUntil, Err: s.quota.holdErr}, true

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -152,7 +151,7 @@ func Earliest(cur, t time.Time) time.Time {
 func (s *Scheduler) dispatchLocked(now time.Time, cmds []*command, reads []*read) ([]*command, []*read, time.Time) {
 	if now.Before(s.authUntil) {
 		if s.queuedCommands > 0 || s.queuedReadWaiters > 0 {
-			s.failQueuedLocked(now, fmt.Errorf("%w: %w", ErrAuthHoldoff, s.authErr))
+			s.failQueuedLocked(now, s.authHoldErrLocked())
 		}
 		return cmds, reads, time.Time{}
 	}

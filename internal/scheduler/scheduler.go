@@ -49,8 +49,9 @@ var (
 	// (or before a retry of it could be).
 	ErrNotSent = errors.New("scheduler: not sent, the bridge shut down first")
 	// ErrAuthHoldoff: the request was not sent because the cloud refused
-	// the API key a moment ago; the report's error also wraps that refusal.
-	ErrAuthHoldoff = errors.New("scheduler: not sent, the cloud refused the API key recently; check the API key")
+	// the API key a moment ago; the report's error also wraps that refusal,
+	// whose hint names the setting to check.
+	ErrAuthHoldoff = errors.New("scheduler: not sent, the cloud refused the API key recently")
 )
 
 // CommandResult is the outcome of one Control submission. The submitter

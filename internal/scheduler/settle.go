@@ -20,7 +20,7 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 			b.answered(now)
 		}
 		a.rateLimited = 0
-		s.authErr = nil // the key is accepted
+		s.keyAcceptedLocked(a.lastSent)
 		return false, nil
 	}
 	ev := func(e *zerolog.Event) *zerolog.Event {
@@ -75,7 +75,7 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 		s.counts.failures++
 		return false, err
 	case cloud.IsRejected(err):
-		s.authErr = nil // a 400 or 404 comes after the key was checked
+		s.keyAcceptedLocked(a.lastSent) // a 400 or 404 comes after the key was checked
 		s.counts.failures++
 		return false, err
 	}
@@ -96,6 +96,27 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 	a.notBefore = now.Add(wait)
 	ev(s.log.Debug()).Err(err).Time("retry_at", a.notBefore).Msg("scheduler: transient failure, will retry")
 	return true, nil
+}
+
+// keyAcceptedLocked takes an answer past the key check (a success, a 400 or
+// 404) to a request sent at sent. Only a request sent once the refusal's
+// hold-off was over says the key is accepted now: one sent before the
+// refusal came back was checked before it or beside it, so the hold-off
+// stands, and with it the refusal that every request held back wraps
+// (authHoldErrLocked).
+func (s *Scheduler) keyAcceptedLocked(sent time.Time) {
+	if !sent.Before(s.authUntil) {
+		s.authErr = nil
+	}
+}
+
+// authHoldErrLocked is the error of a request held back by the hold-off
+// after a refused key: ErrAuthHoldoff wrapping the refusal.
+func (s *Scheduler) authHoldErrLocked() error {
+	if s.authErr == nil {
+		return ErrAuthHoldoff
+	}
+	return fmt.Errorf("%w: %w", ErrAuthHoldoff, s.authErr)
 }
 
 // backoff is the wait before the nth retry: RetryBase doubled per retry,
