@@ -65,7 +65,7 @@ func (m *Main) health() (bool, []string, any) {
 	}
 	if sched != nil {
 		if !st.AuthHoldoffUntil.IsZero() && now.Before(st.AuthHoldoffUntil) {
-			problems = append(problems, "the cloud refuses the API key: check CLOUD_API_KEY")
+			problems = append(problems, "the cloud refuses the API key: "+cloud.KeyHint(m.Config.APIKeySource(), m.Config.Cloud.KeyHeader))
 		} else if failing, why := cloudFailing(st.Cloud, now); failing {
 			problems = append(problems, why)
 		}

@@ -203,7 +203,7 @@ func New(cfg Config) (*Client, error) {
 		base:      base,
 		key:       cfg.APIKey,
 		header:    header,
-		keyHint:   keyHint(cfg.KeySource, header),
+		keyHint:   KeyHint(cfg.KeySource, header),
 		headers:   headers,
 		replay:    replay,
 		transport: transport,

@@ -67,10 +67,10 @@ func (e *APIError) hint() string {
 	return ""
 }
 
-// keyHint is what a refused key's error says to check: the setting the key
+// KeyHint is what a refused key's error says to check: the setting the key
 // came from (Config.KeySource) and, when the key goes in another header
 // than the cloud's own, CLOUD_API_KEY_HEADER.
-func keyHint(source, header string) string {
+func KeyHint(source, header string) string {
 	h := hintKey
 	if source != "" && source != keyVar {
 		h = "check the API key read from " + source
