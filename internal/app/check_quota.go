@@ -5,10 +5,14 @@ import (
 	"io"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/poller"
+	"cloud2mqtt/internal/settings"
+	"cloud2mqtt/internal/statedir"
 )
 
 // -check's word on the quota: the requests a day the configuration plans
@@ -54,6 +58,7 @@ func checkQuota(cfg config.Config, devs []capability.Device, limits cloud.RateLi
 	fmt.Fprintf(out, "ok   quota: the configuration plans %d requests a day: %d devices read every %s (%d), the device list every %s (%d), %d scene lists every %s (%d)\n",
 		p.total(), p.devices, config.FormatDuration(p.interval), p.reads, config.FormatDuration(cfg.Poll.DeviceListInterval), p.lists,
 		p.scenes, config.FormatDuration(cfg.Poll.SceneInterval), p.sceneReq)
+	checkPolling(cfg, devs, out)
 	known := false
 	if w, ok := learnedQuota(limits); ok && !cfg.Demo {
 		known = true
@@ -69,6 +74,27 @@ func checkQuota(cfg config.Config, devs []capability.Device, limits cloud.RateLi
 	}
 	if !known {
 		fmt.Fprintln(out, "ok   quota: no quota known: the cloud's answer told none (no API-RateLimit-* headers) and CLOUD_DAILY_LIMIT is 0; if the account has a daily quota, set CLOUD_DAILY_LIMIT to it")
+	}
+}
+
+// checkPolling prints each device's interval and why as the bridge would
+// plan them now (poller.Planned): what it learned in STATE_DIR, the
+// devices' own intervals set over MQTT; the quota the cloud tells may
+// lengthen them all alike.
+func checkPolling(cfg config.Config, devs []capability.Device, out io.Writer) {
+	dir := statedir.Dir(cfg.State.Dir)
+	opts := map[capability.Key]poller.DeviceOptions{}
+	for _, d := range settings.New(cfg, dir, zerolog.Nop(), nil, nil).Devices() {
+		iv, _ := config.ParseDuration(d.PollInterval) // validated when set
+		opts[capability.Key{SKU: d.SKU, Device: d.Device}] = poller.DeviceOptions{Interval: iv, Disabled: d.Disabled}
+	}
+	plan := poller.Planned(devs, opts, poller.Config{Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
+		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval, QuietFactor: cfg.Poll.QuietFactor,
+		StateRow: time.Minute / time.Duration(max(cfg.Limits.StatePerMinute, 1)), StateDir: dir})
+	fmt.Fprintf(out, "ok   poll: each device's interval as planned now (POLL_QUIET_FACTOR=%d):\n", cfg.Poll.QuietFactor)
+	for _, d := range devs {
+		iv := plan[d.Key()]
+		fmt.Fprintf(out, "       %s (%s %s): every %s, %s\n", capability.DisplayName(d, ""), d.SKU, d.Device, config.FormatDuration(iv.Every), iv.Why)
 	}
 }
 

@@ -492,8 +492,8 @@ func TestBridgeRequests(t *testing.T) {
 		t.Errorf("health: %v", r)
 	}
 	h.publish("cloud2mqtt/bridge/request/warp", `{"transaction":"x"}`)
-	r = h.watch.waitJSON(wait, "cloud2mqtt/bridge/response/warp", func(m map[string]any) bool { return m["transaction"] == "x" })
-	if r["status"] != "error" || !strings.Contains(fmt.Sprint(r["error"]), "refresh") {
+	r = h.watch.waitJSON(wait, "cloud2mqtt/bridge/response/unknown", func(m map[string]any) bool { return m["transaction"] == "x" })
+	if r["status"] != "error" || r["action"] != "warp" || !strings.Contains(fmt.Sprint(r["error"]), "refresh") {
 		t.Errorf("unknown action: %v", r)
 	}
 	h.publish("cloud2mqtt/bridge/request/scenes", `{"transaction":"s","device":"nope"}`)

@@ -8,15 +8,20 @@ import (
 	"cloud2mqtt/internal/broker"
 	"cloud2mqtt/internal/events"
 	"cloud2mqtt/internal/mqtt"
+	"cloud2mqtt/internal/poller"
+	"cloud2mqtt/internal/statedir"
 	"cloud2mqtt/internal/topic"
 )
 
 // environment is what the daemon talks to: the cloud's address and key, the
-// broker's URL, and the event source, with whatever Run started for them
-// (the embedded broker).
+// broker's URL and login and the bridge's record of it (its client id, kept
+// in the state directory), and the event source, with whatever Run started
+// for them (the embedded broker).
 type environment struct {
 	baseURL, apiKey, mqttURL string
-	events                   func(ctx context.Context, mirror *bridge.Mirror)
+	mqttUser, mqttPassword   string
+	mqttRecord               *mqtt.Record
+	events                   func(ctx context.Context, deliver func(events.Event))
 	closers                  []func()
 }
 
@@ -31,27 +36,30 @@ func (e *environment) close() {
 // or Main.Events'.
 func (m *Main) environment(ctx context.Context) (*environment, error) {
 	cfg := m.Config
-	env := &environment{baseURL: cfg.Cloud.BaseURL, apiKey: cfg.Cloud.APIKey.Reveal(), mqttURL: cfg.MQTT.URL}
+	env := &environment{baseURL: cfg.Cloud.BaseURL, apiKey: cfg.Cloud.APIKey.Reveal(), mqttURL: cfg.MQTT.URL,
+		mqttUser: cfg.MQTT.Username, mqttPassword: cfg.MQTT.Password.Reveal(),
+		mqttRecord: mqtt.OpenRecord(statedir.Dir(cfg.State.Dir), m.Log.With().Str("component", "mqtt").Logger())}
 	if cfg.Embedded() {
-		// The embedded broker refuses packets over 64 KiB from anyone but
-		// the bridge's own client (whose device list outgrows that).
-		id := cfg.MQTT.ClientID
-		if id == "" {
-			id = mqtt.DefaultClientID(topic.New(cfg.MQTT.BaseTopic).BridgeState())
-		}
+		// The embedded broker reserves the bridge's topics (all under the
+		// base but the commands) to the bridge's own login, and refuses
+		// packets over 64 KiB from anyone else (the bridge's device list
+		// outgrows that).
+		layout := topic.New(cfg.MQTT.BaseTopic)
+		owner := &broker.Owner{ClientID: env.mqttRecord.ClientID(cfg.MQTT.ClientID), Reserved: []string{layout.Reserved()}, Open: layout.Inbound()}
 		b, err := broker.Start(ctx, broker.Options{Addr: cfg.MQTT.Listen, Logger: m.Log,
-			MaxPacketSize: broker.DefaultMaxPacketSize, Unlimited: []string{id}})
+			MaxPacketSize: broker.DefaultMaxPacketSize, Owner: owner})
 		if err != nil {
 			return nil, fmt.Errorf("app: the embedded broker cannot listen on MQTT_LISTEN=%s: %s; %s",
 				cfg.MQTT.Listen, bindError(err), listenHint("MQTT_LISTEN", "127.0.0.1:1884", err))
 		}
 		env.closers = append(env.closers, func() { _ = b.Close() })
 		env.mqttURL = b.URL()
+		env.mqttUser, env.mqttPassword = b.OwnerLogin()
 		m.Log.Info().Str("url", b.URL()).Msg("embedded MQTT broker listening")
 	}
 	switch {
 	case m.Events != nil:
-		env.events = func(ctx context.Context, mirror *bridge.Mirror) { m.Events(ctx, publishEvent(mirror)) }
+		env.events = m.Events
 	case cfg.Cloud.EventsURL != "":
 		env.events = m.cloudEvents(cfg.Cloud.EventsURL, env.apiKey)
 	}
@@ -59,16 +67,20 @@ func (m *Main) environment(ctx context.Context) (*environment, error) {
 }
 
 // cloudEvents subscribes to the cloud's event broker.
-func (m *Main) cloudEvents(url, key string) func(context.Context, *bridge.Mirror) {
-	return func(ctx context.Context, mirror *bridge.Mirror) {
-		err := events.Subscribe(ctx, events.Config{URL: url, APIKey: key, Logger: m.Log}, publishEvent(mirror))
+func (m *Main) cloudEvents(url, key string) func(context.Context, func(events.Event)) {
+	return func(ctx context.Context, deliver func(events.Event)) {
+		err := events.Subscribe(ctx, events.Config{URL: url, APIKey: key, Logger: m.Log}, deliver)
 		if err != nil && ctx.Err() == nil {
 			m.Log.Error().Err(err).Msg("cloud events unavailable")
 		}
 	}
 }
 
-// publishEvent publishes a device's event on its <id>/event.
-func publishEvent(mirror *bridge.Mirror) func(events.Event) {
-	return func(e events.Event) { mirror.Event(e.SKU, e.Device, e.Instance, e.Name, e.Value, e.Message) }
+// publishEvent publishes a device's event on its <id>/event; the poller
+// counts it as the device's activity.
+func publishEvent(mirror *bridge.Mirror, poll *poller.Poller) func(events.Event) {
+	return func(e events.Event) {
+		mirror.Event(e.SKU, e.Device, e.Instance, e.Name, e.Value, e.Message)
+		poll.Event(e.SKU, e.Device)
+	}
 }

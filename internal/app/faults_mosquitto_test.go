@@ -27,7 +27,7 @@ import (
 // Both the bridge and the streaming client reach the broker through a
 // proxy that is held while the broker restarts, so their reconnection
 // attempts wait instead of being refused, and the rounds are paced a few
-// seconds apart: paho lengthens its reconnect back-off (up to a minute)
+// seconds apart: paho lengthens its reconnect back-off (up to DefaultMaxReconnectInterval, 10 s)
 // when connections fail or drop in quick succession, which is right for a
 // broker in trouble but would make ten restarts take minutes.
 func TestBrokerKilledTenTimesDuringCommandStream(t *testing.T) {

@@ -61,10 +61,13 @@ func (h *harness) noErrors(id string) {
 // TestCommandQueuedWhileStoppedIsApplied: a user stops the bridge,
 // publishes a command (QoS 1) and starts the bridge again. The broker
 // delivers the command at connect, before the device list is in; the
-// bridge holds it and applies it once the list arrives.
+// bridge holds it and applies it once the list arrives. The state
+// directory says the bridge was away less than MQTT_QUEUED_COMMAND_MAX_AGE
+// (without one it cannot know, and drops it).
 func TestCommandQueuedWhileStoppedIsApplied(t *testing.T) {
 	t.Parallel()
-	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(3)}})
+	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(3)},
+		env: map[string]string{"STATE_DIR": t.TempDir()}})
 	d, id := h.firstLight()
 	h.waitValue(5*time.Second, d.Device, capability.InstancePower, 1) // the demo lights start on
 	h.stop()

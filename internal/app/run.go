@@ -87,7 +87,8 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	if d.lan, err = m.newLocal(cfg, clk); err != nil {
 		return nil, err
 	}
-	d.reg = registry.NewOn(clk, log.With().Str("component", "registry").Logger(), d.observers(kicks)...)
+	// What the poller learns of the devices' changes hears of the registry's too (the LAN, commands).
+	d.reg = registry.NewOn(clk, log.With().Str("component", "registry").Logger(), append(d.observers(kicks), pcfg.Activity.Observer())...)
 	restoreState(d.dir, d.reg, log)
 	d.poll = poller.New(d.sched, d.reg, pcfg, log.With().Str("component", "poller").Logger())
 	d.set = settings.New(cfg, d.dir, log, d.poll, d.mirror)
@@ -123,8 +124,10 @@ func (m *Main) configs(d *running, kicks notifier) poller.Config {
 	// The poller hears of reads held by a 429 (it answers who waits for
 	// them); it is made after the scheduler, before the scheduler runs.
 	d.scfg.OnHeld = func(sku, device string, h scheduler.Hold) { d.poll.Held(sku, device, h) }
-	// The status page: its chart counts what the day's count counts.
+	// The status page: its chart counts what the day's count counts, and
+	// goes on from the hours saved beside it.
 	d.scfg.OnCounted = d.page.OnCounted
+	d.page.RestoreHistory(d.dir, d.log)
 	if s := readSpent(d.dir, d.log); s.Requests > 0 {
 		d.scfg.RequestsToday, d.scfg.RequestsDay = s.Requests, s.Day
 	}
@@ -132,11 +135,18 @@ func (m *Main) configs(d *running, kicks notifier) poller.Config {
 		Interval: cfg.Poll.Interval, DailyLimit: cfg.Cloud.DailyLimit,
 		ListInterval: cfg.Poll.DeviceListInterval, SceneInterval: cfg.Poll.SceneInterval,
 		Clock: d.clk,
+		// Reads shared by how often each device changes; bridge/devices says how often and why.
+		QuietFactor: cfg.Poll.QuietFactor, StateRow: time.Minute / time.Duration(max(cfg.Limits.StatePerMinute, 1)),
+		Activity: poller.NewActivity(d.clk), StateDir: d.dir,
+		OnInterval: func(k capability.Key, iv poller.Interval) {
+			d.mirror.SetPolling(k, bridge.Polling{Every: iv.Every, Why: iv.Why})
+		},
 	}
 	layout := topic.New(cfg.MQTT.BaseTopic)
 	d.mcfg = mqtt.Config{
 		URL: d.env.mqttURL, CAFile: cfg.MQTT.CAFile, CertFile: cfg.MQTT.CertFile, KeyFile: cfg.MQTT.KeyFile,
-		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password.Reveal(), ClientID: cfg.MQTT.ClientID,
+		Username: d.env.mqttUser, Password: d.env.mqttPassword, ClientID: cfg.MQTT.ClientID,
+		Record: d.env.mqttRecord, QueuedMaxAge: cfg.MQTT.QueuedCommandMaxAge,
 		StateTopic: layout.BridgeState(), Logger: d.log, ConnectRetryInterval: m.connectRetry, Clock: d.clk,
 	}
 	return pcfg
@@ -159,7 +169,8 @@ func (m *Main) newMirror(d *running) *bridge.Mirror {
 		Health:           m.health,
 		// Each command's outcome goes to the page and the metrics.
 		OnCommand: func(r scheduler.CommandResult) { d.page.CommandDone(r); d.met.observeCommand(r) },
-		OnError:   d.page.CommandFailed,
+		OnError:   d.page.ErrorAnswered,
+		Clock:     d.clk,
 		Log:       d.log.With().Str("component", "bridge").Logger(),
 	})
 }
@@ -237,13 +248,15 @@ func (m *Main) runBackground(ctx context.Context, wg *sync.WaitGroup, d *running
 		})
 	}
 	if d.env.events != nil {
-		goWG(func() { d.env.events(ctx, d.mirror) })
+		goWG(func() { d.env.events(ctx, publishEvent(d.mirror, d.poll)) })
 	}
 	if d.lan != nil {
 		goWG(func() { d.lan.Run(ctx) })
 	}
 	goWG(func() { d.br.Run(ctx) })
-	goWG(func() { persist(ctx, d.clk, d.saveKick, d.dir, d.reg, d.sched, d.poll.Stats, d.log) })
+	goWG(func() {
+		persist(ctx, d.clk, d.saveKick, d.dir, d.reg, d.sched, d.poll.Stats, d.page.SaveHistory, d.log)
+	})
 	goWG(func() { m.background(ctx, ready, d.statsKick, d.parts) })
 	goWG(func() {
 		progress := func() time.Time { return readProgress(d.poll, d.sched, d.clk.Now()) }
@@ -269,6 +282,7 @@ func (d *running) shutdown() {
 		d.log.Warn().Dur("grace", ShutdownGrace).Msg("commands still in flight after the grace period; leaving them")
 	}
 	saveSpent(d.dir, d.sched.Stats(), d.log)
+	d.page.SaveHistory(d.dir, d.log)
 	closeCtx, done := context.WithTimeout(context.Background(), 2*time.Second)
 	defer done()
 	d.conn.Close(closeCtx)

@@ -120,9 +120,10 @@ func saveState(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) {
 // stopped): a kill loses at most saveDelay and the write. The write falls
 // on the last instant of the poller's read grid (pollStats' Grid) within saveDelay
 // when there is one, so that an idle daemon's saves (every batch of reads
-// changes the day's count) share the wake-ups of its reads. The options
+// changes the day's count) share the wake-ups of its reads. The status
+// page's chart (saveChart) is written with the day's count. The options
 // are written by the settings as they change.
-func persist(ctx context.Context, clk clock.Clock, kick *listener, dir statedir.Dir, reg *registry.Registry, sched *scheduler.Scheduler, pollStats func() poller.Stats, log zerolog.Logger) {
+func persist(ctx context.Context, clk clock.Clock, kick *listener, dir statedir.Dir, reg *registry.Registry, sched *scheduler.Scheduler, pollStats func() poller.Stats, saveChart func(statedir.Dir, zerolog.Logger), log zerolog.Logger) {
 	if dir == "" {
 		return
 	}
@@ -156,6 +157,7 @@ func persist(ctx context.Context, clk clock.Clock, kick *listener, dir statedir.
 			st := sched.Stats()
 			if now := (spent{Day: st.Day, Requests: st.RequestsToday}); now != savedCount {
 				saveSpent(dir, st, log)
+				saveChart(dir, log)
 				savedCount = now
 			}
 			t.Done()

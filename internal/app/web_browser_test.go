@@ -26,6 +26,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloudsim"
 	"cloud2mqtt/internal/topic"
 	"cloud2mqtt/internal/web/webtest"
@@ -90,13 +91,16 @@ func TestBrowserStatusPage(t *testing.T) {
 	}
 
 	// An action through the page: a rejected command shows as a problem
-	// and as the device's last error; read now is queued.
+	// (a sentence naming the device) and as the device's last error; read
+	// now is queued.
 	light := h.sim.Devices()[0]
 	lightID := topic.DeviceID(light.SKU, light.Device)
 	h.publish("cloud2mqtt/"+lightID+"/set/brightness", "250")
-	b.WaitFor(t, "the rejected command among the problems", `[...document.querySelectorAll("#problem-list li .msg")].some(e => e.textContent === "command rejected")`)
+	b.WaitFor(t, "the rejected command among the problems, naming the light", fmt.Sprintf(
+		`[...document.querySelectorAll("#problem-list li .msg")].some(e => e.textContent.startsWith(%q))`, light.Name+": command rejected — "))
 	b.Do(t, chromedp.Click(fmt.Sprintf(`#device-rows tr[data-id=%q] td.name`, lightID)))
 	b.WaitFor(t, "the device's values", `document.getElementById("detail").open && document.getElementById("detail-values").textContent.includes("brightness")`)
+	valuesAsMeant(t, h, b, light)
 	b.Do(t, chromedp.Click(`#a-read`))
 	b.WaitFor(t, "the read's answer", `document.getElementById("toast").textContent === "Read queued."`)
 
@@ -219,6 +223,58 @@ func TestBrowserIngress(t *testing.T) {
 		t.Errorf("the ingress port from 127.0.0.1: %d %.80s", code, body)
 	}
 	b.NoErrors(t)
+}
+
+// valuesAsMeant: the open device's values as a person reads them: its
+// colour as the hex code and a swatch of it, never the cloud's number;
+// then a thermometer's temperature with its unit and a work mode by its
+// name (the demo's devices, as the simulated cloud holds them).
+func valuesAsMeant(t *testing.T, h *harness, b *webtest.Browser, light capability.Device) {
+	t.Helper()
+	row := func(instance string) string {
+		return webtest.Eval[string](t, b, fmt.Sprintf(`(() => { const tr = [...document.querySelectorAll("#detail-values tr")].find(tr => tr.cells[0].textContent === %q); return tr ? tr.cells[1].textContent : ""; })()`, instance))
+	}
+	rgb, _ := h.sim.Value(light.Device, capability.InstanceColorRGB)
+	n, _ := rgb.(int64)
+	hex := fmt.Sprintf("#%06X", n)
+	if got := row(capability.InstanceColorRGB); got != hex {
+		t.Errorf("%s's colour shows %q, want %s (the cloud's %v)", light.Name, got, hex, rgb)
+	}
+	fill := webtest.Eval[string](t, b, `(() => { const r = document.querySelector("#detail-values svg.swatch rect"); return r ? r.getAttribute("fill") : ""; })()`)
+	if fill != hex {
+		t.Errorf("the colour's swatch is filled %q, want %s", fill, hex)
+	}
+	b.Do(t, chromedp.Click(`#detail-close`))
+	for _, d := range h.sim.Devices() {
+		var want string
+		instance := capability.InstanceSensorTemperature
+		if c, ok := d.Capability(capability.InstanceWorkMode); ok {
+			v, _ := h.sim.Value(d.Device, capability.InstanceWorkMode)
+			m, _ := v.(map[string]any)
+			f, _ := c.Parameters.Field("workMode")
+			for _, o := range f.Options {
+				if capability.Equal(o.Value, m["workMode"]) {
+					want, instance = o.Name, capability.InstanceWorkMode
+				}
+			}
+		} else if _, ok := d.Capability(instance); ok {
+			want = " °C"
+		}
+		if want == "" {
+			continue
+		}
+		id := topic.DeviceID(d.SKU, d.Device)
+		// Clicked by script: a row may lie under the sticky header.
+		webtest.Eval[bool](t, b, fmt.Sprintf(`(document.querySelector('#device-rows tr[data-id=%q] td.name').click(), true)`, id))
+		b.WaitFor(t, d.Name+"'s values", fmt.Sprintf(`document.getElementById("detail").open && document.getElementById("detail-name").textContent === %q`, d.Name))
+		if got := row(instance); !strings.Contains(got, want) {
+			t.Errorf("%s's %s shows %q, want it to say %q; the values: %s", d.Name, instance, got, want,
+				webtest.Eval[string](t, b, `document.getElementById("detail-values").textContent`))
+		}
+		b.Do(t, chromedp.Click(`#detail-close`))
+	}
+	b.Do(t, chromedp.Click(fmt.Sprintf(`#device-rows tr[data-id=%q] td.name`, topic.DeviceID(light.SKU, light.Device))))
+	b.WaitFor(t, light.Name+"'s values again", fmt.Sprintf(`document.getElementById("detail").open && document.getElementById("detail-name").textContent === %q`, light.Name))
 }
 
 func toJSON(v any) string {

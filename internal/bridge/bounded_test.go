@@ -33,7 +33,7 @@ func TestPayloadOverTheLimitIsRefusedUnread(t *testing.T) {
 	if len(cmd.reqs) != 0 {
 		t.Errorf("%d commands sent", len(cmd.reqs))
 	}
-	answers := append(errorsOn(t, msgs, lampID), errorsOn(t, msgs, "nosuch")...)
+	answers := append(errorsOn(t, msgs, lampID), unknownErrors(t, msgs, "nosuch")...)
 	if len(answers) != 5 {
 		t.Fatalf("%d answers on <id>/error, want 5: %+v", len(answers), msgs)
 	}
@@ -91,17 +91,19 @@ func TestRejectedValuesAreClipped(t *testing.T) {
 }
 
 // TestUnknownIDAndExtraLevelsAreAnswered: a command for an id no device has
-// is answered without its payload; a topic with extra levels is answered
-// (not ignored) with the topic to use.
+// is answered without its payload on bridge/error, the id shortened (issue
+// 40 §7: no topic is made of an id the sender chose); a topic with extra
+// levels is answered (not ignored) with the topic to use.
 func TestUnknownIDAndExtraLevelsAreAnswered(t *testing.T) {
 	b, pub, cmd, _ := newTestBridge(t, false)
 	pub.take()
+	long := strings.Repeat("z", 60000)
 	b.Handle("c2m/nosuch/set/brightness", []byte("secret-looking-payload"), false)
 	b.Handle("c2m/"+lampID+"/set/brightness/x", []byte("40"), false)
 	b.Handle("c2m/"+lampID+"/segment/x/set", []byte(`{"state":"ON"}`), false)
-	b.Handle("c2m/"+strings.Repeat("z", 300)+"/set", []byte("1"), false) // too long an id to answer on
+	b.Handle("c2m/"+long+"/set", []byte("1"), false)
 	msgs := pub.take()
-	unknown := errorsOn(t, msgs, "nosuch")
+	unknown := unknownErrors(t, msgs, "nosuch")
 	if len(unknown) != 1 || unknown[0].Code != 404 || unknown[0].Value != nil || strings.Contains(msgs[0].payload, "secret") {
 		t.Errorf("unknown id: %+v", msgs)
 	}
@@ -110,8 +112,17 @@ func TestUnknownIDAndExtraLevelsAreAnswered(t *testing.T) {
 		!strings.Contains(lampErrs[1].Error, "must be a number") {
 		t.Errorf("extra levels: %+v", lampErrs)
 	}
-	if len(msgs) != 3 {
-		t.Errorf("%d messages, want 3 (none for the 300-byte id): %+v", len(msgs), msgs)
+	shortened := unknownErrors(t, msgs, strings.Repeat("z", maxEchoedID)+"… (60000 bytes, cut)")
+	if len(shortened) != 1 || shortened[0].Code != 404 {
+		t.Errorf("the 60,000-byte id: %+v, want one answer naming it shortened", msgs)
+	}
+	if len(msgs) != 4 {
+		t.Errorf("%d messages, want 4: %+v", len(msgs), msgs)
+	}
+	for _, m := range msgs {
+		if m.topic != "c2m/bridge/error" && m.topic != "c2m/"+lampID+"/error" || len(m.payload) > 2048 {
+			t.Errorf("published on %.80s (%d bytes): only the lamp's topics and bridge/error may be", m.topic, len(m.payload))
+		}
 	}
 	if len(cmd.reqs) != 0 {
 		t.Errorf("%d commands sent", len(cmd.reqs))
@@ -134,7 +145,7 @@ func TestRejectionsAreAnsweredAtABoundedRate(t *testing.T) {
 		}
 		b.Handle("c2m/other/set", []byte("1"), false)
 		first := pub.take()
-		if len(errorsOn(t, first, "other")) != 1 {
+		if len(unknownErrors(t, first, "other")) != 1 {
 			t.Errorf("the unknown id was not answered at once: its budget is its own")
 		}
 		answers := errorsOn(t, first, lampID)
@@ -169,7 +180,7 @@ func TestHeldCommandsAreBounded(t *testing.T) {
 			b.Handle("c2m/"+lampID+"/set/brightness", []byte(strconv.Itoa(1+i%100)), false)
 		}
 		synctest.Wait()
-		refused := errorsOn(t, pub.take(), lampID)
+		refused := unknownErrors(t, pub.take(), lampID) // not listed yet: no device the bridge knows
 		if len(refused) != 5 || refused[0].Code != 503 || !strings.Contains(refused[0].Error, "1000 commands already wait") {
 			t.Fatalf("answers before the list: %+v", refused)
 		}

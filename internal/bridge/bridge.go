@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/scheduler"
@@ -89,17 +90,22 @@ type Options struct {
 	// OnCommand, when set, sees every command's outcome (for metrics).
 	OnCommand func(scheduler.CommandResult)
 	// OnError, when set, sees every answer published on <id>/error for a
-	// device the mirror knows: its key and the error's text (the status
-	// page's last error). Answers for ids that name no device are not
-	// passed on.
-	OnError func(k capability.Key, msg string)
+	// device the mirror knows: its key, the instance the answer names (""
+	// when none), whether it answers a read on request (<id>/get) and the
+	// error's text (the status page's last error, which a later success
+	// of the same kind clears). Answers for ids that name no device are
+	// not passed on.
+	OnError func(k capability.Key, instance string, read bool, msg string)
 	// RejectRate and RejectBurst bound the answers on <id>/error per device
 	// (zero: DefaultRejectRate, DefaultRejectBurst); the rejections over it
 	// are answered together in one message. RejectLogRate and
 	// RejectLogBurst bound the log lines of rejections for the whole bridge.
 	RejectRate, RejectLogRate   rate.Limit
 	RejectBurst, RejectLogBurst int
-	Log                         zerolog.Logger
+	// Clock times the corrections of the bridge's retained topics
+	// another client overwrote (keep.go); nil is the system's clock.
+	Clock clock.Clock
+	Log   zerolog.Logger
 }
 
 // mirrorSide is all the Bridge asks of the Mirror (which owns the published
@@ -113,6 +119,7 @@ type mirrorSide interface {
 	republish(withConfigs bool)
 	republishState(k capability.Key)
 	send(msgs []message)
+	observed(t string, payload []byte)
 }
 
 // Bridge takes every MQTT message for the daemon. Its methods are safe for
@@ -144,9 +151,11 @@ func New(mirror *Mirror, reg Registry, read Reader, cmd Commander, op Operator) 
 		rejects: newRejects(mirror.opt)}
 }
 
-// Subscriptions lists the topic filters whose messages must reach Handle.
+// Subscriptions lists the topic filters whose messages must reach Handle:
+// the commands and requests, the bridge's own retained topics it keeps
+// true (keep.go), and Home Assistant's status.
 func (b *Bridge) Subscriptions() []string {
-	subs := b.opt.Layout.Inbound()
+	subs := append(b.opt.Layout.Inbound(), b.opt.Layout.Watched()...)
 	if b.opt.DiscoveryEnabled {
 		subs = append(subs, b.opt.HAStatusTopic)
 	}

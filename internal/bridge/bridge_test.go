@@ -236,9 +236,9 @@ func TestRejectedCommandsNeverReachTheScheduler(t *testing.T) {
 	if len(cmd.reqs) != 0 {
 		t.Errorf("rejected commands reached the scheduler: %+v", cmd.reqs)
 	}
-	// An unknown device is answered with 404 and sends nothing.
+	// An unknown device is answered with 404 on bridge/error and sends nothing.
 	b.Handle("c2m/nobody/set/brightness", []byte("5"), false)
-	if msgs := pub.take(); len(msgs) != 1 || msgs[0].topic != "c2m/nobody/error" || len(cmd.reqs) != 0 {
+	if msgs := pub.take(); len(msgs) != 1 || msgs[0].topic != "c2m/bridge/error" || !strings.Contains(msgs[0].payload, `"device":"nobody"`) || len(cmd.reqs) != 0 {
 		t.Errorf("unknown device: %+v", msgs)
 	}
 }

@@ -14,15 +14,19 @@ import (
 
 // Handle takes one MQTT message on any of Subscriptions. It decodes and
 // validates, hands work over without waiting for the cloud, and never panics
-// on bad input: every rejection is answered on <id>/error and logged, both
-// bounded (see reject.go). A payload over MaxPayload is refused unread.
+// on bad input: every rejection is answered on <id>/error (bridge/error for
+// an id no device has) and logged, both bounded (see reject.go). A payload
+// over MaxPayload is refused unread. A message on one of the bridge's own
+// retained topics goes to the mirror, which keeps them true (keep.go).
 //
 // retained says the broker sent the message because the bridge subscribed
 // after it was published with the retain flag (mqtt.Handler): a command or
 // request left on the broker, perhaps long ago. It is not acted on (a
 // retained <id>/set would overwrite every change made since, at every
 // start); the first one on each topic is logged as a warning that says how
-// to clear it.
+// to clear it. The empty message that clears it reaches the bridge too, not
+// retained: an empty payload on a command topic asks for nothing and is no
+// error.
 func (b *Bridge) Handle(t string, payload []byte, retained bool) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -36,6 +40,12 @@ func (b *Bridge) Handle(t string, payload []byte, retained bool) {
 		}
 		return
 	}
+	if b.watched(t) {
+		if !retained { // a retained one comes on subscribing, and every connect republishes
+			b.mirror.observed(t, payload)
+		}
+		return
+	}
 	r, err := b.opt.Layout.Route(t)
 	switch {
 	case errors.Is(err, topic.ErrNotInbound):
@@ -45,10 +55,16 @@ func (b *Bridge) Handle(t string, payload []byte, retained bool) {
 		return
 	case r.Kind == topic.KindRequest:
 		if len(payload) > MaxPayload {
-			b.respond(r.Action, requestJSON{}, nil, tooLarge(len(payload)))
+			b.reply(r.Action, requestJSON{}, tooLarge(len(payload)))
 			return
 		}
 		b.handleRequest(r.Action, payload)
+		return
+	case err == nil && len(payload) == 0 && r.Kind != topic.KindGet:
+		// The empty message that deletes a retained command (mosquitto_pub
+		// -r -n, as ignoreRetained tells users) reaches the subscribers
+		// too: it asks for nothing, and is no error.
+		b.log.Debug().Str("topic", clip(t, maxErrorText)).Msg("empty command: a retained command was cleared; nothing to do")
 		return
 	}
 	if len(payload) > MaxPayload {
@@ -62,6 +78,16 @@ func (b *Bridge) Handle(t string, payload []byte, retained bool) {
 	if !b.hold(r, payload) {
 		b.handleDevice(r, payload)
 	}
+}
+
+// watched reports whether t is one of the bridge's own retained topics it
+// keeps true (keep.go).
+func (b *Bridge) watched(t string) bool {
+	if t == b.opt.Layout.BridgeState() {
+		return true
+	}
+	_, ok := b.opt.Layout.AvailabilityID(t)
+	return ok
 }
 
 // rejectRef rejects a message for the device reference ref (a topic id):
@@ -90,7 +116,7 @@ func (b *Bridge) handleDevice(r topic.Route, payload []byte) {
 		return
 	}
 	if b.mirror.disabled(k) {
-		b.reject(id, dev, "", nil, codedError{"bridge: " + id + " is disabled: enable it with " + b.opt.Layout.BridgeDeviceOptions() + ` {"device":"` + id + `","options":{"disabled":false}}`, 403})
+		b.reject(id, dev, "", nil, codedError{id + " is disabled: enable it with " + b.opt.Layout.BridgeDeviceOptions() + ` {"device":"` + id + `","options":{"disabled":false}}`, 403})
 		return
 	}
 	switch r.Kind {
@@ -104,11 +130,11 @@ func (b *Bridge) handleDevice(r topic.Route, payload []byte) {
 		// once: never silence.
 		err := b.read.ReadNow(dev.SKU, dev.Device, func(err error) {
 			if err != nil {
-				b.reject(id, dev, "", nil, err)
+				b.reject(id, dev, "", nil, readFailure{err})
 			}
 		})
 		if err != nil {
-			b.reject(id, dev, "", nil, err)
+			b.reject(id, dev, "", nil, readFailure{err})
 		}
 	case topic.KindLightSet:
 		cmds, err := discovery.DecodeLight(dev, payload)

@@ -24,7 +24,11 @@ import (
 //     with an error text and the code 400, 404 or 503;
 //   - every control request that reaches the scheduler names the topic's
 //     device and passes capability.Validate for its capability;
-//   - every bridge request is answered exactly once on its response topic.
+//   - every bridge request is answered exactly once on its response topic
+//     (bridge/response/unknown, naming the action, for one it does not
+//     know);
+//   - (FuzzInboundTopic) nothing is published on a topic of the sender's
+//     choosing.
 //
 // The seed corpus is in testdata/fuzz; the in-code seeds give each topic a
 // valid and a broken payload.
@@ -199,6 +203,10 @@ func FuzzDeviceCommand(f *testing.F) {
 		if strings.HasSuffix(tp.topic, "/get") {
 			return
 		}
+		if len(payload) == 0 && routes(tp.topic) {
+			checkCleared(t, tp, msgs, reqs)
+			return
+		}
 		// Every command is answered: queued or refused on <id>/error (one
 		// error per refused instance, at most).
 		if len(reqs) == 0 && errorsOf(msgs) == 0 {
@@ -238,6 +246,10 @@ func FuzzLightCommand(f *testing.F) {
 		msgs, reqs := fb.deliver(t, tp, payload, fuzzMode(mode))
 		if fuzzMode(mode).retained() {
 			checkIgnored(t, tp, payload, msgs, reqs)
+			return
+		}
+		if len(payload) == 0 && routes(tp.topic) {
+			checkCleared(t, tp, msgs, reqs)
 			return
 		}
 		if len(reqs) == 0 && errorsOf(msgs) == 0 {
@@ -284,6 +296,10 @@ func FuzzBridgeRequest(f *testing.F) {
 		}
 		action := strings.TrimPrefix(tp.topic, fuzzBase+"/bridge/request/")
 		want := topic.New(fuzzBase).BridgeResponse(action)
+		if !slices.Contains(knownActions, action) {
+			// Answered on the one fixed topic, never on one the sender named.
+			want = topic.New(fuzzBase).BridgeResponseUnknown()
+		}
 		var responses []published
 		for _, m := range msgs {
 			if m.topic == want {
@@ -295,11 +311,15 @@ func FuzzBridgeRequest(f *testing.F) {
 		}
 		var r struct {
 			Status      string          `json:"status"`
+			Action      *string         `json:"action"`
 			Error       string          `json:"error"`
 			Transaction json.RawMessage `json:"transaction"`
 		}
 		if err := json.Unmarshal(responses[0].payload, &r); err != nil {
 			t.Fatalf("%s %q: response is not JSON: %s", tp.topic, payload, responses[0].payload)
+		}
+		if unknown := want == topic.New(fuzzBase).BridgeResponseUnknown(); unknown != (r.Action != nil) || unknown && (*r.Action != action || r.Status != "error") {
+			t.Fatalf("%s %q: response %s: an unknown action's answer names it, a known one's does not", tp.topic, payload, responses[0].payload)
 		}
 		if r.Status != "ok" && (r.Status != "error" || r.Error == "") {
 			t.Fatalf("%s %q: response %s: want status ok, or error with a text", tp.topic, payload, responses[0].payload)
@@ -314,6 +334,10 @@ func FuzzBridgeRequest(f *testing.F) {
 		}
 	})
 }
+
+// knownActions are the requests the bridge answers on their own topic.
+var knownActions = []string{topic.ActionRefresh, topic.ActionScenes, topic.ActionHealth, topic.ActionDevices,
+	topic.ActionReadAll, topic.ActionRepublish, topic.ActionOptions, topic.ActionDeviceOptions}
 
 func jsonEqual(a, b []byte) bool {
 	va, err1 := capability.Normalize(a)
@@ -347,6 +371,23 @@ func TestFuzzTopicsCoverEveryKind(t *testing.T) {
 	}
 	if got := topicsOf("bridge", devs); !slices.ContainsFunc(got, func(tp fuzzTopic) bool { return tp.topic == "homeassistant/status" }) {
 		t.Fatalf("no homeassistant/status among %v", got)
+	}
+}
+
+// routes reports whether t is a well-formed command topic (a malformed one
+// is refused whatever its payload).
+func routes(t string) bool {
+	_, err := topic.New(fuzzBase).Route(t)
+	return err == nil
+}
+
+// checkCleared: the empty message that deletes a retained command
+// (mosquitto_pub -r -n) reaches the bridge too; nothing comes of it, no
+// error either.
+func checkCleared(t *testing.T, tp fuzzTopic, msgs []published, reqs []cloud.ControlRequest) {
+	t.Helper()
+	if len(reqs) != 0 || len(msgs) != 0 {
+		t.Fatalf("%s with an empty payload (a retained command cleared): queued %v, published %v; want nothing", tp.topic, reqs, msgs)
 	}
 }
 

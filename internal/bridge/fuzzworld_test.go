@@ -34,12 +34,14 @@ var (
 	fuzzErr     error
 )
 
-// fixtureDevices decodes the demo catalogue and every recorded device list
-// (testkit.DeviceLists) with the real cloud client (served from a loopback
-// test server), so the bridge sees exactly what it sees in production.
+// fixtureDevices decodes the demo catalogue, every recorded device list
+// (testkit.DeviceLists) and the heater ranged in Fahrenheit and the kettle
+// of testdata/temperature_units.json with the real cloud client (served
+// from a loopback test server), so the bridge sees exactly what it sees in
+// production.
 func fixtureDevices(t testing.TB) ([]capability.Device, []capability.Option) {
 	t.Helper()
-	lists := testkit.DeviceLists(t, "../../testdata")
+	lists := append(testkit.DeviceLists(t, "../../testdata"), testkit.ReadFixture(t, "testdata", "temperature_units.json"))
 	fuzzOnce.Do(func() { fuzzDevices, fuzzScenes, fuzzErr = loadFixtureDevices(lists) })
 	if fuzzErr != nil {
 		t.Fatal(fuzzErr)

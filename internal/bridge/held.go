@@ -46,7 +46,7 @@ func (b *Bridge) hold(r topic.Route, payload []byte) bool {
 		b.heldMu.Unlock()
 		// A flood before the list: answered at once rather than kept.
 		b.rejectAs(r.ID, false, capability.Device{SKU: "?", Device: clip(r.ID, maxEchoedID)}, r.Instance, clipPayload(payload),
-			codedError{"bridge: command not applied: " + strconv.Itoa(n) + " commands already wait for the device list; send it again once the bridge has read the list", 503})
+			codedError{"command not applied: " + strconv.Itoa(n) + " commands already wait for the device list; send it again once the bridge has read the list", 503})
 		return true
 	}
 	b.held = append(b.held, heldMessage{r, payload, time.Now()})
@@ -130,6 +130,6 @@ func (b *Bridge) expire(cutoff time.Time, why string) {
 	}
 	b.heldMu.Unlock()
 	for _, m := range gone {
-		b.rejectAs(m.route.ID, false, capability.Device{SKU: "?", Device: m.route.ID}, m.route.Instance, m.payload, codedError{"bridge: command not applied: " + why, 503})
+		b.rejectAs(m.route.ID, false, capability.Device{SKU: "?", Device: m.route.ID}, m.route.Instance, m.payload, codedError{"command not applied: " + why, 503})
 	}
 }

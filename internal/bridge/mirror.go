@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"cloud2mqtt/internal/capability"
+	"cloud2mqtt/internal/clock"
 	"cloud2mqtt/internal/discovery"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/topic"
@@ -40,10 +41,12 @@ type Mirror struct {
 	lastStats          []byte
 	info               []byte                           // the retained bridge/info
 	options            map[capability.Key]DeviceOptions // by SetDeviceOptions
+	polling            map[capability.Key]Polling       // by SetPolling (polling.go)
 	listed             bool                             // the first device list has arrived
 	listDirty          bool                             // scenes changed the device list; sent with a later stats
 	listSent           time.Time                        // when the device list was last published
 	resend             bool                             // a publish failed: republish everything with the next stats
+	keep               keeper                           // watched topics seen overwritten (keep.go)
 }
 
 // entry is what the mirror has published of one device.
@@ -65,7 +68,7 @@ func NewMirror(opt Options) *Mirror {
 		opt.HAStatusTopic = "homeassistant/status"
 	}
 	return &Mirror{opt: opt, log: opt.Log, devices: map[string]*entry{}, byKey: map[capability.Key]string{}, options: map[capability.Key]DeviceOptions{},
-		bridgeConfigsStale: true}
+		bridgeConfigsStale: true, keep: keeper{clk: clock.Or(opt.Clock)}}
 }
 
 // message is one publication, collected and sent under the lock.
@@ -216,6 +219,7 @@ type deviceJSON struct {
 	Type         string                  `json:"type"`
 	Options      *optionsJSON            `json:"options,omitempty"`
 	Local        *localJSON              `json:"local,omitempty"`
+	Poll         *pollJSON               `json:"poll,omitempty"`
 	Capabilities []capability.Capability `json:"capabilities"`
 }
 
@@ -297,7 +301,7 @@ func (m *Mirror) deviceListJSONLocked() []byte {
 		}
 		dj := deviceJSON{ID: id, SKU: e.dev.SKU, Device: e.dev.Device,
 			Name: capability.DisplayName(e.dev, ""), Type: e.dev.Type, Capabilities: caps}
-		dj.Local = localOf(e.location)
+		dj.Local, dj.Poll = localOf(e.location), m.pollingLocked(e.key)
 		if o, ok := m.options[e.key]; ok {
 			dj.Options = &optionsJSON{Disabled: o.Disabled, Name: o.Name}
 			if o.PollInterval > 0 {

@@ -190,6 +190,9 @@ func TestBridgeRequestsAnswer(t *testing.T) {
 	check := func(action, status, says string) {
 		t.Helper()
 		r := on(msgs, "c2m/bridge/response/"+action)
+		if action == "nope" {
+			r = on(msgs, "c2m/bridge/response/unknown") // never a topic the sender named
+		}
 		if len(r) != 1 {
 			t.Fatalf("%s: %d responses", action, len(r))
 		}
@@ -203,7 +206,7 @@ func TestBridgeRequestsAnswer(t *testing.T) {
 	}
 	check("refresh", "ok", `"transaction":"a"`)
 	check("scenes", "error", "no scenes")
-	check("nope", "error", "known: device/options, devices, health, options, read_all, refresh, republish, scenes")
+	check("nope", "error", `"action":"nope","error":"unknown action \"nope\"; known: device/options, devices, health, options, read_all, refresh, republish, scenes`)
 	check("health", "error", "JSON object")
 }
 

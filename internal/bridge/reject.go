@@ -1,11 +1,12 @@
 package bridge
 
-// Rejections: what goes to <id>/error and the log when a command is refused
-// or fails. Both are bounded, because whoever can publish to the broker can
-// send commands: a rejected value is clipped to a few hundred bytes, each
-// device's answers are rate limited (the rest summed up in one "N more
-// rejected" answer), and the log lines are rate limited for the whole
-// bridge.
+// Rejections: what goes to <id>/error (bridge/error for an id no device
+// has) and the log when a command is refused or fails. Both are bounded,
+// because whoever can publish to the broker can send commands: a rejected
+// value is clipped to a few hundred bytes, each device's answers are rate
+// limited (the rest summed up in one "N more rejected" answer), the log
+// lines are rate limited for the whole bridge, and no topic is made of an
+// id the sender chose.
 
 import (
 	"encoding/json"
@@ -34,9 +35,10 @@ const (
 	// maxErrorText bounds an error's text in <id>/error and the log (a
 	// message may quote the value or list a device's instances).
 	maxErrorText = 512
-	// maxEchoedID bounds the id of an unknown device that is answered: an
-	// error topic is made of the id the sender chose.
-	maxEchoedID = 200
+	// maxEchoedID bounds the id of an unknown device in the answer on
+	// bridge/error and in the log: the sender chose it. (A device id is
+	// the model and the device's address, about 25 characters.)
+	maxEchoedID = 64
 )
 
 // Default rates of rejections (Options.RejectRate and friends).
@@ -47,10 +49,12 @@ const (
 	DefaultRejectLogBurst = 20
 )
 
-// errorJSON is the <id>/error payload. Rejected, when not zero, says that
-// this answer stands for that many rejections (the others were not answered
-// one by one); the fields are those of the last one.
+// errorJSON is the <id>/error payload, and bridge/error's for an id no
+// device has (Device, shortened: the sender chose it). Rejected, when not
+// zero, says that this answer stands for that many rejections (the others
+// were not answered one by one); the fields are those of the last one.
 type errorJSON struct {
+	Device   string `json:"device,omitempty"`
 	Instance string `json:"instance"`
 	Value    any    `json:"value"`
 	Error    string `json:"error"`
@@ -154,7 +158,7 @@ func (b *Bridge) rejectAs(id string, known bool, dev capability.Device, instance
 	}
 	if logIt {
 		e := b.log.Warn().Str("device", rj.dev).Str("instance", clip(instance, maxEchoedValue)).Int("code", errorCode(err)).
-			Str("error", clip(err.Error(), maxErrorText))
+			Str("error", clip(userText(err), maxErrorText))
 		if unlogged > 0 {
 			e = e.Int("unlogged_before", unlogged)
 		}
@@ -176,25 +180,70 @@ func (b *Bridge) summarize(key string) {
 	}
 }
 
-// answer publishes one rejection on <id>/error, clipped; n > 0 makes it the
-// summary of n rejections.
+// answer publishes one rejection, clipped: on <id>/error for a device the
+// mirror knows, else on bridge/error with the id shortened (the bridge
+// publishes on no topic named by an id it does not know); n > 0 makes it
+// the summary of n rejections.
 func (b *Bridge) answer(rj rejection, n int) {
-	if len(rj.id) > maxEchoedID {
-		return // an id no device has, too long to make a topic of; logged only
-	}
 	e := errorJSON{Instance: clip(rj.instance, maxEchoedValue), Value: clipValue(rj.value),
-		Error: clip(rj.err.Error(), maxErrorText), Code: errorCode(rj.err)}
+		Error: clip(userText(rj.err), maxErrorText), Code: errorCode(rj.err)}
 	if n > 0 {
 		e.Rejected = n
 		e.Error = strconv.Itoa(n) + " commands rejected in a burst, answered in this one message; the last: " + e.Error
 	}
+	t := b.opt.Layout.BridgeError()
+	k, id, known := b.mirror.keyOf(rj.id)
+	if known {
+		t = b.opt.Layout.Error(id)
+	} else {
+		e.Device = clip(rj.id, maxEchoedID)
+	}
 	p, _ := json.Marshal(e)
-	b.mirror.send([]message{{b.opt.Layout.Error(rj.id), p, false}})
-	if b.opt.OnError != nil {
-		if k, _, ok := b.mirror.keyOf(rj.id); ok {
-			b.opt.OnError(k, e.Error)
+	b.mirror.send([]message{{t, p, false}})
+	if known && b.opt.OnError != nil {
+		var read readFailure
+		b.opt.OnError(k, e.Instance, errors.As(rj.err, &read), e.Error)
+	}
+}
+
+// readFailure marks the answer to a read on request (<id>/get), which a
+// later good read makes good (Options.OnError): its text and code are the
+// error's.
+type readFailure struct{ error }
+
+func (r readFailure) Unwrap() error { return r.error }
+
+// goPrefixes are the prefixes our packages give their errors ("cloud: ",
+// "scheduler: "): they tell a developer where an error was wrapped, and a
+// user nothing.
+var goPrefixes = []string{"bridge: ", "capability: ", "cloud: ", "discovery: ", "lan: ", "local: ",
+	"poller: ", "registry: ", "scheduler: ", "settings: "}
+
+// userText is an error as a user reads it on <id>/error, on
+// bridge/response and in the log line of a rejection: its text without
+// our packages' prefixes, at its start or after another part's ": ", "; "
+// or "(" (a wrapped error's). The error itself keeps them.
+func userText(err error) string {
+	if _, ok := err.(*capability.ValueError); ok {
+		return err.Error() // the value language's own words: no prefix
+	}
+	s := err.Error()
+	for changed := true; changed; {
+		changed = false
+		for _, p := range goPrefixes {
+			if !strings.Contains(s, p) {
+				continue
+			}
+			t := strings.TrimPrefix(s, p)
+			for _, sep := range []string{": ", "; ", "("} {
+				t = strings.ReplaceAll(t, sep+p, sep)
+			}
+			if t != s {
+				s, changed = t, true
+			}
 		}
 	}
+	return s
 }
 
 // clip shortens s to at most max bytes (at a character boundary), marking
@@ -317,9 +366,9 @@ type codedError struct {
 func (e codedError) Error() string { return e.msg }
 
 func unknownDevice(id, list string) error {
-	return codedError{"bridge: unknown device " + strconv.Quote(clip(id, maxEchoedID)) + ": it is not in the cloud's device list; check the id in " + list, 404}
+	return codedError{"unknown device " + strconv.Quote(clip(id, maxEchoedID)) + ": it is not in the cloud's device list; check the id in " + list, 404}
 }
 
 func tooLarge(n int) error {
-	return codedError{fmt.Sprintf("bridge: the payload is %d bytes, over the %d KiB a command or request may have; it was not read", n, MaxPayload>>10), 413}
+	return codedError{fmt.Sprintf("the payload is %d bytes, over the %d KiB a command or request may have; it was not read", n, MaxPayload>>10), 413}
 }

@@ -21,21 +21,56 @@ type requestJSON struct {
 	Options     json.RawMessage `json:"options,omitempty"` // options and device/options
 }
 
-// responseJSON is the body of <base>/bridge/response/<action>.
+// responseJSON is the body of <base>/bridge/response/<action>, and of
+// bridge/response/unknown for an action the bridge does not know (Action,
+// shortened: the sender chose it).
 type responseJSON struct {
-	Status      string `json:"status"` // "ok" or "error"
-	Data        any    `json:"data,omitempty"`
-	Error       string `json:"error,omitempty"`
-	Transaction any    `json:"transaction,omitempty"`
+	Status      string  `json:"status"`           // "ok" or "error"
+	Action      *string `json:"action,omitempty"` // "" is an unknown action too
+	Data        any     `json:"data,omitempty"`
+	Error       string  `json:"error,omitempty"`
+	Transaction any     `json:"transaction,omitempty"`
 }
 
+// maxEchoedAction bounds an unknown action in its answer.
+const maxEchoedAction = 64
+
+// respond answers a request for one of requests' actions on its response
+// topic.
 func (b *Bridge) respond(action string, req requestJSON, data any, err error) {
-	r := responseJSON{Status: "ok", Data: data, Transaction: req.Transaction}
-	if err != nil {
-		r = responseJSON{Status: "error", Error: err.Error(), Transaction: req.Transaction}
+	b.sendResponse(b.opt.Layout.BridgeResponse(action), responseOf(req, data, err))
+}
+
+// respondUnknown answers a request for an action that is none of requests'
+// on bridge/response/unknown, naming the action shortened: a topic made of
+// whatever action was asked would let any client choose where the bridge
+// publishes.
+func (b *Bridge) respondUnknown(action string, req requestJSON, err error) {
+	r := responseOf(req, nil, err)
+	a := clip(action, maxEchoedAction)
+	r.Action = &a
+	b.sendResponse(b.opt.Layout.BridgeResponseUnknown(), r)
+}
+
+// reply answers a request before its action was looked up.
+func (b *Bridge) reply(action string, req requestJSON, err error) {
+	if _, known := requests[action]; known {
+		b.respond(action, req, nil, err)
+		return
 	}
+	b.respondUnknown(action, req, err)
+}
+
+func responseOf(req requestJSON, data any, err error) responseJSON {
+	if err != nil {
+		return responseJSON{Status: "error", Error: userText(err), Transaction: req.Transaction}
+	}
+	return responseJSON{Status: "ok", Data: data, Transaction: req.Transaction}
+}
+
+func (b *Bridge) sendResponse(t string, r responseJSON) {
 	p, _ := json.Marshal(r)
-	b.mirror.send([]message{{b.opt.Layout.BridgeResponse(action), p, false}})
+	b.mirror.send([]message{{t, p, false}})
 }
 
 type requestError string
@@ -46,13 +81,13 @@ func (b *Bridge) handleRequest(action string, payload []byte) {
 	var req requestJSON
 	if s := strings.TrimSpace(string(payload)); s != "" {
 		if err := json.Unmarshal(payload, &req); err != nil {
-			b.respond(action, req, nil, requestError(`bridge: request body must be a JSON object such as {"transaction":"1","device":"<id>"} or empty`))
+			b.reply(action, req, requestError(`bridge: request body must be a JSON object such as {"transaction":"1","device":"<id>"} or empty`))
 			return
 		}
 	}
 	handle, ok := requests[action]
 	if !ok {
-		b.respond(action, req, nil, requestError("bridge: unknown action "+strconvQuote(action)+"; known: "+strings.Join(slices.Sorted(maps.Keys(requests)), ", ")))
+		b.respondUnknown(action, req, requestError("bridge: unknown action "+strconvQuote(clip(action, maxEchoedAction))+"; known: "+strings.Join(slices.Sorted(maps.Keys(requests)), ", ")))
 		return
 	}
 	handle(b, action, req)

@@ -6,15 +6,15 @@
 // lost when the process ends) and, unless Options.Users is set, every client
 // may connect anonymously. It listens on loopback by default; binding it to
 // another address (e.g. ":1883") exposes an unauthenticated broker to the
-// network. With Options.MaxPacketSize (the daemon's: 65 KiB, a command's 64
-// KiB and its topic) a client sending a larger packet is disconnected before
-// the packet is read, except the clients listed in Options.Unlimited (the
-// bridge's own).
+// network. With Options.Owner (the daemon's: the bridge) only the owner
+// publishes to the bridge's topics but the commands (acl.go). With
+// Options.MaxPacketSize (the daemon's: 65 KiB, a command's 64 KiB and its
+// topic) a client sending a larger packet is disconnected before the packet
+// is read, except the owner.
 package broker
 
 import (
 	"context"
-	"crypto/subtle"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -48,15 +48,16 @@ type Options struct {
 	// Users, when not empty, requires a username and password from this map
 	// (username → password); otherwise anonymous clients are allowed.
 	Users map[string]string
+	// Owner, when set, reserves the bridge's topics to the client that
+	// logs in with Broker.OwnerLogin (acl.go).
+	Owner *Owner
 	// MaxPacketSize, when positive, bounds the packets a client may send,
 	// checked at each packet's fixed header so that a larger one is never
 	// read (the connection is closed). The daemon sets
-	// DefaultMaxPacketSize; 0 is no limit.
+	// DefaultMaxPacketSize; 0 is no limit. The owner is exempt: the
+	// bridge's device list and discovery configs may be larger than a
+	// command.
 	MaxPacketSize int
-	// Unlimited lists the client ids exempt from MaxPacketSize: the
-	// bridge's own client, whose device list and discovery configs may be
-	// larger than a command.
-	Unlimited []string
 	// Logger receives the broker's warnings and errors (mochi's own log at
 	// info and below is discarded: it logs every connection).
 	Logger zerolog.Logger
@@ -69,7 +70,8 @@ type Broker struct {
 	wsAddr string
 	tls    bool
 	log    zerolog.Logger
-	gate   *gate // every listener's connections (gate.go)
+	gate   *gate    // every listener's connections (gate.go)
+	acl    *aclHook // who may connect and publish (acl.go)
 }
 
 // Start starts the broker and returns once its listeners accept
@@ -89,17 +91,21 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		Logger:       slog.New(quietHandler{zerolog.NewSlogHandler(log)}),
 		InlineClient: false,
 	})
-	if err := srv.AddHook(&authHook{users: maps.Clone(opts.Users)}, nil); err != nil {
+	acl := newACLHook(maps.Clone(opts.Users), cloneOwner(opts.Owner), log)
+	if err := srv.AddHook(acl, nil); err != nil {
 		return nil, fmt.Errorf("broker: add auth hook: %w", err)
 	}
+	if err := adjust(srv); err != nil { // MQTT 5 clients, retained messages (v5.go)
+		return nil, fmt.Errorf("broker: add hooks: %w", err)
+	}
 
-	b := &Broker{srv: srv, tls: opts.TLSConfig != nil, log: log, gate: newGate()}
+	b := &Broker{srv: srv, tls: opts.TLSConfig != nil, log: log, gate: newGate(), acl: acl}
 	guard := func(l listeners.Listener) listeners.Listener {
 		if opts.MaxPacketSize <= 0 {
 			return b.gate.wrap(l)
 		}
-		return b.gate.wrap(&guarded{Listener: l, max: opts.MaxPacketSize, unlimited: slices.Clone(opts.Unlimited), onRefuse: func(client string, size int) {
-			log.Warn().Str("client_id", client).Int("size", size).Int("limit", opts.MaxPacketSize).
+		return b.gate.wrap(&guarded{Listener: l, max: opts.MaxPacketSize, onRefuse: func(remote string, size int) {
+			log.Warn().Str("remote", remote).Int("size", size).Int("limit", opts.MaxPacketSize).
 				Msg("client sent a packet over the embedded broker's size limit; disconnected")
 		}})
 	}
@@ -276,26 +282,10 @@ func (h quietHandler) WithGroup(name string) slog.Handler {
 	return quietHandler{h.Handler.WithGroup(name)}
 }
 
-// authHook allows anonymous clients when users is empty, else only the
-// listed username/password pairs. (mochi's own auth package would pull in a
-// YAML module for its ledger files, which we do not need.)
-type authHook struct {
-	mochi.HookBase
-	users map[string]string
-}
-
-func (h *authHook) ID() string { return "cloud2mqtt-auth" }
-
-func (h *authHook) Provides(b byte) bool {
-	return b == mochi.OnConnectAuthenticate || b == mochi.OnACLCheck
-}
-
-func (h *authHook) OnConnectAuthenticate(cl *mochi.Client, pk packets.Packet) bool {
-	if len(h.users) == 0 {
-		return true
+// cloneOwner copies o, so that the caller's slices cannot change the rule.
+func cloneOwner(o *Owner) *Owner {
+	if o == nil {
+		return nil
 	}
-	want, ok := h.users[string(pk.Connect.Username)]
-	return ok && subtle.ConstantTimeCompare([]byte(want), pk.Connect.Password) == 1
+	return &Owner{ClientID: o.ClientID, Reserved: slices.Clone(o.Reserved), Open: slices.Clone(o.Open)}
 }
-
-func (h *authHook) OnACLCheck(*mochi.Client, string, bool) bool { return true }

@@ -5,15 +5,16 @@ package broker
 // inside the bridge's process, hold 50 MB and relay it to every subscriber.
 // The guard watches the bytes a client sends and closes its connection at
 // the fixed header of any packet larger than the limit, before the broker
-// reads the packet. The bridge's own client (Options.Unlimited) may send
-// larger packets: its device list and discovery configs can exceed it.
+// reads the packet. The bridge's own client may send larger packets (its
+// device list and discovery configs can exceed the limit): the broker
+// trusts a connection once it has logged in with the owner's login
+// (acl.go), never by the client id it claims, which anyone can.
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
-	"slices"
+	"sync/atomic"
 
 	"github.com/mochi-mqtt/server/v2/listeners"
 )
@@ -28,9 +29,8 @@ var errTooLarge = errors.New("broker: packet over the size limit; connection clo
 // guarded is a listener whose connections go through a guard.
 type guarded struct {
 	listeners.Listener
-	max       int
-	unlimited []string
-	onRefuse  func(client string, size int)
+	max      int
+	onRefuse func(remote string, size int)
 }
 
 func (g *guarded) Serve(establish listeners.EstablishFn) {
@@ -46,12 +46,12 @@ type guard struct {
 
 	head    []byte // the fixed header being read
 	left    int    // bytes of the current packet's body still to pass
-	connect []byte // the first packet's body, kept to learn the client id
-	first   bool   // the first packet's header was read
-	client  string
-	trusted bool
+	trusted atomic.Bool
 	err     error
 }
+
+// trust exempts the connection from the limit: it logged in as the owner.
+func (c *guard) trust() { c.trusted.Store(true) }
 
 func (c *guard) Read(p []byte) (int, error) {
 	if c.err != nil {
@@ -61,12 +61,6 @@ func (c *guard) Read(p []byte) (int, error) {
 	for i := 0; i < n; {
 		if c.left > 0 {
 			k := min(c.left, n-i)
-			if c.connect != nil && len(c.connect) < cap(c.connect) {
-				c.connect = append(c.connect, p[i:i+k]...)
-				if len(c.connect) == cap(c.connect) {
-					c.learnClient()
-				}
-			}
 			c.left -= k
 			i += k
 			continue
@@ -82,19 +76,12 @@ func (c *guard) Read(p []byte) (int, error) {
 			continue
 		}
 		c.head = c.head[:0]
-		if !c.trusted && size > c.g.max {
+		if size > c.g.max && !c.trusted.Load() {
 			if c.g.onRefuse != nil {
-				c.g.onRefuse(c.client, size)
+				c.g.onRefuse(remoteOf(c.Conn), size)
 			}
 			c.err = fmt.Errorf("%w (%d bytes, the limit is %d)", errTooLarge, size, c.g.max)
 			break
-		}
-		if !c.first {
-			c.first = true
-			c.connect = make([]byte, 0, size)
-			if size == 0 {
-				c.learnClient()
-			}
 		}
 		c.left = size
 	}
@@ -103,6 +90,14 @@ func (c *guard) Read(p []byte) (int, error) {
 		return 0, c.err
 	}
 	return n, err
+}
+
+// remoteOf is the address a connection comes from, for the log.
+func remoteOf(c net.Conn) string {
+	if a := c.RemoteAddr(); a != nil {
+		return a.String()
+	}
+	return ""
 }
 
 // remaining decodes the remaining length of a fixed header (type byte and
@@ -124,41 +119,4 @@ func remaining(h []byte) (size int, done, bad bool) {
 		}
 	}
 	return 0, false, false
-}
-
-// learnClient reads the client id from the CONNECT body: protocol name,
-// level, flags, keep-alive, (MQTT 5: properties), client id.
-func (c *guard) learnClient() {
-	b := c.connect
-	if len(b) < 2 {
-		return
-	}
-	off := 2 + int(binary.BigEndian.Uint16(b))
-	if len(b) < off+4 {
-		return
-	}
-	level := b[off]
-	off += 4 // level, flags, keep-alive
-	if level == 5 {
-		n, used := 0, 0
-		for mult := 1; off+used < len(b) && used < 4; mult *= 128 {
-			x := b[off+used]
-			n += int(x&0x7f) * mult
-			used++
-			if x&0x80 == 0 {
-				break
-			}
-		}
-		off += used + n
-	}
-	if len(b) < off+2 {
-		return
-	}
-	l := int(binary.BigEndian.Uint16(b[off:]))
-	if len(b) < off+2+l {
-		return
-	}
-	c.client = string(b[off+2 : off+2+l])
-	c.trusted = c.client != "" && slices.Contains(c.g.unlimited, c.client)
-	c.connect = nil
 }

@@ -25,6 +25,7 @@ func (p *pipeConn) Read(b []byte) (int, error) {
 }
 func (p *pipeConn) Close() error                    { return nil }
 func (p *pipeConn) SetReadDeadline(time.Time) error { return nil }
+func (p *pipeConn) RemoteAddr() net.Addr            { return nil }
 
 // packet is an MQTT packet with the given type byte and body.
 func packet(typ byte, body []byte) []byte {
@@ -51,20 +52,25 @@ func connectBody(id string) []byte {
 }
 
 // FuzzGuard: whatever bytes a client sends, in whatever chunks, the guard
-// passes them on unchanged up to the first packet over the limit (from a
-// client not exempt) and never panics; a stream of packets under the limit
-// passes whole.
+// passes them on unchanged up to the first packet over the limit (unless
+// the connection is the owner's, trusted) and never panics; a stream of
+// packets under the limit passes whole.
 func FuzzGuard(f *testing.F) {
 	ok := append(packet(0x10, connectBody("c1")), packet(0x30, append([]byte{0, 1, 't'}, bytes.Repeat([]byte("x"), 90)...))...)
 	f.Add(ok, uint8(1), false)
 	f.Add(ok, uint8(7), false)
+	f.Add(append(packet(0x10, connectBody("bridge")), packet(0x30, bytes.Repeat([]byte("y"), 300))...), uint8(64), true)
 	f.Add(append(packet(0x10, connectBody("bridge")), packet(0x30, bytes.Repeat([]byte("y"), 300))...), uint8(64), false)
 	f.Add(append(packet(0x10, connectBody("x")), 0x30, 0xff, 0xff, 0xff, 0xff), uint8(3), true)
 	f.Add([]byte{0x10, 0x80}, uint8(1), true)
-	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8, _ bool) {
+	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8, owner bool) {
 		const limit = 200
+		refused := 0
 		g := &guard{Conn: &pipeConn{r: bytes.NewReader(stream), chunk: int(chunk%64) + 1},
-			g: &guarded{max: limit, unlimited: []string{"bridge"}}}
+			g: &guarded{max: limit, onRefuse: func(string, int) { refused++ }}}
+		if owner {
+			g.trust()
+		}
 		got, err := io.ReadAll(g)
 		if err != nil && !errors.Is(err, errTooLarge) {
 			t.Fatalf("error %v", err)
@@ -77,7 +83,10 @@ func FuzzGuard(f *testing.F) {
 		}
 		// Every packet whose header the guard let through in full is
 		// within the limit unless the client is exempt.
-		if err == nil && !g.trusted {
+		if errors.Is(err, errTooLarge) && owner && refused > 0 {
+			t.Fatalf("the owner's packet was refused")
+		}
+		if err == nil && !owner {
 			for rest := got; len(rest) > 1; {
 				size, done, bad := remaining(rest[:min(len(rest), 5)])
 				if bad || !done {

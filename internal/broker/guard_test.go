@@ -11,8 +11,9 @@ import (
 )
 
 // A client sending a packet over the limit is disconnected and the packet
-// never reaches a subscriber; one under it, and the bridge's own client
-// (Unlimited) with any size, go through.
+// never reaches a subscriber; one under it, and the owner's (the bridge's)
+// with any size, go through. A client that only claims the owner's client
+// id is no owner.
 func TestPacketSizeLimit(t *testing.T) {
 	for _, ws := range []bool{false, true} {
 		name := "tcp"
@@ -21,7 +22,7 @@ func TestPacketSizeLimit(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			logs := &lockedBuffer{}
-			o := Options{MaxPacketSize: DefaultMaxPacketSize, Unlimited: []string{"bridge"}, Logger: zerolog.New(logs)}
+			o := Options{MaxPacketSize: DefaultMaxPacketSize, Owner: testOwner(), Logger: zerolog.New(logs)}
 			if ws {
 				o.WSAddr = "127.0.0.1:0"
 			}
@@ -56,7 +57,8 @@ func TestPacketSizeLimit(t *testing.T) {
 			if attacker.IsConnectionOpen() {
 				t.Fatal("a client that sent 1 MiB is still connected")
 			}
-			bridge, _, err := connect(t, url, "bridge", true, "", "")
+			user, pass := b.OwnerLogin()
+			bridge, _, err := connect(t, url, testOwner().ClientID, true, user, pass)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,8 +69,8 @@ func TestPacketSizeLimit(t *testing.T) {
 			if m := <-ch; len(m.payload) != len(big) {
 				t.Fatalf("got %d bytes (%.20q), want the bridge's 1 MiB message; the attacker's must not arrive", len(m.payload), m.payload)
 			}
-			if !strings.Contains(logs.String(), `"client_id":"attacker"`) || !strings.Contains(logs.String(), "size limit") {
-				t.Errorf("no warning naming the client: %s", logs.String())
+			if !strings.Contains(logs.String(), `"remote":"127.0.0.1:`) || !strings.Contains(logs.String(), "size limit") {
+				t.Errorf("no warning naming where the client came from: %s", logs.String())
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -73,8 +74,16 @@ func (e *ValueError) Error() string {
 // Code is 404 for CategoryUnknown and 400 otherwise, as in the spec.
 func (e *ValueError) Code() int { return e.Category.Code() }
 
-// valueChecker carries the instance name into every error.
-type valueChecker struct{ instance string }
+// valueChecker carries the instance name into every error, and the
+// conversion of a member sent in another unit (typeRules.toDevice).
+type valueChecker struct {
+	instance string
+	conv     *conversion
+}
+
+// conversion is a member converted into its range's unit: field is its
+// path, sent what was sent ("90 °F").
+type conversion struct{ field, sent string }
 
 func (ck valueChecker) fail(cat Category, field, format string, args ...any) *ValueError {
 	return &ValueError{Category: cat, Instance: ck.instance, Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -103,7 +112,7 @@ func (ck valueChecker) accepts(s valueSpec) string {
 		return "send one of " + describeOptions(s.options)
 	case DataInteger:
 		if s.rng != nil {
-			return fmt.Sprintf("send an integer from %d to %d", s.rng.Min, s.rng.Max)
+			return fmt.Sprintf("send an integer from %s to %s", withUnit(int64(s.rng.Min), s.unit), withUnit(int64(s.rng.Max), s.unit))
 		}
 		return "send an integer"
 	case DataStruct:
@@ -112,6 +121,97 @@ func (ck valueChecker) accepts(s valueSpec) string {
 		return "send a list of " + describeElements(s)
 	}
 	return "send a value"
+}
+
+// RangeError is the error of n outside r, or off its steps, in the words
+// Validate uses ("300 is above the maximum 100", "1500 K is below the
+// minimum 2000 K"); nil when n fits. unit is the range's as the cloud
+// writes it ("unit.percent", "Celsius", "K"); shown, when not empty, is how
+// the value was sent before it was converted to n ("600 mireds"). For
+// callers that convert a value before it is checked (discovery's light
+// commands), so that every path refuses a value in the same words.
+func RangeError(instance, field, shown string, n int64, r Range, unit string) *ValueError {
+	if fits(n, r) {
+		return nil
+	}
+	return rangeError(instance, field, "", shown, n, r, unitSymbol(unit))
+}
+
+// fits reports whether n is inside r and on its steps.
+func fits(n int64, r Range) bool {
+	step := int64(r.Step())
+	return n >= int64(r.Min) && n <= int64(r.Max) && (step == 1 || (n-int64(r.Min))%step == 0)
+}
+
+// rangeError says why n does not fit r: what is put before the value, and
+// sent, when not empty, is how it was sent before it was converted to n.
+// One builder for the whole message: a flood of refused values costs
+// little.
+func rangeError(instance, field, what, sent string, n int64, r Range, sym string) *ValueError {
+	var b strings.Builder
+	b.Grow(len(what) + len(sent) + 64)
+	b.WriteString(what)
+	if sent != "" {
+		b.WriteString(sent)
+		b.WriteString(" (")
+	}
+	writeUnit(&b, n, sym)
+	if sent != "" {
+		b.WriteString(")")
+	}
+	switch {
+	case n < int64(r.Min):
+		b.WriteString(" is below the minimum ")
+		writeUnit(&b, int64(r.Min), sym)
+	case n > int64(r.Max):
+		b.WriteString(" is above the maximum ")
+		writeUnit(&b, int64(r.Max), sym)
+	default:
+		b.WriteString(" is not on the step ")
+		writeUnit(&b, int64(r.Step()), sym)
+		b.WriteString(" counted from ")
+		writeUnit(&b, int64(r.Min), sym)
+	}
+	return &ValueError{Category: CategoryRange, Instance: instance, Field: field, Msg: b.String()}
+}
+
+// unitSymbol writes a unit of a definition ("unit.percent", "Celsius",
+// "unit.kelvin") the way messages show it ("%", "°C", "K"); an unknown
+// one without its "unit." prefix.
+func unitSymbol(u string) string {
+	if t := tempUnitOf(u); t != unitUnknown && len(strings.TrimSpace(u)) > 2 {
+		return t.symbol() // "Celsius", "unit.fahrenheit"; not a bare "c"
+	}
+	switch k := strings.ToLower(strings.TrimSpace(u)); k {
+	case "":
+		return ""
+	case "unit.percent", "percent", "%":
+		return "%"
+	case "unit.kelvin", "kelvin", "k":
+		return "K"
+	default:
+		return strings.TrimPrefix(strings.TrimSpace(u), "unit.")
+	}
+}
+
+// withUnit writes n with its unit symbol: "40%", "22 °C", "2700 K", "7".
+func withUnit(n int64, sym string) string {
+	var b strings.Builder
+	writeUnit(&b, n, sym)
+	return b.String()
+}
+
+func writeUnit(b *strings.Builder, n int64, sym string) {
+	var digits [20]byte
+	b.Write(strconv.AppendInt(digits[:0], n, 10))
+	switch sym {
+	case "":
+	case "%":
+		b.WriteString(sym)
+	default:
+		b.WriteString(" ")
+		b.WriteString(sym)
+	}
 }
 
 // describeOptions lists option names and values: `on (1), off (0)`.

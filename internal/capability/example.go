@@ -62,10 +62,11 @@ func exampleFor(s valueSpec) (any, bool) {
 
 // WithDefaults returns v with the omitted (or null) struct members that have
 // a default filled in: a member's defaultValue, modeValue from the chosen
-// work mode's dependent defaultValue, and for temperature_setting a unit of
-// Celsius and an autoStop of 0 when the definition has those members without
-// a default. A null member with no default is dropped (as if omitted), so
-// Validate then reports it missing if it is required. Anything that is not an object for a STRUCT definition is
+// work mode's dependent defaultValue, and for temperature_setting the unit
+// of its range (TemperatureUnit, whatever the definition's default) and an
+// autoStop of 0 when the definition has none. A null member with no default
+// is dropped (as if omitted), so Validate then reports it missing if it is
+// required. Anything that is not an object for a STRUCT definition is
 // returned as it is. The input is never modified.
 func WithDefaults(c Capability, v any) any {
 	if c.Parameters == nil || c.Parameters.DataType != DataStruct {
@@ -78,16 +79,18 @@ func WithDefaults(c Capability, v any) any {
 	return withDefaults(c.Parameters.Fields, m, types[c.Type].unset)
 }
 
-func withDefaults(fields []Field, m map[string]any, unset func(Field, map[string]any) bool) map[string]any {
+func withDefaults(fields []Field, m map[string]any, unset func([]Field, Field, map[string]any) bool) map[string]any {
 	out := make(map[string]any, len(m)+len(fields))
 	maps.Copy(out, m)
 	for _, f := range fields {
 		if e, ok := out[f.FieldName]; isDependent(f) || ok && e != nil {
 			continue
 		}
-		if f.DefaultValue != nil {
+		switch {
+		case unset != nil && unset(fields, f, out):
+		case f.DefaultValue != nil:
 			out[f.FieldName] = cloneValue(f.DefaultValue)
-		} else if unset == nil || !unset(f, out) {
+		default:
 			delete(out, f.FieldName) // null and no default: as if omitted
 		}
 	}

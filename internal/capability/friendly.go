@@ -21,20 +21,22 @@ import (
 // member names ignoring case, spaces and underscores; and what a type adds
 // (its type_<name>.go): on/off words, colours ("#RRGGBB", "r,g,b", …),
 // segment lists ("0-4,7", "all"), a mode or a temperature ("22C") alone.
+// A temperature comes back in the unit of its range (converted and rounded
+// to the range's precision; TemperatureUnit), which a bare number means.
 func Decode(c Capability, input any) (any, error) {
 	if !c.Controllable() {
 		return nil, readOnlyError(c)
 	}
-	ck := valueChecker{c.Instance}
+	ck := valueChecker{instance: c.Instance}
 	v, err := ck.friendlyCapability(c, NormalizeValue(input))
 	if err != nil {
 		return nil, err
 	}
-	v = WithDefaults(c, v)
-	if err := Validate(c, v); err != nil {
-		return nil, err
+	out, verr := check(c, WithDefaults(c, v))
+	if verr != nil {
+		return nil, verr
 	}
-	return v, nil
+	return out, nil
 }
 
 func (ck valueChecker) friendlyCapability(c Capability, v any) (any, error) {

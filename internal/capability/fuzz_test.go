@@ -31,6 +31,7 @@ func distinctFixtureCapabilities(t testing.TB) []Capability {
 			Capability{Type: TypeRange, Instance: "volume", Parameters: &Parameters{DataType: DataInteger, Range: &Range{Min: 10, Max: 50, Precision: 5}}},
 			Capability{Type: TypeColorSetting, Instance: InstanceColorRGB, Parameters: &Parameters{DataType: DataInteger}},
 			Capability{Type: "devices.capabilities.new_thing", Instance: "thing", Parameters: &Parameters{DataType: "FLOAT"}},
+			fahrenheitHeater(t), celsiusKettle(t),
 		)
 	})
 	return fuzzCaps
@@ -61,7 +62,8 @@ func checkValueError(t *testing.T, err error) {
 
 // FuzzValidate: any JSON value against any fixture capability. Validate
 // never panics and fails only with a *ValueError; a value it accepts
-// Decode accepts too, giving the value with its defaults filled in.
+// Decode accepts too, giving the value with its defaults filled in, in the
+// device's form (a temperature in its range's unit).
 func FuzzValidate(f *testing.F) {
 	caps := distinctFixtureCapabilities(f)
 	for i, c := range caps {
@@ -89,8 +91,9 @@ func FuzzValidate(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%s: Validate accepts %s but Decode says %v", c.Instance, b, err)
 		}
-		if want := WithDefaults(c, v); !Equal(got, want) {
-			t.Fatalf("%s: Decode(%s) = %s, want the value with defaults %s", c.Instance, b, showValue(got), showValue(want))
+		want, verr := check(c, WithDefaults(c, v))
+		if verr != nil || !Equal(got, want) {
+			t.Fatalf("%s: Decode(%s) = %s, want the value with defaults %s (%v)", c.Instance, b, showValue(got), showValue(want), verr)
 		}
 	})
 }
@@ -106,7 +109,8 @@ func FuzzDecodeInput(f *testing.F) {
 		}
 	}
 	for _, s := range []string{`{"segment":"all","rgb":[1,2,3]}`, `{"workMode":"Manual","modeValue":"3"}`,
-		`{"temperature":"20","unit":"f"}`, `{"musicMode":"rhythm","autoColor":"yes"}`, `{"r":1,"g":2,"b":3}`,
+		`{"temperature":"20","unit":"f"}`, `{"temperature":90,"unit":"Fahrenheit"}`, `{"temperature":22,"unit":"Celsius"}`, "72F", "21.5C",
+		`{"musicMode":"rhythm","autoColor":"yes"}`, `{"r":1,"g":2,"b":3}`,
 		`{"segment":"0-99999999999","rgb":1}`, `{"segment":"9223372036854775806-9223372036854775807","rgb":1}`} {
 		f.Add(uint16(len(s)), []byte(s))
 	}

@@ -16,21 +16,42 @@ type valueSpec struct {
 	size        *Range
 	elemRange   *Range
 	elementType string
-	onOff       bool // the type's (typeRules.onOff): 1 or 0 even when the options are missing
+	onOff       bool   // the type's (typeRules.onOff): 1 or 0 even when the options are missing
+	unit        string // the range's unit as messages write it (unitSymbol): "%", "K", "°F"
+	// unitMember's range is in memberUnit (typeRules.units): a struct's
+	// temperature in the device's unit.
+	unitMember, memberUnit string
 }
 
 func paramSpec(c Capability) valueSpec {
 	p := c.Parameters
-	s := valueSpec{dataType: p.DataType, options: p.Options, rng: p.Range, fields: p.Fields, onOff: types[c.Type].onOff}
-	if s.rng == nil && c.Instance == InstanceColorRGB && s.dataType == DataInteger {
+	s := valueSpec{dataType: p.DataType, options: p.Options, rng: p.Range, fields: p.Fields, onOff: types[c.Type].onOff,
+		unit: unitSymbol(p.Unit)}
+	switch {
+	case s.dataType == DataStruct:
+		if r := structRules(c); r.units != nil {
+			s.unitMember, s.memberUnit = r.units(s.fields)
+		}
+	case s.rng == nil && c.Instance == InstanceColorRGB && s.dataType == DataInteger:
 		s.rng = &Range{Min: 0, Max: maxColor, Precision: 1}
+	case s.unit == "" && c.Instance == InstanceColorTemperatureK:
+		s.unit = "K" // the spec: colorTemperatureK is in kelvin
 	}
 	return s
 }
 
+// member is the spec of one of s's struct members.
+func (s valueSpec) member(f Field) valueSpec {
+	m := fieldSpec(f)
+	if f.FieldName == s.unitMember && s.memberUnit != "" {
+		m.unit = s.memberUnit
+	}
+	return m
+}
+
 func fieldSpec(f Field) valueSpec {
 	s := valueSpec{dataType: f.DataType, options: f.Options, rng: f.Range, size: f.Size,
-		elemRange: f.ElementRange, elementType: f.ElementType}
+		elemRange: f.ElementRange, elementType: f.ElementType, unit: unitSymbol(f.Unit)}
 	if s.rng == nil && s.dataType == DataInteger {
 		switch f.FieldName {
 		case "rgb":

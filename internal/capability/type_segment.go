@@ -42,7 +42,7 @@ func (ck valueChecker) array(field string, s valueSpec, v any) *ValueError {
 			case intTooLarge:
 				return ck.fail(CategoryRange, field, "%s%s is too large", what, showValue(e))
 			}
-			if err := ck.inRange(field, what, s.elemRange, n); err != nil {
+			if err := ck.inRange(field, what, s.elemRange, "", n); err != nil {
 				return err
 			}
 		}

@@ -73,7 +73,7 @@ func (ck valueChecker) dependent(field string, fields []Field, f Field, m map[st
 			}
 			return nil
 		}
-		return ck.integer(path, nil, mv)
+		return ck.integer(path, nil, "", mv)
 	}
 	if !present {
 		required := f.Required
@@ -103,7 +103,7 @@ func (ck valueChecker) dependent(field string, fields []Field, f Field, m map[st
 		return ck.fail(CategoryRange, path, "mode %s takes only %s %s (or omit it), got %s",
 			mode, f.FieldName, showValue(d.DefaultValue), showValue(mv))
 	default:
-		if err := ck.integer(path, d.Range, mv); err != nil {
+		if err := ck.integer(path, d.Range, "", mv); err != nil {
 			err.Msg += " (mode " + mode + ")"
 			return err
 		}

@@ -61,9 +61,16 @@ type typeRules struct {
 	scalar func(ck valueChecker, fields []Field, v any) (any, error)
 	// complete fills in what a person rarely sends, after the friendly forms.
 	complete func(fields []Field, m map[string]any) map[string]any
-	// unset sets a member the value and the definition leave unset
-	// (WithDefaults) and reports whether it took care of it.
-	unset func(f Field, m map[string]any) bool
+	// unset sets a member the value leaves unset (WithDefaults), before
+	// the definition's default, and reports whether it took care of it.
+	unset func(fields []Field, f Field, m map[string]any) bool
+	// units names a member whose range is in a unit the definition
+	// implies rather than states, and that unit's symbol, for messages.
+	units func(fields []Field) (member, unit string)
+	// toDevice puts a value into the form the device takes before it is
+	// checked (a temperature into its range's unit); conv, when not nil,
+	// names the member converted and what was sent, for messages.
+	toDevice func(fields []Field, v any) (out any, conv *conversion)
 }
 
 // types lists the spec's capability types. A new type is a Type* constant

@@ -17,15 +17,34 @@ import (
 // of unknown types are checked by their parameters' dataType; read-only
 // capabilities (online, property, event, no parameters) refuse every value
 // with CategoryUnknown.
+//
+// A temperature sent in another unit than its range's is checked in the
+// range's unit (converted, rounded to the range's precision), and every
+// range message names the range's unit.
 func Validate(c Capability, v any) error {
 	if !c.Controllable() {
 		return readOnlyError(c)
 	}
-	v = NormalizeValue(v)
-	if err := (valueChecker{c.Instance}).value("", paramSpec(c), v); err != nil {
+	if _, err := check(c, NormalizeValue(v)); err != nil {
 		return err
 	}
 	return nil
+}
+
+// check validates v (normalised) and returns it in the form the device
+// takes (typeRules.toDevice): what Decode sends.
+func check(c Capability, v any) (any, *ValueError) {
+	ck := valueChecker{instance: c.Instance}
+	s := paramSpec(c)
+	if s.dataType == DataStruct {
+		if r := structRules(c); r.toDevice != nil {
+			v, ck.conv = r.toDevice(s.fields, v)
+		}
+	}
+	if err := ck.value("", s, v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // value checks v against s; field is the member path for messages.
@@ -40,7 +59,7 @@ func (ck valueChecker) value(field string, s valueSpec, v any) *ValueError {
 	case DataEnum:
 		return ck.enum(field, s, v)
 	case DataInteger:
-		return ck.integer(field, s.rng, v)
+		return ck.integer(field, s.rng, s.unit, v)
 	case DataStruct:
 		return ck.structure(field, s, v)
 	case DataArray:
@@ -51,8 +70,9 @@ func (ck valueChecker) value(field string, s valueSpec, v any) *ValueError {
 }
 
 // integer checks an INTEGER value against an optional range and its step
-// (precision): value-min must be a multiple of the step.
-func (ck valueChecker) integer(field string, r *Range, v any) *ValueError {
+// (precision): value-min must be a multiple of the step. unit is the
+// range's, for messages.
+func (ck valueChecker) integer(field string, r *Range, unit string, v any) *ValueError {
 	n, res := asWholeInt(v)
 	switch res {
 	case intNotNumber:
@@ -60,25 +80,30 @@ func (ck valueChecker) integer(field string, r *Range, v any) *ValueError {
 	case intFraction:
 		return ck.fail(CategoryType, field, "expected an integer, got %s which is not a whole number", showValue(v))
 	case intTooLarge:
+		if sent := ck.sent(field); sent != "" {
+			return ck.fail(CategoryRange, field, "%s (%s) is too large for an integer", sent, showValue(v))
+		}
 		return ck.fail(CategoryRange, field, "%s is too large for an integer", showValue(v))
 	}
-	return ck.inRange(field, "", r, n)
+	return ck.inRange(field, "", r, unit, n)
 }
 
-func (ck valueChecker) inRange(field, what string, r *Range, n int64) *ValueError {
-	if r == nil {
+// inRange checks n against r; what prefixes the value in messages, which
+// name the range's unit.
+func (ck valueChecker) inRange(field, what string, r *Range, unit string, n int64) *ValueError {
+	if r == nil || fits(n, *r) {
 		return nil
 	}
-	if n < int64(r.Min) {
-		return ck.fail(CategoryRange, field, "%s%d is below the minimum %d", what, n, r.Min)
+	return rangeError(ck.instance, field, what, ck.sent(field), n, *r, unit)
+}
+
+// sent is how a member's value was sent when it was converted ("90 °F"),
+// for messages that show both: "90 °F (32 °C)".
+func (ck valueChecker) sent(field string) string {
+	if c := ck.conv; c != nil && c.field == field {
+		return c.sent
 	}
-	if n > int64(r.Max) {
-		return ck.fail(CategoryRange, field, "%s%d is above the maximum %d", what, n, r.Max)
-	}
-	if step := int64(r.Step()); step > 1 && (n-int64(r.Min))%step != 0 {
-		return ck.fail(CategoryRange, field, "%s%d is not on the step %d counted from %d", what, n, step, r.Min)
-	}
-	return nil
+	return ""
 }
 
 // enum checks that v is one of the option values. An option list that is
@@ -145,14 +170,14 @@ func (ck valueChecker) structure(field string, s valueSpec, v any) *ValueError {
 		mv, present := m[f.FieldName]
 		if !present {
 			if f.Required && f.DefaultValue == nil {
-				return ck.fail(CategoryMissing, path, "required member %s is missing; %s", f.FieldName, ck.accepts(fieldSpec(f)))
+				return ck.fail(CategoryMissing, path, "required member %s is missing; %s", f.FieldName, ck.accepts(s.member(f)))
 			}
 			continue
 		}
 		if mv == nil {
-			return ck.fail(CategoryEmpty, path, "member %s is null; omit it or %s", f.FieldName, ck.accepts(fieldSpec(f)))
+			return ck.fail(CategoryEmpty, path, "member %s is null; omit it or %s", f.FieldName, ck.accepts(s.member(f)))
 		}
-		if err := ck.value(path, fieldSpec(f), mv); err != nil {
+		if err := ck.value(path, s.member(f), mv); err != nil {
 			return err
 		}
 	}

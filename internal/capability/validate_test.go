@@ -125,7 +125,7 @@ func TestValueErrorText(t *testing.T) {
 func TestValidateBrightnessMessage(t *testing.T) {
 	c := fixtureCapability(t, "H6601", InstanceBrightness)
 	err := Validate(c, int64(150))
-	if err == nil || err.Error() != "brightness: parameter value out of range: 150 is above the maximum 100" {
+	if err == nil || err.Error() != "brightness: parameter value out of range: 150% is above the maximum 100%" {
 		t.Fatalf("Validate(150) = %v", err)
 	}
 }
@@ -407,7 +407,7 @@ func TestWithDefaults(t *testing.T) {
 	}{
 		{"temperature from definition defaults", temp, `{"temperature":20}`, `{"temperature":20,"autoStop":0,"unit":"Celsius"}`, true},
 		{"temperature valueSpec defaults", tempNoDefaults, `{"temperature":20}`, `{"temperature":20,"autoStop":0,"unit":"Celsius"}`, true},
-		{"temperature keeps given", temp, `{"temperature":20,"unit":"Fahrenheit","autoStop":1}`, `{"temperature":20,"unit":"Fahrenheit","autoStop":1}`, true},
+		{"temperature keeps given", temp, `{"temperature":72,"unit":"Fahrenheit","autoStop":1}`, `{"temperature":72,"unit":"Fahrenheit","autoStop":1}`, true},
 		{"null member takes default", temp, `{"temperature":20,"unit":null}`, `{"temperature":20,"autoStop":0,"unit":"Celsius"}`, true},
 		{"work mode dependent default", fixtureCapability(t, "H7121", InstanceWorkMode), `{"workMode":16}`, `{"workMode":16,"modeValue":0}`, true},
 		{"work mode custom default", fixtureFile(t, "work-mode-issue-81.json"), `{"workMode":2}`, `{"workMode":2,"modeValue":0}`, true},

@@ -158,8 +158,8 @@ func TestKeyHint(t *testing.T) {
 		{"CLOUD_API_KEY_FILE", long,
 			"check the API key read from CLOUD_API_KEY_FILE and CLOUD_API_KEY_HEADER (the key is sent in " + long[:64] + "…; the cloud's own header is Service-API-Key)"},
 	} {
-		if got := keyHint(tc.source, tc.header); got != tc.want {
-			t.Errorf("keyHint(%q, %q) = %q, want %q", tc.source, tc.header, got, tc.want)
+		if got := KeyHint(tc.source, tc.header); got != tc.want {
+			t.Errorf("KeyHint(%q, %q) = %q, want %q", tc.source, tc.header, got, tc.want)
 		}
 	}
 }

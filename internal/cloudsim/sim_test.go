@@ -217,8 +217,9 @@ func TestControlChangesState(t *testing.T) {
 		{plugSKU, plugID, capability.TypeToggle, "socketToggle2", 1, int64(1)},
 		{heaterSKU, heaterID, capability.TypeTemperature, "targetTemperature", map[string]any{"temperature": 22},
 			map[string]any{"temperature": int64(22), "autoStop": int64(0), "unit": "Celsius"}},
-		{heaterSKU, heaterID, capability.TypeTemperature, "targetTemperature", map[string]any{"temperature": 25, "unit": "Fahrenheit"},
-			map[string]any{"temperature": int64(25), "autoStop": int64(0), "unit": "Fahrenheit"}},
+		// A value in the other unit is checked in the range's (77 °F is 25 °C) and kept as sent.
+		{heaterSKU, heaterID, capability.TypeTemperature, "targetTemperature", map[string]any{"temperature": 77, "unit": "Fahrenheit"},
+			map[string]any{"temperature": int64(77), "autoStop": int64(0), "unit": "Fahrenheit"}},
 		{humidSKU, humidifierID, capability.TypeWorkMode, "workMode", map[string]any{"workMode": 1, "modeValue": 7},
 			map[string]any{"workMode": int64(1), "modeValue": int64(7)}},
 		// Auto takes a range; the Manual level 7 would be out of it, so it is not kept.

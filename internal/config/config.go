@@ -96,6 +96,7 @@ type Poll struct {
 	Interval           time.Duration `env:"POLL_INTERVAL" envDefault:"60s" min:"2s" invalid:"is below the 2s floor (the cloud allows 30 state reads per minute per device)" option:"poll_interval" app:",shown" doc:"How often each device's state is read; at least 2s (the cloud allows 30 state reads per minute per device), rounded up to whole seconds (reads are sent in batches once a second)"`
 	DeviceListInterval time.Duration `env:"DEVICE_LIST_INTERVAL" envDefault:"10m" min:"1m" invalid:"is below the 1m floor (the device list budget is shared by the whole account)" option:"device_list_interval" doc:"How often the device list is read to find added or removed devices; at least 1m"`
 	SceneInterval      time.Duration `env:"SCENE_INTERVAL" envDefault:"6h" min:"1m" invalid:"is below the 1m floor (scene lists rarely change; the bridge/request/scenes request reads them on demand)" option:"scene_interval" doc:"How often each light's scene lists are read; at least 1m"`
+	QuietFactor        int           `env:"POLL_QUIET_FACTOR" envDefault:"4" min:"1" invalid:"is below 1: use 1 to read every device at the planned interval (adaptive polling off), or more to let quiet devices wait that many intervals" doc:"Adaptive polling: the devices that change often are read more often and quiet ones less, with as many requests in all, a quiet one at least every POLL_QUIET_FACTOR planned intervals; 1 = off (every device at the planned interval)"`
 }
 
 // Local is the vendor's LAN interface beside the cloud (docs/lan.md,
@@ -132,8 +133,12 @@ type MQTT struct {
 	CAFile       string `env:"MQTT_CA_FILE" doc:"PEM file of the CA(s) the broker's certificate is checked against; empty = the system's CAs"`
 	CertFile     string `env:"MQTT_CERT_FILE" doc:"PEM client certificate for TLS client authentication; together with MQTT_KEY_FILE"`
 	KeyFile      string `env:"MQTT_KEY_FILE" doc:"PEM private key of MQTT_CERT_FILE"`
-	ClientID     string `env:"MQTT_CLIENT_ID" doc:"MQTT client id; empty = a stable id chosen by the bridge"`
+	ClientID     string `env:"MQTT_CLIENT_ID" doc:"MQTT client id (at most 256 bytes); empty = a random id made once and kept in STATE_DIR (without STATE_DIR, a new one each run)"`
 	BaseTopic    string `env:"MQTT_BASE_TOPIC" envDefault:"cloud2mqtt" doc:"Topic every bridge topic is under; no + or #, no leading or trailing /"`
+	// QueuedCommandMaxAge: MQTT 3.1.1 gives a message no age, so what the
+	// broker kept is judged by how long the bridge was away (internal/mqtt,
+	// backlog.go).
+	QueuedCommandMaxAge time.Duration `env:"MQTT_QUEUED_COMMAND_MAX_AGE" envDefault:"2m" min:"0s" invalid:"is negative: use a duration like 2m, or 0 to carry out no command the broker kept while the bridge was offline" doc:"Commands the broker kept for the bridge while it was offline are carried out only if it was offline at most this long, else dropped with a warning (MQTT gives them no age); after a restart that needs STATE_DIR, without it they are dropped; 0 = always dropped"`
 }
 
 // HomeAssistant is the MQTT discovery for Home Assistant.

@@ -54,14 +54,14 @@ func TestDefaults(t *testing.T) {
 	if !reflect.DeepEqual(cfg.Cloud, wantCloud) {
 		t.Errorf("Cloud = %#v, want %#v", cfg.Cloud, wantCloud)
 	}
-	if want := (Poll{Interval: 60 * time.Second, DeviceListInterval: 10 * time.Minute, SceneInterval: 6 * time.Hour}); cfg.Poll != want {
+	if want := (Poll{Interval: 60 * time.Second, DeviceListInterval: 10 * time.Minute, SceneInterval: 6 * time.Hour, QuietFactor: 4}); cfg.Poll != want {
 		t.Errorf("Poll = %+v, want %+v", cfg.Poll, want)
 	}
 	// The spec's rate table.
 	if want := (Limits{DevicesPerMinute: 30, ControlPerSecond: 12, ControlBurst: 80, DeviceControlPerSecond: 2, DeviceControlBurst: 6, StatePerMinute: 30, ScenesPerMinute: 30}); cfg.Limits != want {
 		t.Errorf("Limits = %+v, want %+v", cfg.Limits, want)
 	}
-	if want := (MQTT{URL: "tcp://127.0.0.1:1883", Listen: "127.0.0.1:1883", BaseTopic: "cloud2mqtt"}); cfg.MQTT != want {
+	if want := (MQTT{URL: "tcp://127.0.0.1:1883", Listen: "127.0.0.1:1883", BaseTopic: "cloud2mqtt", QueuedCommandMaxAge: 2 * time.Minute}); cfg.MQTT != want {
 		t.Errorf("MQTT = %#v, want %#v", cfg.MQTT, want)
 	}
 	if want := (HomeAssistant{Discovery: true, DiscoveryPrefix: "homeassistant", StatusTopic: "homeassistant/status"}); cfg.HA != want {
@@ -109,6 +109,7 @@ func every(t *testing.T) map[string]string {
 		"POLL_INTERVAL":                   "5s",
 		"DEVICE_LIST_INTERVAL":            "30m",
 		"SCENE_INTERVAL":                  "12h",
+		"POLL_QUIET_FACTOR":               "2",
 		"LAN_ENABLED":                     "true",
 		"LAN_LISTEN":                      "192.168.1.5:4002",
 		"LAN_SCAN_TARGETS":                "239.255.255.250,192.168.20.31,lights.lan:4001",
@@ -131,6 +132,7 @@ func every(t *testing.T) map[string]string {
 		"MQTT_KEY_FILE":                   key,
 		"MQTT_CLIENT_ID":                  "bridge-1",
 		"MQTT_BASE_TOPIC":                 "home/cloud",
+		"MQTT_QUEUED_COMMAND_MAX_AGE":     "90",
 		"HA_DISCOVERY":                    "false",
 		"HA_DISCOVERY_PREFIX":             "ha",
 		"HA_STATUS_TOPIC":                 "ha/status",
@@ -158,13 +160,13 @@ func TestEveryVariableParsed(t *testing.T) {
 	want := Config{
 		Cloud: Cloud{BaseURL: "http://127.0.0.1:8080/prefix", APIKey: "key-every", APIKeyFile: environ["CLOUD_API_KEY_FILE"], KeyHeader: "X-Api-Key", Timeout: 3 * time.Second,
 			EventsURL: "mqtts://events.example.com:8883", DailyLimit: 10000},
-		Poll: Poll{Interval: 5 * time.Second, DeviceListInterval: 30 * time.Minute, SceneInterval: 12 * time.Hour},
+		Poll: Poll{Interval: 5 * time.Second, DeviceListInterval: 30 * time.Minute, SceneInterval: 12 * time.Hour, QuietFactor: 2},
 		Local: Local{Enabled: true, ListenAddr: "192.168.1.5:4002", ScanTargets: "239.255.255.250,192.168.20.31,lights.lan:4001",
 			ScanInterval: 2 * time.Minute, PollInterval: 5 * time.Second},
 		Limits: Limits{DevicesPerMinute: 10, ControlPerSecond: 6, ControlBurst: 40, DeviceControlPerSecond: 1, DeviceControlBurst: 3, StatePerMinute: 20, ScenesPerMinute: 5},
 		MQTT: MQTT{URL: "ssl://broker.lan:8883", Listen: "0.0.0.0:1884", Username: "bridge", Password: "pw-every",
 			CAFile: environ["MQTT_CA_FILE"], CertFile: environ["MQTT_CERT_FILE"], KeyFile: environ["MQTT_KEY_FILE"],
-			ClientID: "bridge-1", BaseTopic: "home/cloud"},
+			ClientID: "bridge-1", BaseTopic: "home/cloud", QueuedCommandMaxAge: 90 * time.Second},
 		HA: HomeAssistant{Discovery: false, DiscoveryPrefix: "ha", StatusTopic: "ha/status"},
 		HTTP: HTTP{Addr: ":9090", Token: "token-every-0123456", TokenFile: environ["HTTP_TOKEN_FILE"],
 			Hosts: "bridge.example.com, *.home.arpa."},
@@ -269,6 +271,8 @@ func TestValidateProblems(t *testing.T) {
 		{"unreadable cert and key", with(valid(), "MQTT_URL", "wss://b:443", "MQTT_CERT_FILE", missing, "MQTT_KEY_FILE", dir), false, []string{"MQTT_CERT_FILE=" + missing + " cannot be read", "MQTT_KEY_FILE=" + dir + " cannot be read"}},
 		{"cert and key mismatch", with(valid(), "MQTT_URL", "ssl://b:8883", "MQTT_CERT_FILE", cert, "MQTT_KEY_FILE", notPEM), false, []string{"MQTT_CERT_FILE and MQTT_KEY_FILE are not a PEM certificate and its private key"}},
 		{"client id with wildcard", with(valid(), "MQTT_CLIENT_ID", "a#b"), false, []string{"MQTT_CLIENT_ID"}},
+		{"client id too long", with(valid(), "MQTT_CLIENT_ID", strings.Repeat("x", 257)), false, []string{"MQTT_CLIENT_ID is 257 bytes long: use at most 256", "leave it empty"}},
+		{"negative queued command age", with(valid(), "MQTT_QUEUED_COMMAND_MAX_AGE", "-1m"), false, []string{"MQTT_QUEUED_COMMAND_MAX_AGE=-1m is negative", "or 0"}},
 		{"base topic wildcard +", with(valid(), "MQTT_BASE_TOPIC", "a/+/b"), false, []string{`MQTT_BASE_TOPIC="a/+/b" contains the wildcard`}},
 		{"base topic wildcard #", with(valid(), "MQTT_BASE_TOPIC", "a/#"), false, []string{"MQTT_BASE_TOPIC", "wildcard"}},
 		{"base topic leading slash", with(valid(), "MQTT_BASE_TOPIC", "/cloud2mqtt"), false, []string{`MQTT_BASE_TOPIC="/cloud2mqtt" starts or ends with /`}},
@@ -449,6 +453,8 @@ func TestValidateAccepts(t *testing.T) {
 		{"MQTT_LISTEN", ":1883"},
 		{"MQTT_BASE_TOPIC", "home/cloud2mqtt"},
 		{"MQTT_CLIENT_ID", "cloud2mqtt-kitchen_1"},
+		{"MQTT_CLIENT_ID", strings.Repeat("x", MaxClientIDLength)},
+		{"MQTT_QUEUED_COMMAND_MAX_AGE", "0"},
 		{"LOG_LEVEL", "DEBUG"},
 		{"LOG_FORMAT", "Console"},
 		{"POLL_INTERVAL", "2s"},

@@ -134,6 +134,8 @@ func FuzzLoad(f *testing.F) {
 	f.Add("MQTT_URL", "tcp://u:p@h:99999")
 	f.Add("LOGLEVEL", "debug")
 	f.Add("HTTP_ADDR", strings.Repeat("9", 100))
+	f.Add("MQTT_CLIENT_ID", strings.Repeat("id", 200))
+	f.Add("MQTT_QUEUED_COMMAND_MAX_AGE", "-1m")
 	f.Fuzz(func(t *testing.T, name, value string) {
 		if name == "" || strings.ContainsAny(name, "=\x00") || !utf8.ValidString(value) {
 			return

@@ -125,8 +125,11 @@ func (v *validator) mqtt(c Config) {
 			}
 		}
 	}
-	if strings.IndexFunc(c.MQTT.ClientID, unicode.IsControl) >= 0 || strings.ContainsAny(c.MQTT.ClientID, "+#/") {
-		v.add("MQTT_CLIENT_ID", fmt.Sprintf("MQTT_CLIENT_ID=%s contains a control character, +, # or /: use letters, digits, - and _, or leave it empty", Quote(c.MQTT.ClientID)))
+	switch id := c.MQTT.ClientID; {
+	case len(id) > MaxClientIDLength:
+		v.add("MQTT_CLIENT_ID", fmt.Sprintf("MQTT_CLIENT_ID is %d bytes long: use at most %d (brokers refuse or cut longer ones), or leave it empty for an id the bridge makes and keeps in STATE_DIR", len(id), MaxClientIDLength))
+	case strings.IndexFunc(id, unicode.IsControl) >= 0 || strings.ContainsAny(id, "+#/"):
+		v.add("MQTT_CLIENT_ID", fmt.Sprintf("MQTT_CLIENT_ID=%s contains a control character, +, # or /: use letters, digits, - and _, or leave it empty", Quote(id)))
 	}
 	v.topicBase("MQTT_BASE_TOPIC", c.MQTT.BaseTopic, "cloud2mqtt")
 }
@@ -153,6 +156,12 @@ func (v *validator) http(c Config) {
 		}
 	}
 }
+
+// MaxClientIDLength is the longest MQTT_CLIENT_ID accepted, in bytes:
+// MQTT 3.1.1 obliges a broker to take 23, and the bridge's own ids are that
+// long; a longer one is a mistake (a pasted secret, a file's content) that
+// some brokers refuse only at connect.
+const MaxClientIDLength = 256
 
 // MinHTTPTokenLength is the shortest HTTP_TOKEN accepted: a guess needs
 // too many tries even unthrottled (the endpoint also slows wrong ones).

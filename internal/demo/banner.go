@@ -52,7 +52,7 @@ Devices (topic id, model, name):
 	}
 	if heater, ok := device(devs, capability.InstanceTargetTemperature); ok {
 		id := topic.DeviceID(heater.SKU, heater.Device)
-		line("Heater to 22", pub+" -t '"+base+"/"+id+"/set/targetTemperature' -m 22")
+		line("Heater to 22 °C", pub+" -t '"+base+"/"+id+"/set/targetTemperature' -m 22C")
 	}
 	line("Errors of commands", sub+" -t '"+base+"/+/error' -v")
 	b.WriteString("\n")

@@ -20,7 +20,7 @@ func TestDemoPrintsItsOwnIDs(t *testing.T) {
 		"h5106_aabbccddeeff1016  H5106  Air Quality Monitor",
 		"mosquitto_pub -h 127.0.0.1 -p 18831 -t 'cloud2mqtt/h619c_aabbccddeeff1001/set' -m '{\"powerSwitch\":\"on\"",
 		"-t 'cloud2mqtt/h619c_aabbccddeeff1001/set/lightScene' -m 'Sunrise'",
-		"-t 'cloud2mqtt/h7133_aabbccddeeff1009/set/targetTemperature' -m 22",
+		"-t 'cloud2mqtt/h7133_aabbccddeeff1009/set/targetTemperature' -m 22C",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the demo's instructions lack %q:\n%s", want, s)

@@ -3,6 +3,7 @@ package discovery
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -264,6 +265,31 @@ func TestDeviceMapping(t *testing.T) {
 	cl := configOf(t, Configs(cfg, byID["h7131_aabbccddeeff0002"]), "climate", "targetTemperature")
 	if cl["min_temp"] != 5.0 || cl["max_temp"] != 30.0 || cl["temperature_unit"] != "C" {
 		t.Errorf("climate bounds %v..%v %v", cl["min_temp"], cl["max_temp"], cl["temperature_unit"])
+	}
+	// A heater ranged in Fahrenheit (its unit member's default): the
+	// thermostat is in °F and its commands say so.
+	fh := byID["h7131_aabbccddeeff0002"]
+	fh.Capabilities = slices.Clone(fh.Capabilities)
+	for i, c := range fh.Capabilities {
+		if c.Instance != capability.InstanceTargetTemperature {
+			continue
+		}
+		p := *c.Parameters
+		p.Fields = slices.Clone(p.Fields)
+		for j, f := range p.Fields {
+			switch f.FieldName {
+			case "temperature":
+				p.Fields[j].Range = &capability.Range{Min: 41, Max: 86, Precision: 1}
+			case "unit":
+				p.Fields[j].DefaultValue = "Fahrenheit"
+			}
+		}
+		fh.Capabilities[i].Parameters = &p
+	}
+	cl = configOf(t, Configs(cfg, fh), "climate", "targetTemperature")
+	if cl["min_temp"] != 41.0 || cl["max_temp"] != 86.0 || cl["temperature_unit"] != "F" ||
+		!strings.Contains(cl["temperature_command_template"].(string), `"unit": "Fahrenheit"`) {
+		t.Errorf("Fahrenheit climate: %v..%v %v, %v", cl["min_temp"], cl["max_temp"], cl["temperature_unit"], cl["temperature_command_template"])
 	}
 }
 

@@ -239,14 +239,14 @@ func (b *builder) climate(c capability.Capability) {
 	if !ok {
 		return
 	}
-	unit := "Celsius"
-	if uf, ok := c.Parameters.Field("unit"); ok {
-		if s, ok := uf.DefaultValue.(string); ok && s != "" {
-			unit = s
-		}
+	// The unit of the range, which the bridge sends in (a command in
+	// another unit is converted into it).
+	unit := capability.TemperatureUnit(c)
+	if unit == "" {
+		unit = "Celsius"
 	}
 	haUnit := "C"
-	if strings.EqualFold(unit, "Fahrenheit") {
+	if unit == "Fahrenheit" {
 		haUnit = "F"
 	}
 	name := any(nil)

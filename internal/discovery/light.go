@@ -3,8 +3,10 @@ package discovery
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"cloud2mqtt/internal/capability"
@@ -46,8 +48,8 @@ func lightEntity(cfg Config, id string, l *lightPlan) *entity {
 	}
 	if l.brightness != nil {
 		// Home Assistant sends and reads brightness in 0..scale; the cloud's
-		// maximum makes it the cloud value itself (DecodeLight clamps to the
-		// minimum, which Home Assistant does not know).
+		// maximum makes it the cloud value itself (below the minimum, which
+		// Home Assistant does not know, DecodeLight refuses it).
 		p["brightness_scale"] = l.brightness.Max
 	}
 	if r := l.ct; r != nil {
@@ -183,17 +185,23 @@ func parseLightCommand(payload []byte) (lightCommand, error) {
 // send, in order: power on first (when the command says ON), then
 // brightness, colour or colour temperature, then the effect. "OFF" is
 // power off alone, whatever else the command holds. Brightness and colour
-// temperature are clamped to the device's range and rounded to its step;
-// colour temperature is accepted in kelvin or mireds (see miredKelvinSplit).
-// Transition and flash are ignored: the cloud has neither.
+// temperature are rounded to the device's step; colour temperature is
+// accepted in kelvin or mireds (see miredKelvinSplit). A value outside the
+// device's range (or a colour component outside 0..255) refuses the whole
+// command with the words set/<instance> uses, as that path refuses it:
+// Home Assistant never sends one (brightness_scale is the maximum, the
+// mired bounds lie inside the range), so it comes from a person or another
+// publisher, who is told the range rather than have it changed quietly.
+// Transition and flash are ignored: the cloud has neither. Errors are in
+// the user's words (the bridge answers them on <id>/error).
 func DecodeLight(dev capability.Device, payload []byte) ([]Command, error) {
 	l := lightOf(dev)
 	if l == nil {
-		return nil, fmt.Errorf("discovery: %s has no light; it has no %s or colour capability", dev, capability.InstancePower)
+		return nil, fmt.Errorf("this device has no light: it has no %s or colour capability", capability.InstancePower)
 	}
 	c, err := parseLightCommand(payload)
 	if err != nil {
-		return nil, fmt.Errorf("discovery: light command for %s: %w", dev, err)
+		return nil, err
 	}
 	var out []Command
 	if c.State != nil {
@@ -203,51 +211,61 @@ func DecodeLight(dev capability.Device, payload []byte) ([]Command, error) {
 		case "ON":
 			out = append(out, Command{Instance: l.power, Value: int64(1)})
 		default:
-			return nil, fmt.Errorf("discovery: light command for %s: state %q is neither ON nor OFF", dev, *c.State)
+			return nil, fmt.Errorf("state %q is neither ON nor OFF", *c.State)
 		}
 	}
 	if c.Brightness != nil {
 		if l.brightness == nil {
-			return nil, fmt.Errorf("discovery: light command for %s: the device has no brightness; leave it out", dev)
+			return nil, errors.New("the device has no brightness; leave it out")
 		}
 		v, err := number(*c.Brightness, "brightness")
 		if err != nil {
-			return nil, fmt.Errorf("discovery: light command for %s: %w", dev, err)
+			return nil, err
 		}
-		out = append(out, Command{Instance: capability.InstanceBrightness, Value: clampStep(v, *l.brightness)})
+		b, err := rangeValue(dev, capability.InstanceBrightness, v, *l.brightness, "")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Command{Instance: capability.InstanceBrightness, Value: b})
 	}
 	switch {
 	case c.Color != nil:
 		if !l.rgb {
-			return nil, fmt.Errorf("discovery: light command for %s: the device has no colour; leave \"color\" out", dev)
+			return nil, errors.New("the device has no colour; leave \"color\" out")
 		}
 		rgb, err := rgbOf(*c.Color)
 		if err != nil {
-			return nil, fmt.Errorf("discovery: light command for %s: %w", dev, err)
+			return nil, err
 		}
 		out = append(out, Command{Instance: capability.InstanceColorRGB, Value: rgb})
 	case c.ColorTemp != nil:
 		if l.ct == nil {
-			return nil, fmt.Errorf("discovery: light command for %s: the device has no colour temperature; leave \"color_temp\" out", dev)
+			return nil, errors.New("the device has no colour temperature; leave \"color_temp\" out")
 		}
 		v, err := number(*c.ColorTemp, "color_temp")
 		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("discovery: light command for %s: color_temp must be a positive number of kelvin or mireds", dev)
+			return nil, errors.New("color_temp must be a positive number of kelvin or mireds")
 		}
+		shown := ""
 		if v <= miredKelvinSplit {
-			v = kelvinOfMireds(v)
+			shown = strconv.FormatFloat(v, 'f', -1, 64) + " mireds"
+			v = kelvinIn(v, *l.ct)
 		}
-		out = append(out, Command{Instance: capability.InstanceColorTemperatureK, Value: clampStep(v, *l.ct)})
+		k, err := rangeValue(dev, capability.InstanceColorTemperatureK, v, *l.ct, shown)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Command{Instance: capability.InstanceColorTemperatureK, Value: k})
 	}
 	if c.Effect != nil {
 		e, ok := findEffect(l.effects, *c.Effect)
 		if !ok {
-			return nil, fmt.Errorf("discovery: light command for %s: unknown effect %q; use a name of the light's effect list", dev, *c.Effect)
+			return nil, fmt.Errorf("unknown effect %q; use a name of the light's effect list", *c.Effect)
 		}
 		out = append(out, Command{Instance: e.instance, Value: e.value})
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("discovery: light command for %s: nothing to do; send \"state\", \"brightness\", \"color\", \"color_temp\" or \"effect\"", dev)
+		return nil, errors.New("nothing to do; send \"state\", \"brightness\", \"color\", \"color_temp\" or \"effect\"")
 	}
 	return out, nil
 }
@@ -278,6 +296,26 @@ func kelvinOfMireds(m float64) float64 {
 	return 1e6 / m
 }
 
+// kelvinIn is kelvinOfMireds within r where the mireds allow it: whole
+// mireds stand for every kelvin of (1e6/(m+1), 1e6/m], and when that
+// interval reaches into r but its roundest kelvin lies outside, the bound
+// of r inside it is meant (Home Assistant's mired bounds are rounded
+// inwards from r's: each of them reaches into r).
+func kelvinIn(m float64, r capability.Range) float64 {
+	k := kelvinOfMireds(m)
+	if m != math.Trunc(m) {
+		return k
+	}
+	lo, hi := 1e6/(m+1), 1e6/m
+	switch {
+	case k < float64(r.Min) && hi >= float64(r.Min):
+		return float64(r.Min)
+	case k > float64(r.Max) && lo < float64(r.Max):
+		return float64(r.Max)
+	}
+	return k
+}
+
 func findEffect(effects []effect, name string) (effect, bool) {
 	for _, e := range effects {
 		if e.name == name {
@@ -301,16 +339,49 @@ func number(n json.Number, what string) (float64, error) {
 	return f, nil
 }
 
-// clampStep rounds v into r: onto the step grid from the minimum, inside
-// the bounds.
-func clampStep(v float64, r capability.Range) int64 {
-	step := float64(r.Step())
-	v = math.Max(float64(r.Min), math.Min(float64(r.Max), v))
-	n := math.Round((v-float64(r.Min))/step)*step + float64(r.Min)
-	if n > float64(r.Max) {
-		n -= step
+// rangeValue is v, a number Home Assistant sent for the instance, as its
+// cloud value: whole, on the nearest step of r counted from the minimum (a
+// step past the maximum taken back). Outside r it is refused as
+// set/<instance> refuses it (capability.Validate), or, when v was converted
+// from what was sent (shown: "600 mireds"), in the same words naming both.
+func rangeValue(dev capability.Device, instance string, v float64, r capability.Range, shown string) (any, error) {
+	if k, ok := stepped(v, r); ok {
+		return k, nil
 	}
-	return int64(n)
+	n := math.Round(v)
+	c, _ := dev.Capability(instance)
+	if shown == "" {
+		if err := capability.Validate(c, capability.NormalizeValue(n)); err != nil {
+			return nil, err
+		}
+	}
+	unit := ""
+	if c.Parameters != nil {
+		unit = c.Parameters.Unit
+	}
+	if unit == "" && instance == capability.InstanceColorTemperatureK {
+		unit = "K"
+	}
+	if err := capability.RangeError(instance, "", shown, int64(math.Max(-1e15, math.Min(1e15, n))), r, unit); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("%s %v is outside %d..%d", instance, v, r.Min, r.Max) // not reached: n is outside r
+}
+
+// stepped is v whole and on the nearest step of r counted from its
+// minimum (a step past the maximum taken back); ok is false when v is
+// outside r.
+func stepped(v float64, r capability.Range) (n int64, ok bool) {
+	v = math.Round(v)
+	if v < float64(r.Min) || v > float64(r.Max) {
+		return 0, false
+	}
+	step := float64(r.Step())
+	v = math.Round((v-float64(r.Min))/step)*step + float64(r.Min)
+	if v > float64(r.Max) {
+		v -= step
+	}
+	return int64(v), true
 }
 
 // rgbOf combines {"r","g","b"} (each 0..255) into the cloud's 0xRRGGBB.
@@ -334,8 +405,14 @@ func rgbOf(c map[string]any) (int64, error) {
 		default:
 			return 0, fmt.Errorf("color.%s must be a number 0..255", k)
 		}
-		v := int64(math.Round(math.Max(0, math.Min(255, f))))
-		rgb = rgb<<8 | v
+		v := math.Round(f)
+		if v < -1e15 || v > 1e15 {
+			return 0, fmt.Errorf("color.%s must be a number 0..255", k)
+		}
+		if err := capability.RangeError("", "color."+k, "", int64(v), capability.Range{Min: 0, Max: 255}, ""); err != nil {
+			return 0, err
+		}
+		rgb = rgb<<8 | int64(v)
 	}
 	return rgb, nil
 }
@@ -408,14 +485,14 @@ func accepts(c *capability.Capability, segment int) bool {
 func DecodeSegment(dev capability.Device, segment int, payload []byte) ([]Command, error) {
 	sp := segmentPlanOf(dev)
 	if sp == nil {
-		return nil, fmt.Errorf("discovery: %s has no segment capabilities", dev)
+		return nil, errors.New("this device has no segments")
 	}
 	if !accepts(sp.rgb, segment) && !accepts(sp.bright, segment) {
-		return nil, fmt.Errorf("discovery: %s has no segment %d; segments are %v", dev, segment, sp.indexes)
+		return nil, fmt.Errorf("the device has no segment %d; its segments are %v", segment, sp.indexes)
 	}
 	c, err := parseLightCommand(payload)
 	if err != nil {
-		return nil, fmt.Errorf("discovery: segment %d command for %s: %w", segment, dev, err)
+		return nil, fmt.Errorf("segment %d: %w", segment, err)
 	}
 	seg := []any{int64(segment)}
 	bright := func(v int64) Command {
@@ -437,29 +514,33 @@ func DecodeSegment(dev capability.Device, segment int, payload []byte) ([]Comman
 			return []Command{colour(0)}, nil
 		case "ON":
 		default:
-			return nil, fmt.Errorf("discovery: segment %d command for %s: state %q is neither ON nor OFF", segment, dev, *c.State)
+			return nil, fmt.Errorf("segment %d: state %q is neither ON nor OFF", segment, *c.State)
 		}
 	}
 	var out []Command
 	if c.Color != nil {
 		if !canRGB {
-			return nil, fmt.Errorf("discovery: segment %d of %s has no colour; leave \"color\" out", segment, dev)
+			return nil, fmt.Errorf("segment %d has no colour; leave \"color\" out", segment)
 		}
 		rgb, err := rgbOf(*c.Color)
 		if err != nil {
-			return nil, fmt.Errorf("discovery: segment %d command for %s: %w", segment, dev, err)
+			return nil, err
 		}
 		out = append(out, colour(rgb))
 	}
 	if c.Brightness != nil {
 		if !canBright {
-			return nil, fmt.Errorf("discovery: segment %d of %s has no brightness; leave it out", segment, dev)
+			return nil, fmt.Errorf("segment %d has no brightness; leave it out", segment)
 		}
 		v, err := number(*c.Brightness, "brightness")
 		if err != nil {
-			return nil, fmt.Errorf("discovery: segment %d command for %s: %w", segment, dev, err)
+			return nil, err
 		}
-		out = append(out, bright(clampStep(v, *sp.brightness)))
+		n, err := segmentBrightness(*sp.bright, *sp.brightness, v, seg)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bright(n))
 	}
 	if len(out) == 0 && c.State != nil {
 		if canBright {
@@ -469,7 +550,21 @@ func DecodeSegment(dev capability.Device, segment int, payload []byte) ([]Comman
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("discovery: segment %d command for %s: nothing to do; send \"state\", \"brightness\" or \"color\"", segment, dev)
+		return nil, fmt.Errorf("segment %d: nothing to do; send \"state\", \"brightness\" or \"color\"", segment)
 	}
 	return out, nil
+}
+
+// segmentBrightness is v as a segment's brightness: on the nearest step
+// of r inside it, or refused as segmentedBrightness refuses it on
+// set/segmentedBrightness.
+func segmentBrightness(c capability.Capability, r capability.Range, v float64, seg []any) (int64, error) {
+	if n, ok := stepped(v, r); ok {
+		return n, nil
+	}
+	err := capability.Validate(c, map[string]any{"segment": seg, "brightness": capability.NormalizeValue(math.Round(v))})
+	if err == nil {
+		err = fmt.Errorf("brightness %v is outside %d..%d", v, r.Min, r.Max) // not reached: n is outside r
+	}
+	return 0, err
 }

@@ -2,8 +2,10 @@ package discovery
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -83,9 +85,9 @@ func TestDecodeLight(t *testing.T) {
 			cmds("colorTemperatureK", 2001)},
 		{"colour temperature in fractional mireds", lamp, `{"color_temp":250.0625}`,
 			cmds("colorTemperatureK", 3999)},
-		{"colour temperature clamped", lamp, `{"color_temp":1500}`, cmds("colorTemperatureK", 2000)},
-		{"brightness clamped to a minimum HA does not know", dimmer(), `{"state":"ON","brightness":1}`,
-			cmds("powerSwitch", 1, "brightness", 10)},
+		{"colour temperature at Home Assistant's bounds", lamp, `{"color_temp":112}`, cmds("colorTemperatureK", 8900)},
+		{"brightness rounded", lamp, `{"brightness":39.6}`, cmds("brightness", 40)},
+		{"brightness at the maximum", dimmer(), `{"brightness":254}`, cmds("brightness", 254)},
 		{"transition ignored", dimmer(), `{"state":"ON","transition":2}`, cmds("powerSwitch", 1)},
 	}
 	for _, tt := range tests {
@@ -100,19 +102,47 @@ func TestDecodeLight(t *testing.T) {
 		})
 	}
 
-	bad := []struct{ name, payload, wantErr string }{
-		{"not JSON", `ON`, "not a JSON light command"},
-		{"unknown effect", `{"effect":"Nope"}`, "unknown effect"},
-		{"bad state", `{"state":"DIM"}`, "neither ON nor OFF"},
-		{"empty", `{}`, "nothing to do"},
-		{"colour without r", `{"color":{"g":1,"b":2}}`, "\"r\" is missing"},
-		{"colour temperature zero", `{"color_temp":0}`, "positive number"},
+	// Out of range is refused whole, in set/<instance>'s words (a
+	// *capability.ValueError the bridge answers with code 400); the rest
+	// in plain words, without a package's name.
+	bad := []struct {
+		name    string
+		dev     capability.Device
+		payload string
+		wantErr string
+		ranged  bool
+	}{
+		{"not JSON", lamp, `ON`, "not a JSON light command", false},
+		{"unknown effect", lamp, `{"effect":"Nope"}`, "unknown effect", false},
+		{"bad state", lamp, `{"state":"DIM"}`, "neither ON nor OFF", false},
+		{"empty", lamp, `{}`, "nothing to do", false},
+		{"colour without r", lamp, `{"color":{"g":1,"b":2}}`, "\"r\" is missing", false},
+		{"colour temperature zero", lamp, `{"color_temp":0}`, "positive number", false},
+		{"brightness above the maximum", lamp, `{"state":"ON","brightness":300}`,
+			"brightness: parameter value out of range: 300 is above the maximum 100", true},
+		{"brightness below a minimum HA does not know", dimmer(), `{"state":"ON","brightness":1}`,
+			"brightness: parameter value out of range: 1 is below the minimum 10", true},
+		{"brightness too large for an integer", lamp, `{"brightness":1e300}`, "too large", true},
+		{"colour component above 255", lamp, `{"color":{"r":300,"g":0,"b":0}}`,
+			"color.r: parameter value out of range: 300 is above the maximum 255", true},
+		{"colour component below 0", lamp, `{"color":{"r":0,"g":-1,"b":0}}`,
+			"color.g: parameter value out of range: -1 is below the minimum 0", true},
+		{"colour temperature in kelvin below the minimum", lamp, `{"color_temp":1500}`,
+			"colorTemperatureK: parameter value out of range: 1500 K is below the minimum 2000 K", true},
+		{"colour temperature in mireds below the minimum", lamp, `{"color_temp":600}`,
+			"colorTemperatureK: parameter value out of range: 600 mireds (1665 K) is below the minimum 2000 K", true},
+		{"colour temperature in mireds above the maximum", lamp, `{"color_temp":100}`,
+			"100 mireds (10000 K) is above the maximum 9000 K", true},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := DecodeLight(lamp, []byte(tt.payload))
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "discovery: ") {
-				t.Errorf("error %v, want one containing %q", err, tt.wantErr)
+			cmds, err := DecodeLight(tt.dev, []byte(tt.payload))
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "discovery") {
+				t.Fatalf("DecodeLight = %v, %v; want an error containing %q", cmds, err, tt.wantErr)
+			}
+			var ve *capability.ValueError
+			if errors.As(err, &ve) != tt.ranged || tt.ranged && ve.Category != capability.CategoryRange {
+				t.Errorf("error %#v: want a range ValueError %v", err, tt.ranged)
 			}
 		})
 	}
@@ -153,6 +183,35 @@ func TestDecodeSegment(t *testing.T) {
 	}
 	if _, err := DecodeSegment(dimmer(), 0, []byte(`{"state":"ON"}`)); err == nil {
 		t.Error("segment command accepted by a device without segments")
+	}
+	for payload, want := range map[string]string{
+		`{"brightness":300}`:              "segmentedBrightness.brightness: parameter value out of range: 300 is above the maximum 100",
+		`{"color":{"r":0,"g":0,"b":256}}`: "color.b: parameter value out of range: 256 is above the maximum 255",
+		`{"state":"DIM"}`:                 "segment 3: state \"DIM\" is neither ON nor OFF",
+	} {
+		if cmds, err := DecodeSegment(lamp, 3, []byte(payload)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("segment 3 %s: %v, %v; want an error containing %q", payload, cmds, err, want)
+		}
+	}
+}
+
+// TestEveryMiredHomeAssistantSendsIsInRange: the mired bounds of a
+// config are rounded inwards, and each whole mired value between them
+// decodes to a kelvin inside the device's range, whatever its bounds.
+func TestEveryMiredHomeAssistantSendsIsInRange(t *testing.T) {
+	for _, r := range [][2]int{{2000, 9000}, {2237, 6493}, {2700, 6500}, {1000, 10000}, {2201, 2209}} {
+		lamp := capability.Device{SKU: "H1", Device: "ct", Type: capability.DeviceLight, Capabilities: []capability.Capability{
+			onOffCap(capability.TypeOnOff, capability.InstancePower),
+			rangeCap(capability.TypeColorSetting, capability.InstanceColorTemperatureK, r[0], r[1]),
+		}}
+		c := configOf(t, Configs(testConfig(), lamp), "light", "light")
+		lo, hi := int(c["min_mireds"].(float64)), int(c["max_mireds"].(float64))
+		for m := lo; m <= hi; m++ {
+			cmds, err := DecodeLight(lamp, []byte(`{"color_temp":`+strconv.Itoa(m)+`}`))
+			if err != nil || len(cmds) != 1 || validRange(lamp, cmds[0]) != "" {
+				t.Fatalf("range %v: %d mireds (config %d..%d): %v, %v", r, m, lo, hi, cmds, err)
+			}
+		}
 	}
 }
 

@@ -33,6 +33,7 @@ package mqtt
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -62,7 +63,7 @@ type Stats struct {
 	Received      uint64 // messages received from the broker
 	Dropped       uint64 // messages dropped: a full inbound or outbound queue, or a full pending buffer
 	Reconnects    uint64 // connections after the first
-	Conflicts     uint64 // back-offs from another client with the same id (takeover.go)
+	Conflicts     uint64 // connections most likely taken over by another client with the same id (takeover.go)
 	Queued        int    // messages waiting to be published
 	Connected     bool
 }
@@ -146,6 +147,7 @@ type Client struct {
 	// their connection was lost: the broker sends them again.
 	redelivered map[uint16]bool
 	conflict    takeover
+	bl          backlog // the broker's backlog (backlog.go)
 
 	dropLog *rate.Limiter // logDrop's lines
 
@@ -177,11 +179,13 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 	if err != nil {
 		return nil, err
 	}
+	// The logger's fields leave the client id out: warnings and errors
+	// reach bridge/logging, where any client of the broker may read them.
 	c := &Client{
 		cfg:       cfg,
 		broker:    u,
 		counts:    cfg.Clock != clock.Real,
-		log:       cfg.Logger.With().Str("component", "mqtt").Str("broker", u.Redacted()).Str("client_id", cfg.ClientID).Logger(),
+		log:       cfg.Logger.With().Str("component", "mqtt").Str("broker", u.Redacted()).Logger(),
 		onConnect: onConnect,
 		connected: make(chan struct{}, 1),
 		firstUp:   make(chan struct{}),
@@ -198,13 +202,14 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		dropLog:     rate.NewLimiter(1, 5),
 	}
 
+	if cfg.Record != nil {
+		c.bl.fence = cfg.StateTopic + "/fence"
+		c.bl.caught = cfg.Record.seen(cfg.ClientID)
+		c.bl.wake = clock.NewWake(cfg.Clock, "MQTT: the record of the last connection, to be written")
+	}
+
 	c.store = &store{Store: paho.NewOrderedMemoryStore(), onAll: c.storeListed}
-	o := paho.NewClientOptions().
-		AddBroker(cfg.URL).
-		SetClientID(cfg.ClientID).
-		SetUsername(cfg.Username).
-		SetPassword(cfg.Password).
-		SetProtocolVersion(4).
+	o := c.options(tlsCfg).
 		SetCleanSession(false).
 		SetResumeSubs(false). // the Client resubscribes itself on every connect
 		// Messages are acknowledged once handled (flow.go), not once
@@ -219,7 +224,6 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		SetStore(c.store).
 		SetKeepAlive(cfg.KeepAlive).
 		SetPingTimeout(min(cfg.KeepAlive, 10*time.Second)).
-		SetConnectTimeout(cfg.ConnectTimeout).
 		SetWriteTimeout(cfg.PublishTimeout).
 		SetDialer(&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second,
 			Control: func(string, string, syscall.RawConn) error { return c.dialing() }}).
@@ -243,9 +247,6 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		SetConnectionLostHandler(c.lost).
 		SetReconnectingHandler(c.reconnecting).
 		SetConnectionNotificationHandler(c.notify)
-	if tlsCfg != nil {
-		o.SetTLSConfig(tlsCfg)
-	}
 	if cfg.StateTopic != "" {
 		o.SetWill(cfg.StateTopic, Offline, 1, true)
 	}
@@ -254,9 +255,13 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 	c.wg.Add(2)
 	go c.session()
 	go c.publisher()
+	if cfg.Record != nil {
+		c.wg.Add(1)
+		go c.keepRecord()
+	}
 
 	start := time.Now()
-	c.log.Info().Msg("connecting to MQTT broker")
+	c.log.Info().Str("client_id", cfg.ClientID).Msg("connecting to MQTT broker")
 	tok := c.pc.Connect()
 	select {
 	case <-tok.Done():
@@ -272,6 +277,10 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		c.mu.Lock()
 		if !c.armed {
 			close(c.resumed)
+			// The broker kept no session for the id: no backlog to judge
+			// (backlog.go). paho tells it of the first connection only.
+			ct, ok := tok.(*paho.ConnectToken)
+			c.bl.fresh = ok && !ct.SessionPresent()
 		}
 		c.mu.Unlock()
 	case <-ctx.Done():
@@ -289,6 +298,22 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		}
 		return nil, fmt.Errorf("mqtt: no connection to %s after %s (%s): %w: %w", u.Redacted(), time.Since(start).Round(time.Millisecond), why, ctx.Err(), last)
 	}
+}
+
+// options are paho's options for a connection to the broker as cfg says
+// (address, id, credentials, TLS), without the session's.
+func (c *Client) options(tlsCfg *tls.Config) *paho.ClientOptions {
+	o := paho.NewClientOptions().
+		AddBroker(c.cfg.URL).
+		SetClientID(c.cfg.ClientID).
+		SetUsername(c.cfg.Username).
+		SetPassword(c.cfg.Password).
+		SetProtocolVersion(4).
+		SetConnectTimeout(c.cfg.ConnectTimeout)
+	if tlsCfg != nil {
+		o.SetTLSConfig(tlsCfg)
+	}
+	return o
 }
 
 // dialing refuses a dial once the Client is closing (paho's dialer's
@@ -491,6 +516,9 @@ func (c *Client) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		c.log.Warn().Int("queued", c.out.Len()).Msg("closing before every queued message was published")
 	}
+	if c.cfg.Record != nil {
+		c.touch() // connected until now, if it is
+	}
 	if c.cfg.StateTopic != "" && c.pc.IsConnectionOpen() {
 		tok := c.pc.Publish(c.cfg.StateTopic, 1, true, Offline)
 		wait := time.NewTimer(time.Second)
@@ -504,7 +532,14 @@ func (c *Client) Close(ctx context.Context) error {
 		}
 		wait.Stop()
 	}
-	return c.shutdown(250, ctx)
+	err := c.shutdown(250, ctx)
+	if c.cfg.Record != nil {
+		c.saveRecord()
+		if c.cfg.Record.ephemeral(c.cfg.ClientID) {
+			c.endSession(ctx)
+		}
+	}
+	return err
 }
 
 // shutdown disconnects and stops the workers, waiting for them until ctx

@@ -29,12 +29,14 @@ const (
 	DefaultConnectTimeout       = 10 * time.Second
 	DefaultKeepAlive            = 30 * time.Second
 	DefaultConnectRetryInterval = 5 * time.Second
-	DefaultMaxReconnectInterval = time.Minute
+	// DefaultMaxReconnectInterval caps paho's wait before a reconnection:
+	// a client that takes the bridge's id again and again keeps it away
+	// no longer than this each time (takeover.go), and a broker that
+	// restarts is found again within it.
+	DefaultMaxReconnectInterval = 10 * time.Second
 	DefaultPublishTimeout       = 10 * time.Second
 	DefaultQueueSize            = 1024
 	DefaultMaxQueuedBytes       = 64 << 20
-	DefaultConflictWindow       = 5 * time.Second
-	DefaultConflictBackoff      = time.Minute
 )
 
 // Config is the bridge's MQTT connection. Validate names the environment
@@ -50,9 +52,22 @@ type Config struct {
 	CertFile, KeyFile string
 	// Username and Password for the broker; the password is never logged.
 	Username, Password string
-	// ClientID identifies the persistent session; empty means
-	// DefaultClientID(StateTopic), stable across restarts of one installation.
+	// ClientID identifies the persistent session; empty means Record's
+	// (made up once and kept in the state directory), or without a Record
+	// DefaultClientID(StateTopic).
 	ClientID string
+	// Record is the bridge's record of its connection (record.go): its
+	// client id, and when it was last connected, read at Connect and
+	// written while connected and at Close. With it, what the broker kept
+	// for the session while the Client was away longer than QueuedMaxAge
+	// is dropped at connect (backlog.go), and a client id of this run only
+	// (no state directory) has its session ended at Close. It needs
+	// StateTopic (the fence is published under it). nil: none of that.
+	Record *Record
+	// QueuedMaxAge is, with Record, the longest time away after which what
+	// the broker kept meanwhile is still handled (MQTT_QUEUED_COMMAND_MAX_AGE);
+	// 0: none of it is.
+	QueuedMaxAge time.Duration
 	// StateTopic is the bridge's birth and will topic (<base>/bridge/state):
 	// "online" retained on every connect, "offline" retained as the will and
 	// on Close, both QoS 1. Empty means no birth and no will.
@@ -66,7 +81,9 @@ type Config struct {
 	// ConnectRetryInterval is the wait between attempts until the first
 	// connection succeeds.
 	ConnectRetryInterval time.Duration
-	// MaxReconnectInterval caps the back-off between reconnection attempts.
+	// MaxReconnectInterval caps paho's back-off between reconnection
+	// attempts, and so how long another client taking the id keeps the
+	// Client away.
 	MaxReconnectInterval time.Duration
 	// PublishTimeout bounds the wait for one publish to be acknowledged.
 	PublishTimeout time.Duration
@@ -76,13 +93,6 @@ type Config struct {
 	// for the broker): a republish of thousands of discovery configs must
 	// fit, so it is bounded in bytes, not messages.
 	MaxQueuedBytes int
-	// ConflictWindow and ConflictBackoff: when the broker closes the
-	// connection conflictDrops times in a row within ConflictWindow (5 s)
-	// of accepting it, with no failed attempt between, another client most
-	// likely connects with the same client id (takeover.go); the Client then waits ConflictBackoff (doubling while
-	// it goes on, up to 16 times) before connecting again, instead of
-	// taking the id back at once.
-	ConflictWindow, ConflictBackoff time.Duration
 	// FailFast makes Connect return the first attempt's failure at once
 	// (-check: a refused connection or a wrong scheme is the answer); else
 	// it tries again every ConnectRetryInterval until ctx ends (the
@@ -150,8 +160,6 @@ func (c Config) normalized() (Config, error) {
 		{"connect retry interval", &c.ConnectRetryInterval, DefaultConnectRetryInterval},
 		{"max reconnect interval", &c.MaxReconnectInterval, DefaultMaxReconnectInterval},
 		{"publish timeout", &c.PublishTimeout, DefaultPublishTimeout},
-		{"conflict window", &c.ConflictWindow, DefaultConflictWindow},
-		{"conflict back-off", &c.ConflictBackoff, DefaultConflictBackoff},
 	} {
 		if *d.v < 0 {
 			return c, fmt.Errorf("mqtt: %s %s is negative: use a positive duration or 0 for the default %s", d.name, *d.v, d.def)
@@ -172,7 +180,17 @@ func (c Config) normalized() (Config, error) {
 	if c.QueueSize == 0 {
 		c.QueueSize = DefaultQueueSize
 	}
-	if c.ClientID == "" {
+	if c.QueuedMaxAge < 0 {
+		return c, fmt.Errorf("mqtt: MQTT_QUEUED_COMMAND_MAX_AGE %s is negative: use a duration like 2m, or 0", c.QueuedMaxAge)
+	}
+	if c.Record != nil && c.StateTopic == "" {
+		return c, errors.New("mqtt: a Record needs a state topic: its fence is published under it")
+	}
+	switch {
+	case c.ClientID != "":
+	case c.Record != nil:
+		c.ClientID = c.Record.ClientID("")
+	default:
 		c.ClientID = DefaultClientID(c.StateTopic)
 	}
 	c.Clock = clock.Or(c.Clock)
@@ -252,13 +270,11 @@ func (c Config) tlsConfig(u *url.URL) (*tls.Config, error) {
 
 // DefaultClientID is "cloud2mqtt-" and 8 hex digits of a hash of the host
 // name, the machine id (systemd's /etc/machine-id, when there is one) and
-// seed (the bridge passes its state topic, which holds the base topic):
-// stable across restarts, so the broker keeps the persistent session, and
-// different for two bridges on one host with different base topics, and
-// for two hosts that share a host name ("raspberrypi") but not a machine
-// id. Containers of one image with the same host name may still derive
-// the same id: the Client then notices the broker handing the id to the
-// other (takeover.go) and says to set MQTT_CLIENT_ID.
+// seed: stable across restarts and different for each seed, for the
+// connections that are not the bridge's own (-check's, the cloud's
+// events). It is no secret: whoever knows the host name, the seed and the
+// machine id (or that there is none) derives it. The bridge's own id is
+// its Record's.
 func DefaultClientID(seed string) string {
 	host, err := os.Hostname()
 	if err != nil {

@@ -44,6 +44,14 @@ func (c *Client) dispatch(_ paho.Client, pm paho.Message) {
 		return
 	}
 	msg.gen = c.gen
+	if c.bl.fence != "" && c.backlogTakes(pm) {
+		// The fence, or the broker's backlog after too long away
+		// (backlog.go): acknowledged, so that the broker forgets it.
+		c.mu.Unlock()
+		held()
+		pm.Ack()
+		return
+	}
 	for _, s := range c.subs {
 		if match(s.filter, pm.Topic()) {
 			targets = append(targets, s)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,9 +18,10 @@ import (
 // how many publishes the client puts on the wire before an acknowledgement
 // shows.
 type ackHoldingBroker struct {
-	t    *testing.T
-	l    net.Listener
-	conn chan net.Conn
+	t       *testing.T
+	l       net.Listener
+	conn    chan net.Conn
+	present atomic.Bool // CONNACK's session present
 }
 
 func newAckHoldingBroker(t *testing.T) *ackHoldingBroker {
@@ -58,7 +60,7 @@ func newAckHoldingBroker(t *testing.T) *ackHoldingBroker {
 				continue
 			}
 			ack := packets.NewControlPacket(packets.Connack).(*packets.ConnackPacket)
-			ack.SessionPresent = false
+			ack.SessionPresent = b.present.Load()
 			if ack.Write(c) == nil {
 				select {
 				case b.conn <- c:

@@ -4,6 +4,9 @@ package mqtt
 // messages in flight that it resends.
 
 import (
+	"context"
+	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +60,7 @@ func (c *Client) session() {
 			c.reconnects.Add(1)
 		}
 		c.log.Info().Bool("reconnect", !first).Msg("connected to MQTT broker")
+		c.tookOver()
 
 		// Opening the gate and taking the subscriptions in one step: a
 		// Subscribe racing with this either is in subs or sees the gate open
@@ -85,6 +89,7 @@ func (c *Client) session() {
 				c.log.Error().Err(err).Msg("resubscribe failed")
 			}
 		}
+		c.clearBacklog(gen)
 		if c.onConnect != nil {
 			c.callOnConnect()
 		}
@@ -117,9 +122,8 @@ func (c *Client) callOnConnect() {
 // reconnecting is paho's handler before each reconnection attempt. paho
 // calls it synchronously, before the new connection's on-connect handler,
 // so it (not the connection-lost handler, which paho runs on a goroutine of
-// its own that may come late) closes the gate for publishes.
-// It then waits out a back-off from another client with the same id
-// (takeover.go).
+// its own that may come late) closes the gate for publishes. It then
+// judges the connection lost (takeover.go, backlog.go).
 func (c *Client) reconnecting(paho.Client, *paho.ClientOptions) {
 	c.mu.Lock()
 	c.gen++ // waits on the old connection's tokens give up
@@ -133,8 +137,7 @@ func (c *Client) reconnecting(paho.Client, *paho.ClientOptions) {
 	default:
 	}
 	c.mu.Unlock()
-	c.judge()
-	c.holdOff()
+	c.lostBacklog(c.judge())
 }
 
 // awaitResends waits until paho's resent publishes are acknowledged, the
@@ -321,6 +324,7 @@ func (c *Client) notify(_ paho.Client, n paho.ConnectionNotification) {
 		c.log.Warn().Err(n.Reason).Str("hint", hint).Msg("cannot connect to MQTT broker; retrying")
 	case paho.ConnectionNotificationConnecting:
 		c.attempting(false)
+		c.attemptBacklog()
 		c.log.Debug().Bool("reconnect", n.IsReconnect).Int("attempt", n.Attempt).Msg("connecting")
 	}
 }
@@ -330,4 +334,36 @@ func (c *Client) lastFailure() (hint string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lastHint, c.lastErr
+}
+
+// endSession asks the broker to forget the session of a client id made up
+// for this run only (a Record without a state directory): nothing connects
+// with it again, and the session would stay on the broker, collecting what
+// is published to the bridge's topics, until the broker expires it
+// (mosquitto: never, unless persistent_client_expiration is set). MQTT
+// 3.1.1's one way is a connection with clean session on. Best effort:
+// within a second, or ctx.
+func (c *Client) endSession(ctx context.Context) {
+	tlsCfg, err := c.cfg.tlsConfig(c.broker)
+	if err != nil {
+		return
+	}
+	pc := paho.NewClient(c.options(tlsCfg).
+		SetCleanSession(true).
+		SetAutoReconnect(false).
+		SetConnectRetry(false).
+		SetConnectTimeout(time.Second).
+		SetDialer(&net.Dialer{Timeout: time.Second}).
+		SetWebsocketOptions(&paho.WebsocketOptions{Proxy: http.ProxyFromEnvironment}))
+	tok := pc.Connect()
+	select {
+	case <-tok.Done():
+	case <-ctx.Done():
+		return
+	}
+	if tok.Error() != nil {
+		c.log.Debug().Err(tok.Error()).Msg("could not end this run's session on the broker; it keeps it until it expires")
+		return
+	}
+	pc.Disconnect(50)
 }

@@ -3,6 +3,7 @@ package mqtt
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,58 +13,100 @@ import (
 	"cloud2mqtt/internal/mqtttest"
 )
 
-// TestAnotherClientWithTheSameIDIsNotFought is issue 28 §3's two bridges:
-// another client connects with the bridge's client id each time the
-// bridge is back. Before, the bridge took the id back at once, for ever,
-// each knocking the other off. Now, after conflictDrops such drops in a
-// row, it says so naming MQTT_CLIENT_ID and waits ConflictBackoff: the
-// other client keeps the id.
-func TestAnotherClientWithTheSameIDIsNotFought(t *testing.T) {
+// TestTakenIDIsTakenBackEachTime is issue 40 §1's attack: whenever the
+// bridge is back, another client connects with its id, with a clean
+// session (which wipes the bridge's), for a moment. Before, the bridge
+// took three such drops for a conflict and stayed away a minute, then
+// two, 3 min 22 s in all, and lost what was sent to it meanwhile. Now each
+// takeover is one error line at once, naming MQTT_CLIENT_ID and a shared
+// state directory but not the id (errors reach bridge/logging), and the
+// bridge is back within 30 s each time with the production back-off,
+// subscribed again (a command sent then is handled) and with what it
+// queued to publish while away sent.
+func TestTakenIDIsTakenBackEachTime(t *testing.T) {
 	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 		b := mqtttest.Start(t, mqtttest.WithKind(kind))
 		cfg, logs := testConfig(t, b.URL())
-		cfg.ConflictBackoff = time.Hour
-		c := connect(t, cfg, nil)
-		held := make(chan struct{}, 1)
-		c.mu.Lock()
-		c.conflict.held = held
-		c.mu.Unlock()
+		cfg.MaxReconnectInterval = 0 // the daemon's
+		cmds := make(sink, 16)
+		c := connect(t, cfg, func(c *Client) {
+			if err := c.Subscribe("c2m/+/set", 1, cmds.handler); err != nil {
+				t.Error(err)
+			}
+		})
+		watch := mqtttest.NewClient(t, b.URL(), mqtttest.ClientOptions{})
+		watch.Subscribe("c2m/#", 1)
+		// Past the first birth (mochi may send it twice, retained and
+		// live, around the subscription).
+		watch.Publish("c2m/probe", "start", false, 1)
+		watch.WaitFor("c2m/probe", "start", 10*time.Second)
 
-		var rival *mqtttest.Client
-		for i := range conflictDrops {
-			before := c.Stats().Reconnects
-			rival = mqtttest.NewClient(t, b.URL(), mqtttest.ClientOptions{ClientID: cfg.ClientID})
-			if i < conflictDrops-1 {
-				eventually(t, "the bridge connected again", func() bool { return c.Stats().Reconnects > before })
+		const takeovers = 4 // "about four short connections"
+		meanwhile := 0      // commands that arrived of those sent while the bridge was off
+		for i := 1; i <= takeovers; i++ {
+			intruder := mqtttest.NewClient(t, b.URL(), mqtttest.ClientOptions{ClientID: cfg.ClientID})
+			taken := time.Now()
+			intruder.Close()
+			if err := c.Publish("c2m/held/state", []byte(fmt.Sprint(i)), false, 1); err != nil {
+				t.Fatal(err)
+			}
+			for j := range 3 {
+				watch.Publish("c2m/meanwhile/set", fmt.Sprint(i, j), false, 1)
+			}
+			// Back: "online" again, published once subscribed. What
+			// it had queued may come before.
+			held := false
+			for {
+				m, ok := watch.Next(30*time.Second - time.Since(taken))
+				if !ok {
+					t.Fatalf("takeover %d: the bridge was not back within 30s", i)
+				}
+				held = held || m.Topic == "c2m/held/state" && m.Payload == fmt.Sprint(i)
+				if m.Topic == stateTopic && m.Payload == Online && !m.Retained {
+					break
+				}
+			}
+			back := time.Since(taken)
+			t.Logf("takeover %d: back after %s", i, back.Round(time.Millisecond))
+			if !held {
+				watch.WaitFor("c2m/held/state", fmt.Sprint(i), 10*time.Second)
+			}
+			watch.Publish("c2m/dev/set", fmt.Sprint(i), false, 1)
+			for got := cmds.next(t); got != [2]string{"c2m/dev/set", fmt.Sprint(i)}; got = cmds.next(t) {
+				if got[0] != "c2m/meanwhile/set" {
+					t.Fatalf("takeover %d: the handler got %v, want the command sent once the bridge was back", i, got)
+				}
+				meanwhile++
 			}
 		}
-		select {
-		case <-held:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("the bridge did not back off after %d drops:\n%s", conflictDrops, logs)
-		}
+		// The intruder's clean session wiped the bridge's subscriptions:
+		// what is sent before the bridge is back is lost (MQTT keeps
+		// nothing for a session that is gone). A figure, not a claim.
+		t.Logf("%d of %d commands sent while the bridge was off arrived", meanwhile, 3*takeovers)
 
-		// The bridge waits (an hour here); the other client keeps the id
-		// through round trips of its own.
-		rival.Subscribe("probe/#", 1)
-		for i := range 20 {
-			rival.Publish("probe/x", strings.Repeat("x", i), false, 1)
-			rival.WaitFor("probe/x", strings.Repeat("x", i), 5*time.Second)
+		if n := c.Stats().Conflicts; n != takeovers {
+			t.Errorf("Stats().Conflicts = %d, want %d", n, takeovers)
 		}
-		if !rival.Paho().IsConnectionOpen() || c.Connected() {
-			t.Errorf("the other client connected: %v, the bridge connected: %v; want the other client to keep the id",
-				rival.Paho().IsConnectionOpen(), c.Connected())
+		errs, leaks := 0, 0
+		for _, line := range strings.Split(logs.String(), "\n") {
+			loud := strings.Contains(line, `"level":"warn"`) || strings.Contains(line, `"level":"error"`)
+			if loud && strings.Contains(line, cfg.ClientID) {
+				leaks++
+			}
+			if strings.Contains(line, `"level":"error"`) {
+				errs++
+				if !strings.Contains(line, "MQTT_CLIENT_ID") || !strings.Contains(line, "STATE_DIR") || !strings.Contains(line, "another client") {
+					t.Errorf("the error does not name another client, MQTT_CLIENT_ID and STATE_DIR: %s", line)
+				}
+			}
 		}
-		if n := c.Stats().Conflicts; n != 1 {
-			t.Errorf("Stats().Conflicts = %d, want 1", n)
+		if errs != takeovers {
+			t.Errorf("%d error lines for %d takeovers, want one each:\n%s", errs, takeovers, logs)
 		}
-		out := logs.String()
-		if !strings.Contains(out, `"level":"error"`) || !strings.Contains(out, "MQTT_CLIENT_ID") || !strings.Contains(out, "same client id") ||
-			!strings.Contains(out, `"client_id":"`+cfg.ClientID+`"`) {
-			t.Errorf("the log does not say that another client has the id %s, naming MQTT_CLIENT_ID:\n%s", cfg.ClientID, out)
+		if leaks > 0 {
+			t.Errorf("%d warnings or errors show the client id, which bridge/logging would publish:\n%s", leaks, logs)
 		}
-		// Close ends the wait at once (the cleanup's Close has 5 s).
 	})
 }
 
@@ -101,17 +144,16 @@ func TestDefaultClientIDDiffersBetweenHostsOfOneName(t *testing.T) {
 	}
 }
 
-// TestBrokerRestartsAreNoConflict: a broker killed right after the bridge
-// connected, again and again, also closes the connection within seconds;
-// but between the drops the bridge's attempts are refused, which a broker
-// handing the id to another client never does: no back-off.
+// TestBrokerRestartsAreNoConflict: a broker killed and restarted also
+// closes the bridge's connection; but then the bridge's next attempt is
+// refused, which a broker handing the id to another client never does: no
+// takeover is said.
 func TestBrokerRestartsAreNoConflict(t *testing.T) {
 	t.Parallel()
 	b := mqtttest.Start(t)
 	cfg, logs := testConfig(t, b.URL())
-	cfg.ConflictBackoff = time.Hour // a wrong back-off would stall the test
 	c := connect(t, cfg, nil)
-	for round := 1; round <= conflictDrops+1; round++ {
+	for round := 1; round <= 4; round++ {
 		failed := strings.Count(logs.String(), "cannot connect to MQTT broker")
 		b.Kill()
 		eventually(t, "a refused reconnection", func() bool { return strings.Count(logs.String(), "cannot connect to MQTT broker") > failed })
@@ -119,6 +161,6 @@ func TestBrokerRestartsAreNoConflict(t *testing.T) {
 		eventually(t, "the bridge connected again", func() bool { return c.Stats().Reconnects == uint64(round) })
 	}
 	if n := c.Stats().Conflicts; n != 0 {
-		t.Errorf("%d back-offs for a restarting broker, want none:\n%s", n, logs)
+		t.Errorf("%d takeovers said for a restarting broker, want none:\n%s", n, logs)
 	}
 }

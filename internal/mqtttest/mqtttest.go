@@ -2,7 +2,8 @@
 // is installed (the broker users run), else the embedded mochi broker, each
 // on a free loopback port, so that no test has to skip. It also has a TCP
 // Proxy that can cut a client's connection abruptly, to test wills and
-// reconnects without touching the broker.
+// reconnects without touching the broker, and an MQTT 5 client (V5Client:
+// Home Assistant's protocol from 2026.6; paho speaks 3.1.1 only).
 //
 // It is for tests only: nothing here is meant for production use.
 package mqtttest
@@ -11,10 +12,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -73,6 +76,8 @@ type options struct {
 	tls       bool
 	websocket bool
 	persist   bool
+	acl       string            // mosquitto's acl_file
+	users     map[string]string // with acl: mosquitto's users beside anonymous clients
 }
 
 // Option configures Start.
@@ -104,6 +109,14 @@ func WithWebsocket() Option { return func(o *options) { o.websocket = true } }
 // waits for its acknowledgement first. The embedded broker has no
 // persistence: asking for it there fails the test.
 func WithPersistence() Option { return func(o *options) { o.persist = true } }
+
+// WithACL starts mosquitto with the ACL file at path and these users
+// (name → password) in its password file; anonymous clients are still let
+// in, under the file's rules for them (unless WithPassword). Mosquitto
+// only: asking for it on the embedded broker fails the test.
+func WithACL(path string, users map[string]string) Option {
+	return func(o *options) { o.acl, o.users = path, users }
+}
 
 // Broker is a broker started for one test.
 type Broker struct {
@@ -139,10 +152,13 @@ func Start(t testing.TB, opts ...Option) *Broker {
 	if b.opts.persist && b.opts.kind != Mosquitto {
 		t.Fatalf("mqtttest: WithPersistence needs mosquitto; the %s broker loses everything on Restart", b.opts.kind)
 	}
+	if b.opts.acl != "" && b.opts.kind != Mosquitto {
+		t.Fatalf("mqtttest: WithACL needs mosquitto (the %s broker has no ACL file)", b.opts.kind)
+	}
 	if b.opts.tls {
 		b.ca = writeCerts(t, b.dir)
 	}
-	if b.opts.kind == Mosquitto && b.opts.user != "" {
+	if b.opts.kind == Mosquitto && (b.opts.user != "" || len(b.opts.users) > 0) {
 		b.writePasswordFile()
 	}
 	var err error
@@ -326,10 +342,16 @@ func (b *Broker) startMosquitto() error {
 		}
 	}
 	// per_listener_settings false: the auth settings below apply to every listener.
-	if b.opts.user != "" {
+	switch {
+	case b.opts.user != "":
 		fmt.Fprintf(&c, "allow_anonymous false\npassword_file %s\n", filepath.Join(b.dir, "passwd"))
-	} else {
+	case len(b.opts.users) > 0:
+		fmt.Fprintf(&c, "allow_anonymous true\npassword_file %s\n", filepath.Join(b.dir, "passwd"))
+	default:
 		fmt.Fprintf(&c, "allow_anonymous true\n")
+	}
+	if b.opts.acl != "" {
+		fmt.Fprintf(&c, "acl_file %s\n", b.opts.acl)
 	}
 	listener(b.port, "")
 	if b.opts.websocket {
@@ -372,8 +394,23 @@ func (b *Broker) writePasswordFile() {
 		b.t.Fatalf("mqtttest: mosquitto_passwd not found (it comes with mosquitto): %v", err)
 	}
 	path := filepath.Join(b.dir, "passwd")
-	if out, err := exec.Command(tool, "-c", "-b", path, b.opts.user, b.opts.password).CombinedOutput(); err != nil {
-		b.t.Fatalf("mqtttest: mosquitto_passwd: %v: %s", err, out)
+	users := maps.Clone(b.opts.users)
+	if users == nil {
+		users = map[string]string{}
+	}
+	if b.opts.user != "" {
+		users[b.opts.user] = b.opts.password
+	}
+	create := "-c"
+	for _, u := range slices.Sorted(maps.Keys(users)) {
+		args := []string{"-b", path, u, users[u]}
+		if create != "" {
+			args = append([]string{create}, args...)
+			create = ""
+		}
+		if out, err := exec.Command(tool, args...).CombinedOutput(); err != nil {
+			b.t.Fatalf("mqtttest: mosquitto_passwd: %v: %s", err, out)
+		}
 	}
 }
 

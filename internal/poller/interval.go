@@ -15,6 +15,9 @@ type Interval struct {
 	// Own is true when the device has an interval of its own
 	// (SetDeviceOptions).
 	Own bool
+	// Why says why it is read at that interval: WhyOften, WhyQuiet,
+	// WhyPlain, WhyOwn, WhyLocal, WhyDisabled or WhyNoState.
+	Why string
 }
 
 // Intervals returns every listed device's poll interval in force, by key.
@@ -23,7 +26,7 @@ func (p *Poller) Intervals() map[capability.Key]Interval {
 	defer p.mu.Unlock()
 	out := make(map[capability.Key]Interval, len(p.devices))
 	for k, d := range p.devices {
-		out[k] = Interval{Every: p.deviceInterval(d), Own: d.own > 0}
+		out[k] = Interval{Every: p.deviceInterval(d), Own: d.own > 0, Why: p.why(d)}
 	}
 	return out
 }

@@ -89,6 +89,9 @@ func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 		p.emitDone(slices.Concat(d.nextReadWaiters, d.sceneWaiters), fmt.Errorf("poller: %s: %w", d.dev, ErrRemoved))
 		d.nextReadWaiters, d.sceneWaiters = nil, nil
 	}
+	// What was learned of devices no longer listed (or restored for
+	// devices gone since) is forgotten.
+	p.act.keep(func(k capability.Key) bool { return listed[k] })
 	for _, dev := range added {
 		d := &device{slot: -1}
 		d.setDev(dev)
@@ -187,6 +190,7 @@ func (p *Poller) replan() {
 	}
 	p.pace.decide(p.demand, p.readRate, n)
 	p.interval, p.plan = interval, plan
+	p.sharesStale = true // at the loop's next step (share.go)
 	// The grid counts every periodic read: the devices with an interval of
 	// their own as the share of a device at the common interval they are.
 	readers := float64(n)

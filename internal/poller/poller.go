@@ -5,8 +5,10 @@
 // It never talks to the cloud itself: every request goes through the
 // scheduler, which owns the request budgets and retries single requests.
 // The poller owns timing: reads spread evenly over the interval, an interval
-// planned for a daily limit, debounced confirming reads after commands, and
-// back-off for offline and failing devices. It knows nothing of MQTT.
+// planned for a daily limit, those reads shared by how often each device
+// changes (share.go, activity.go), debounced confirming reads after
+// commands, and back-off for offline and failing devices. It knows nothing
+// of MQTT.
 //
 // Periodic reads and scene rounds are batched on a grid (see readGrid and
 // periodicGrid): the devices due at the same grid instant go out in one wake
@@ -29,6 +31,7 @@ import (
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/registry"
 	"cloud2mqtt/internal/scheduler"
+	"cloud2mqtt/internal/statedir"
 )
 
 // Scheduler is what the poller needs of internal/scheduler. Each report is
@@ -135,6 +138,29 @@ type Config struct {
 	// timer (nil: clock.Real). Tests of the whole bridge jump it
 	// (clocktest) over an interval instead of shortening it.
 	Clock clock.Clock
+
+	// QuietFactor (POLL_QUIET_FACTOR) above 1 shares the periodic reads of
+	// the devices at the common interval by how often each changes
+	// (share.go): a quiet device is read at least every QuietFactor ×
+	// the interval. 0 and 1 read every device at the interval.
+	QuietFactor int
+	// StateRow is the spacing of the per-device state-read row
+	// (LIMIT_STATE_PER_MINUTE: a minute over it); a share reads a device at
+	// most half as often. 0: MinInterval.
+	StateRow time.Duration
+	// Activity is what the poller learns of how often each device changes;
+	// the daemon makes it before the registry, whose observer it is. nil:
+	// the poller makes its own (it then learns from its reads alone).
+	Activity *Activity
+	// StateDir keeps what was learned across restarts (activity.json);
+	// "" for none.
+	StateDir statedir.Dir
+	// OnInterval, when set, hears of a device's planned interval and why
+	// when the reason changes or the interval moves by a quarter: at once
+	// after a change of the plan, else at most every 5 min (tellEvery;
+	// bridge/devices). It is called from the poller's goroutine, unlocked;
+	// it must not block nor call the poller.
+	OnInterval func(k capability.Key, iv Interval)
 }
 
 func (c Config) withDefaults() Config {
@@ -205,6 +231,11 @@ type device struct {
 	// device the user asked not to read; both set with SetDeviceOptions.
 	own      time.Duration
 	disabled bool
+	// share is its interval when the reads are shared by how often the
+	// devices change (share.go; 0: the poller's); told is what
+	// OnInterval last heard of it.
+	share time.Duration
+	told  Interval
 	// local: reached over the LAN (local.go), read by the cloud only for
 	// what the LAN lacks.
 	local localReads
@@ -303,6 +334,19 @@ type Poller struct {
 	listWaiters   []func(error)
 	listInFlightW []func(error)
 
+	// What is learned of the devices' changes (activity.go) and the
+	// shares it gives (share.go): worked out again when the plan changed
+	// (sharesStale) or, while reads teach something (learning), at most
+	// every reshareEvery; told (OnInterval) at most every tellEvery but
+	// after a change of the plan; saved every activitySaveEvery.
+	act         *Activity
+	sharesStale bool
+	learning    bool
+	nextShare   time.Time
+	nextTell    time.Time
+	nextSave    time.Time
+	cands       []*device // reused by reshare
+
 	progress   time.Time
 	reads      uint64
 	readErrors uint64
@@ -318,11 +362,16 @@ func New(s Scheduler, store Store, cfg Config, log zerolog.Logger) *Poller {
 	}
 	cfg = cfg.withDefaults()
 	interval, plan := PlanInterval(0, cfg)
+	act := cfg.Activity
+	if act == nil {
+		act = NewActivity(cfg.Clock)
+	}
+	restoreActivity(act, cfg.StateDir, cfg.Clock.Now(), log)
 	return &Poller{s: s, store: store, cfg: cfg, log: log,
 		kick:     clock.NewWake(cfg.Clock, "poller: woken"),
 		interval: interval, grid: readGrid,
 		plan: plan, pace: newPacer(), devices: make(map[capability.Key]*device),
-		options: make(map[capability.Key]DeviceOptions),
+		options: make(map[capability.Key]DeviceOptions), act: act,
 	}
 }
 
@@ -340,6 +389,7 @@ func (p *Poller) Run(ctx context.Context) error {
 	now := p.cfg.Clock.Now()
 	p.progress = now
 	p.nextList = now
+	p.nextSave = now.Add(activitySaveEvery)
 	p.mu.Unlock()
 
 	timer := p.cfg.Clock.NewTimer(0)
@@ -394,6 +444,7 @@ func (p *Poller) stop() {
 
 	p.mu.Lock()
 	p.stopped = true
+	saveActivity(p.act, p.cfg.StateDir, p.cfg.Clock.Now(), p.log)
 	var waiters []func(error)
 	waiters = append(waiters, p.listWaiters...)
 	waiters = append(waiters, p.listInFlightW...)
@@ -448,6 +499,7 @@ func (p *Poller) step(now time.Time) time.Time {
 	if !p.listInFlight && (p.listWanted || !now.Before(p.nextList)) {
 		p.sendList(now)
 	}
+	p.learnt(now)
 	batch := p.due(now)
 	// Reads before scene rounds: within a quota, what is left goes to the
 	// reads first.

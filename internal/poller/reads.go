@@ -100,12 +100,16 @@ func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err err
 		}
 	default:
 		if d.stateless {
-			d.stateless = false
+			d.stateless, p.sharesStale = false, true
 			p.log.Info().Stringer("device", d.dev).Msg("poller: the cloud answers this device's state reads again; polling it as usual")
 		}
 		d.failedReads = 0
 		if online, known := st.Online(); online || !known {
 			d.backoffReads = 0
+			// Compared before the registry takes it: its observer then
+			// sees nothing new of this read (activity.go).
+			p.act.read(d.dev, st.All(), d.lastSent)
+			p.learning = true
 		} else {
 			d.backoffReads++ // offline: read it less often
 		}
@@ -135,6 +139,7 @@ func (p *Poller) onStateless(d *device, err error) {
 		return
 	}
 	d.stateless = true
+	p.sharesStale = true // its reads go to the others
 	p.log.Warn().Err(err).Stringer("device", d.dev).Dur("recheck_after", StatelessRecheck).
 		Msg("poller: the cloud keeps no state for this device (a group made in the vendor's app?); it is not polled, shown online with what was last sent to it, and still controllable")
 	p.store.MarkStateless(d.dev.Key())
@@ -147,16 +152,27 @@ func wrapRead(dev capability.Device, err error) error {
 	return fmt.Errorf("poller: read %s: %w", dev, err)
 }
 
-// deviceInterval is the device's current interval: the poll interval, or
-// for a device offline or failing n reads in a row, the interval doubled
-// n-1 times, up to OfflineMaxInterval (never below the poll interval).
+// deviceInterval is the device's current interval: its planned interval,
+// or for a device offline or failing n reads in a row, that doubled n-1
+// times, up to OfflineMaxInterval (never below the planned interval).
 func (p *Poller) deviceInterval(d *device) time.Duration {
+	base := p.planned(d)
+	return scheduler.Backoff(base, max(OfflineMaxInterval, base), d.backoffReads)
+}
+
+// planned is the device's interval as planned: the poll interval, its share
+// of the reads (share.go), its own, or the cloud's for a light the LAN
+// reads.
+func (p *Poller) planned(d *device) time.Duration {
 	base := p.interval
+	if d.share > 0 {
+		base = d.share
+	}
 	if d.own > 0 {
 		base = d.own
 	}
 	if d.local.local && d.local.every > 0 {
 		base = d.local.every // local.go
 	}
-	return scheduler.Backoff(base, max(OfflineMaxInterval, base), d.backoffReads)
+	return base
 }

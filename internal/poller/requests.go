@@ -42,6 +42,13 @@ func (p *Poller) Confirm(sku, device string) {
 	p.wake()
 }
 
+// Event counts a cloud event of the device (CLOUD_EVENTS_URL) as activity:
+// the reads are shared by how often each device changes (share.go). It
+// never blocks and takes none of the poller's locks.
+func (p *Poller) Event(sku, device string) {
+	p.act.Event(capability.Key{SKU: sku, Device: device})
+}
+
 // ReadNow asks for a read of the device as soon as its per-device limit
 // allows, at confirm priority. done (may be nil) is called once with the
 // read's outcome, after the consumer has seen its changes, from the

@@ -308,11 +308,27 @@ func (s *Settings) SetOptions(raw json.RawMessage) (any, error) {
 	return s.optionsLocked(), nil
 }
 
-// SetDeviceOptions implements bridge.Operator: {"poll_interval":"2m",
-// "disabled":true,"name":"Hall light"}; null (or "" for the name) returns
-// an option to its default. All or nothing; the error names every bad
-// option.
+// Origin says where a change of the settings was made, as the log names
+// it.
+type Origin string
+
+// Where changes are made.
+const (
+	OverMQTT  Origin = "over MQTT"          // bridge/request/device/options
+	OnThePage Origin = "on the status page" // the page's buttons (internal/statuspage)
+)
+
+// SetDeviceOptions implements bridge.Operator: SetDeviceOptionsFrom over
+// MQTT.
 func (s *Settings) SetDeviceOptions(id string, k capability.Key, raw json.RawMessage) (any, error) {
+	return s.SetDeviceOptionsFrom(OverMQTT, id, k, raw)
+}
+
+// SetDeviceOptionsFrom sets a device's options, {"poll_interval":"2m",
+// "disabled":true,"name":"Hall light"}, made where from says; null (or ""
+// for the name) returns an option to its default. All or nothing; the
+// error names every bad option.
+func (s *Settings) SetDeviceOptionsFrom(from Origin, id string, k capability.Key, raw json.RawMessage) (any, error) {
 	var in map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &in); err != nil || in == nil {
 		return nil, fmt.Errorf(`bridge: device options must be a JSON object such as {"device":"<id>","options":{"poll_interval":"2m","disabled":false,"name":"Hall light"}}`)
@@ -338,7 +354,7 @@ func (s *Settings) SetDeviceOptions(id string, k capability.Key, raw json.RawMes
 	s.changes++
 	s.applyDevice(d)
 	s.saveLocked()
-	s.log.Info().Str("device", id).Interface("options", d).Msg("device options changed over MQTT")
+	s.log.Info().Str("device", id).Interface("options", d).Msg("device options changed " + string(from))
 	return map[string]any{"device": id, "options": d}, nil
 }
 

@@ -220,8 +220,9 @@ func newFloodRig(t *testing.T) *floodRig {
 func (g *floodRig) settle(t *testing.T, pub *publisher, name string) {
 	marker := baseTopic + "/" + name + "/set"
 	testkit.WaitFor(t, 60*time.Second, name+" answered by the bridge and printed by mosquitto_sub", func() bool {
-		_, answered := g.watch.last(baseTopic + "/" + name + "/error")
-		if answered && fileHas(g.subOut, marker+" {}") {
+		// An id no device has is answered on bridge/error, naming it.
+		p, _ := g.watch.last(baseTopic + "/bridge/error")
+		if strings.Contains(p, `"device":"`+name+`"`) && fileHas(g.subOut, marker+" {}") {
 			return true
 		}
 		pub.publishOne(t, marker, "{}")

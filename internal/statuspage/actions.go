@@ -9,10 +9,12 @@ import (
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/poller"
+	"cloud2mqtt/internal/settings"
 	"cloud2mqtt/internal/web"
 )
 
-// actions is the page's web.Actions: the paths of the MQTT requests.
+// actions is the page's web.Actions: the paths of the MQTT requests (the
+// settings log a change as made on the page).
 type actions struct {
 	Parts
 	errs *web.DeviceErrors
@@ -71,7 +73,7 @@ func (a *actions) options(id string, o map[string]any) error {
 	if err != nil {
 		return err
 	}
-	_, err = a.Settings.SetDeviceOptions(id, k, raw)
+	_, err = a.Settings.SetDeviceOptionsFrom(settings.OnThePage, id, k, raw)
 	return err
 }
 

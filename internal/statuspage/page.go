@@ -37,6 +37,7 @@ type Mirror interface {
 type Registry interface {
 	Views() []registry.View
 	Snapshot(k capability.Key) (registry.View, bool)
+	Device(k capability.Key) (capability.Device, bool)
 }
 
 // Poller is what the page reads of the poller and asks of it.
@@ -52,11 +53,12 @@ type Scheduler interface {
 	Stats() scheduler.Stats
 }
 
-// Settings is what the page reads of the run-time settings and changes.
+// Settings is what the page reads of the run-time settings and changes
+// (its changes logged as made on the page).
 type Settings interface {
 	Devices() map[string]settings.Device
 	DailyLimit() int
-	SetDeviceOptions(id string, k capability.Key, raw json.RawMessage) (any, error)
+	SetDeviceOptionsFrom(from settings.Origin, id string, k capability.Key, raw json.RawMessage) (any, error)
 }
 
 // Parts are the running daemon's parts the page shows and acts on.
@@ -75,10 +77,11 @@ type Parts struct {
 }
 
 // Page is what the page keeps from the start, before the parts exist: the
-// requests by hour, the recent problems and the devices' last errors.
-// Feed it with OnCounted (the scheduler's), AddLog (the log forwarder's),
-// Observer (the registry's), CommandDone and CommandFailed (the bridge's
-// OnCommand and OnError); Handler makes the page once the parts exist.
+// requests by hour (kept across restarts: RestoreHistory, SaveHistory),
+// the recent problems and the devices' last errors. Feed it with
+// OnCounted (the scheduler's), AddLog (the log forwarder's), Observer (the
+// registry's), CommandDone and ErrorAnswered (the bridge's OnCommand and
+// OnError); Handler makes the page once the parts exist.
 type Page struct {
 	now      func() time.Time
 	history  *web.History
@@ -116,16 +119,24 @@ func (p *Page) Observer() registry.Observer {
 }
 
 // CommandDone hears every command's outcome (bridge.Options.OnCommand):
-// a command the cloud accepted clears the device's command error.
+// a command the cloud (or the LAN) accepted clears the error of its
+// instance's last command.
 func (p *Page) CommandDone(r scheduler.CommandResult) {
 	if r.Err == nil {
-		p.errs.CommandAccepted(capability.Key{SKU: r.Request.SKU, Device: r.Request.Device})
+		p.errs.CommandAccepted(capability.Key{SKU: r.Request.SKU, Device: r.Request.Device}, r.Request.Instance)
 	}
 }
 
-// CommandFailed is bridge.Options.OnError: an answer on the device's
-// <id>/error.
-func (p *Page) CommandFailed(k capability.Key, msg string) { p.errs.CommandFailed(k, msg) }
+// ErrorAnswered is bridge.Options.OnError: an answer on the device's
+// <id>/error, of a read on request (until a good read) or of a command of
+// instance ("" none; until a command of it is accepted).
+func (p *Page) ErrorAnswered(k capability.Key, instance string, read bool, msg string) {
+	if read {
+		p.errs.ReadFailed(k, msg)
+		return
+	}
+	p.errs.CommandFailed(k, instance, msg)
+}
 
 // Handler is the page over the parts. o are the handler's settings
 // (HTTP_ADDR as the page judges it, HTTP_HOSTS, HTTP_TOKEN, /healthz and

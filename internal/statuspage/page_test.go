@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -34,28 +35,48 @@ func TestDeviceStatus(t *testing.T) {
 
 // TestDeviceErrorsFed: the page's record of a device's last error is fed
 // by the registry (the read error that made it unreachable) and the
-// bridge (answers on <id>/error, cleared by a command the cloud accepted
-// of that device, never by a failed one or another device's); every
+// bridge (answers on <id>/error: a command's, cleared by an accepted
+// command of its instance, never by a failed one, another instance's or
+// another device's; a read's on request, cleared by a good read); every
 // command's outcome still reaches the next hook (the metrics).
 func TestDeviceErrorsFed(t *testing.T) {
-	p := New(nil)
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	p := New(func() time.Time { return now })
 	k := capability.Key{SKU: "H6008", Device: "AA"}
-	read := registry.View{Read: true, Online: true, Reachable: true}
-	last := func() string { return p.errs.Last(k, read.Read, read.LastRead) }
+	lastRead := now.Add(-time.Minute)
+	last := func() string { return p.errs.Last(k, true, lastRead) }
+	cmd := func(device, instance string, err error) scheduler.CommandResult {
+		return scheduler.CommandResult{Request: cloud.ControlRequest{SKU: "H6008", Device: device, Instance: instance}, Err: err}
+	}
 
-	p.CommandFailed(k, "brightness: 250 is above the maximum 100")
+	p.ErrorAnswered(k, "brightness", false, "brightness: 250 is above the maximum 100")
 	if got := last(); got != "brightness: 250 is above the maximum 100" {
 		t.Errorf("after a rejected command: %q", got)
 	}
-	done := p.CommandDone
-	done(scheduler.CommandResult{Request: cloud.ControlRequest{SKU: "H6008", Device: "BB"}})
-	done(scheduler.CommandResult{Request: cloud.ControlRequest{SKU: "H6008", Device: "AA"}, Err: errString("cloud: 500")})
+	p.CommandDone(cmd("BB", "brightness", nil))
+	p.CommandDone(cmd("AA", "brightness", errString("cloud: 500")))
+	p.CommandDone(cmd("AA", "powerSwitch", nil))
 	if got := last(); got == "" {
-		t.Error("cleared by another device's command or by a failed one")
+		t.Error("cleared by another device's command, a failed one or another instance's")
 	}
-	done(scheduler.CommandResult{Request: cloud.ControlRequest{SKU: "H6008", Device: "AA"}})
+	p.CommandDone(cmd("AA", "brightness", nil))
 	if got := last(); got != "" {
-		t.Errorf("after an accepted command: %q", got)
+		t.Errorf("after an accepted command of the instance: %q", got)
+	}
+
+	// A read on request the cloud refused (<id>/get answered on
+	// <id>/error) stands until a good read, which an accepted command is
+	// not.
+	now = now.Add(time.Second)
+	p.ErrorAnswered(k, "", true, "cloud: state H6008/AA: 429")
+	p.CommandDone(cmd("AA", "brightness", nil))
+	if got := last(); got != "cloud: state H6008/AA: 429" {
+		t.Errorf("a failed read on request after an accepted command: %q", got)
+	}
+	now = now.Add(time.Second)
+	lastRead = now
+	if got := last(); got != "" {
+		t.Errorf("after a good read: %q", got)
 	}
 
 	// The registry tells the page the read error that made the device
@@ -63,7 +84,7 @@ func TestDeviceErrorsFed(t *testing.T) {
 	reg := registry.New(zerolog.Nop(), p.Observer())
 	reg.SetDevices([]capability.Device{{SKU: "H6008", Device: "AA", Name: "Lamp"}})
 	reg.MarkUnreachable(k, errString("cloud: state H6008/AA: timeout"))
-	if got := p.errs.Last(k, false, read.LastRead); got != "cloud: state H6008/AA: timeout" {
+	if got := p.errs.Last(k, false, time.Time{}); got != "cloud: state H6008/AA: timeout" {
 		t.Errorf("unreachable: %q", got)
 	}
 }

@@ -50,9 +50,9 @@ func (s *source) row(v registry.View, id string, opts map[string]settings.Device
 	switch iv, ok := ivs[k]; {
 	case d.Path == "local" && s.LANPoll > 0:
 		// Read at the LAN poll, not the cloud's interval.
-		d.PollInterval = web.Duration(s.LANPoll)
+		d.PollInterval, d.PollWhy = web.Duration(s.LANPoll), poller.WhyLocal
 	case ok:
-		d.PollInterval, d.OwnInterval = web.Duration(iv.Every), iv.Own
+		d.PollInterval, d.OwnInterval, d.PollWhy = web.Duration(iv.Every), iv.Own, iv.Why
 	}
 	return d
 }
@@ -132,5 +132,41 @@ func quota(s scheduler.Stats, dailyLimit int, now time.Time) *web.Quota {
 	return w
 }
 
-// Problems implements web.Source.
-func (s *source) Problems() []web.Problem { return s.problems.Problems() }
+// Problems implements web.Source: the device each problem is about is
+// named as the page names it (a log line names it by sku/device or topic
+// id).
+func (s *source) Problems() []web.Problem {
+	ps := s.problems.Problems()
+	var opts map[string]settings.Device
+	named := map[string]web.Problem{} // by reference: a device is looked up once
+	for i, p := range ps {
+		ref, _ := p.Fields["device"].(string)
+		if ref == "" {
+			continue
+		}
+		n, ok := named[ref]
+		if !ok {
+			if opts == nil {
+				opts = s.Settings.Devices()
+			}
+			n = s.nameOf(ref, opts)
+			named[ref] = n
+		}
+		ps[i].DeviceName, ps[i].DeviceRefs = n.DeviceName, n.DeviceRefs
+	}
+	return ps
+}
+
+// nameOf is the display name of the device ref names and what else it
+// goes by (none when ref names no device the bridge lists).
+func (s *source) nameOf(ref string, opts map[string]settings.Device) web.Problem {
+	k, id, ok := s.Mirror.KeyOf(ref)
+	if !ok {
+		return web.Problem{}
+	}
+	d, ok := s.Registry.Device(k)
+	if !ok {
+		return web.Problem{}
+	}
+	return web.Problem{DeviceName: capability.DisplayName(d, opts[id].Name), DeviceRefs: []string{k.String(), id}}
+}

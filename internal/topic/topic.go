@@ -11,6 +11,8 @@
 //	<base>/bridge/request/<action>      requests: refresh, scenes, health, devices,
 //	                                    read_all, republish, options, device/options
 //	<base>/bridge/response/<action>     {status, data, error, transaction}
+//	<base>/bridge/response/unknown      the answer to an action the bridge does not know
+//	<base>/bridge/error                 a command for an id no device has, the id in the payload
 //	<base>/<id>/state                   JSON object of the device's values, retained
 //	<base>/<id>/availability            online|offline, retained
 //	<base>/<id>/set                     JSON object {instance: value, ...}
@@ -24,7 +26,10 @@
 //
 // Inbound topics (commands and requests) are taken apart by Layout.Route,
 // and Layout.Inbound lists the filters the bridge subscribes to (route.go).
-// It does not know about brokers or payloads.
+// Every other topic under the base is the bridge's own: only it publishes
+// there (Layout.Reserved, own.go), and it watches the retained ones that
+// say whether it and its devices are there (Layout.Watched). It does not
+// know about brokers or payloads.
 package topic
 
 import (
@@ -95,8 +100,24 @@ func (l Layout) BridgeOptions() string { return l.BridgeRequest(ActionOptions) }
 // settings: {"device":"<id>","options":{"poll_interval":"120s"}}.
 func (l Layout) BridgeDeviceOptions() string { return l.BridgeRequest(ActionDeviceOptions) }
 
-// BridgeResponse is the topic the answer to action goes to.
+// BridgeResponse is the topic the answer to action goes to. The bridge
+// answers only the actions it knows there; any other on
+// BridgeResponseUnknown.
 func (l Layout) BridgeResponse(action string) string { return l.Base + "/bridge/response/" + action }
+
+// ActionUnknown names the response topic of every request whose action the
+// bridge does not know: a topic made of what the sender chose would let
+// any client make the bridge publish to topics of its choosing.
+const ActionUnknown = "unknown"
+
+// BridgeResponseUnknown is where a request for an action the bridge does
+// not know is answered (the action, shortened, in the payload).
+func (l Layout) BridgeResponseUnknown() string { return l.BridgeResponse(ActionUnknown) }
+
+// BridgeError carries the rejections of commands for an id no device has
+// (the id, shortened, in the payload): a device's own rejections go to its
+// Error topic, and the bridge makes no topic of an id it does not know.
+func (l Layout) BridgeError() string { return l.Base + "/bridge/error" }
 
 // State is a device's retained JSON state.
 func (l Layout) State(id string) string { return l.Base + "/" + id + "/state" }

@@ -153,7 +153,7 @@ func TestBrowserPage(t *testing.T) {
 	src.problems.Add(Problem{Time: time.Now(), Level: "error", Message: "the cloud refused the API key"})
 	b.WaitFor(t, "the renamed device", `[...document.querySelectorAll("#device-rows td.name")].some(e => e.textContent === "Hall light (moved)")`)
 	b.WaitFor(t, "the new request count", `document.getElementById("b-today").textContent === "7001"`)
-	b.WaitFor(t, "the new problem", `document.querySelector("#problem-list li .msg").textContent === "the cloud refused the API key"`)
+	b.WaitFor(t, "the new problem", `document.querySelector("#problem-list li .msg").textContent === "The cloud refused the API key"`)
 	if webtest.Eval[bool](t, b, `performance.getEntriesByType("navigation").length !== 1`) {
 		t.Error("the page was reloaded")
 	}

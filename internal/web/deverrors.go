@@ -7,29 +7,42 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// DeviceErrors keeps each device's last errors for the page's "last error"
-// (Device.LastError): of reads (the one that made the device unreachable,
-// a failed read on request), shown until a good read after it, and of
-// commands (every answer on <id>/error: rejected or failed commands,
-// refused reads on request), shown until the cloud accepts a command of
-// the device after it. The page shows the later of the two. Its methods
-// are safe for concurrent use; the registry's observer and the bridge's
-// hooks feed it (internal/statuspage).
+// DeviceErrors keeps each device's errors still standing for the page's
+// "last error" (Device.LastError). An error stands until a success of its
+// kind after it:
+//   - a read's (the one that made the device unreachable, a read on request
+//     refused or failed, from the page or <id>/get): until a good read;
+//   - a command's naming an instance (an answer on <id>/error): until a
+//     command of that instance is accepted (by the cloud or the LAN);
+//   - a command's naming none (a set object that is not one, a disabled
+//     device): until any command of the device is accepted.
+//
+// The page shows the latest error still standing. Its methods are safe for
+// concurrent use; the registry's observer and the bridge's hooks feed it
+// (internal/statuspage).
 type DeviceErrors struct {
 	mu   sync.Mutex
-	errs map[capability.Key]*errorPair
+	errs map[capability.Key]*standing
 	now  func() time.Time
+	seq  uint64 // orders the errors: two may share an instant
 }
 
-type errorPair struct {
-	read, command deviceError
-	commandOK     time.Time // the last command the cloud accepted
+// standing is one device's errors.
+type standing struct {
+	read     deviceError
+	commands map[string]deviceError // by instance; "" names none
 }
 
 type deviceError struct {
 	msg string
 	at  time.Time
+	seq uint64
 }
+
+// maxInstanceErrors bounds the command errors kept per device: whoever
+// can publish to the broker names the instances (unknown ones too), so the
+// oldest is forgotten beyond it.
+const maxInstanceErrors = 16
 
 // NewDeviceErrors returns an empty record; now stamps the errors (nil:
 // time.Now).
@@ -37,55 +50,80 @@ func NewDeviceErrors(now func() time.Time) *DeviceErrors {
 	if now == nil {
 		now = time.Now
 	}
-	return &DeviceErrors{errs: map[capability.Key]*errorPair{}, now: now}
+	return &DeviceErrors{errs: map[capability.Key]*standing{}, now: now}
 }
 
-func (e *DeviceErrors) pair(k capability.Key) *errorPair {
-	p := e.errs[k]
-	if p == nil {
-		p = &errorPair{}
-		e.errs[k] = p
+func (e *DeviceErrors) of(k capability.Key) *standing {
+	s := e.errs[k]
+	if s == nil {
+		s = &standing{}
+		e.errs[k] = s
 	}
-	return p
+	return s
+}
+
+func (e *DeviceErrors) stamp(msg string) deviceError {
+	e.seq++
+	return deviceError{msg: msg, at: e.now(), seq: e.seq}
 }
 
 // ReadFailed notes a failed read of the device.
 func (e *DeviceErrors) ReadFailed(k capability.Key, msg string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.pair(k).read = deviceError{msg, e.now()}
+	e.of(k).read = e.stamp(msg)
 }
 
-// CommandFailed notes an answer on the device's <id>/error.
-func (e *DeviceErrors) CommandFailed(k capability.Key, msg string) {
+// CommandFailed notes an answer on the device's <id>/error for a command
+// of instance ("" when it names none).
+func (e *DeviceErrors) CommandFailed(k capability.Key, instance, msg string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.pair(k).command = deviceError{msg, e.now()}
+	s := e.of(k)
+	if s.commands == nil {
+		s.commands = map[string]deviceError{}
+	}
+	s.commands[instance] = e.stamp(msg)
+	if len(s.commands) > maxInstanceErrors {
+		oldest, first := "", true
+		for in, c := range s.commands {
+			if first || c.seq < s.commands[oldest].seq {
+				oldest, first = in, false
+			}
+		}
+		delete(s.commands, oldest)
+	}
 }
 
-// CommandAccepted notes a command of the device the cloud (or the LAN)
-// accepted: it clears the command's error.
-func (e *DeviceErrors) CommandAccepted(k capability.Key) {
+// CommandAccepted notes a command of the device's instance the cloud (or
+// the LAN) accepted: it clears that instance's error and the error of a
+// command that named none.
+func (e *DeviceErrors) CommandAccepted(k capability.Key, instance string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.pair(k).commandOK = e.now()
+	if s := e.errs[k]; s != nil {
+		delete(s.commands, instance)
+		delete(s.commands, "")
+	}
 }
 
-// Last is the device's last error still standing ("" none); read and
+// Last is the device's latest error still standing ("" none); read and
 // lastRead say whether and when it was last read well.
 func (e *DeviceErrors) Last(k capability.Key, read bool, lastRead time.Time) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	p := e.errs[k]
-	if p == nil {
+	s := e.errs[k]
+	if s == nil {
 		return ""
 	}
 	var out deviceError
-	if p.read.msg != "" && (!read || p.read.at.After(lastRead)) {
-		out = p.read
+	if s.read.msg != "" && (!read || s.read.at.After(lastRead)) {
+		out = s.read
 	}
-	if p.command.msg != "" && p.command.at.After(p.commandOK) && !p.command.at.Before(out.at) {
-		out = p.command
+	for _, c := range s.commands {
+		if c.seq > out.seq {
+			out = c
+		}
 	}
 	return out.msg
 }

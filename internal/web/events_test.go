@@ -110,7 +110,7 @@ func TestEventStream(t *testing.T) {
 		if err := json.Unmarshal([]byte(w.next(t, "devices")), &delta); err != nil || len(delta.Upsert) != 0 || len(delta.Remove) != 1 || delta.Remove[0] != "garden_plug" {
 			t.Errorf("removal: %+v %v", delta, err)
 		}
-		if p := w.next(t, "problems"); !strings.HasPrefix(p, `{"problems":[{"time":"2026-11-25T14:30:00Z","level":"error","message":"list failed"}`) {
+		if p := w.next(t, "problems"); !strings.HasPrefix(p, `{"problems":[{"time":"2026-11-25T14:30:00Z","level":"error","message":"list failed","text":"List failed"}`) {
 			t.Errorf("problems event: %s", p)
 		}
 

@@ -56,6 +56,46 @@ func newFakeSourceAt(t0 time.Time) *fakeSource {
 	return f
 }
 
+// richDevice is a device whose values a person reads with the help of
+// its definition: a colour, a colour temperature, temperatures, modes by
+// name, a level in percent.
+func richDevice(at time.Time) DeviceDetail {
+	enum := func(names ...string) []capability.Option {
+		var out []capability.Option
+		for i, n := range names {
+			out = append(out, capability.Option{Name: n, Value: int64(i + 1)})
+		}
+		return out
+	}
+	caps := []capability.Capability{
+		{Type: capability.TypeOnOff, Instance: "powerSwitch", Parameters: &capability.Parameters{DataType: "ENUM",
+			Options: []capability.Option{{Name: "on", Value: int64(1)}, {Name: "off", Value: int64(0)}}}},
+		{Type: capability.TypeRange, Instance: "brightness", Parameters: &capability.Parameters{DataType: "INTEGER", Unit: "unit.percent",
+			Range: &capability.Range{Min: 1, Max: 100, Precision: 1}}},
+		{Type: capability.TypeColorSetting, Instance: "colorRgb", Parameters: &capability.Parameters{DataType: "INTEGER",
+			Range: &capability.Range{Min: 0, Max: 16777215, Precision: 1}}},
+		{Type: capability.TypeColorSetting, Instance: "colorTemperatureK", Parameters: &capability.Parameters{DataType: "INTEGER",
+			Range: &capability.Range{Min: 2700, Max: 6500, Precision: 1}}},
+		{Type: capability.TypeMode, Instance: "fanSpeed", Parameters: &capability.Parameters{DataType: "ENUM", Options: enum("Low", "Medium", "High")}},
+		{Type: capability.TypeWorkMode, Instance: "workMode", Parameters: &capability.Parameters{DataType: "STRUCT", Fields: []capability.Field{
+			{FieldName: "workMode", DataType: "ENUM", Options: []capability.Option{{Name: "gearMode", Value: int64(1)}, {Name: "Sleep", Value: int64(5)}}},
+			{FieldName: "modeValue", DataType: "ENUM", Options: []capability.Option{{Name: "gearMode", Options: enum("Low", "Medium", "High")},
+				{Name: "Sleep", DefaultValue: int64(0)}}}}}},
+		{Type: capability.TypeTemperature, Instance: "targetTemperature", Parameters: &capability.Parameters{DataType: "STRUCT", Fields: []capability.Field{
+			{FieldName: "autoStop", DataType: "ENUM", Options: []capability.Option{{Name: "Auto Stop", Value: int64(1)}, {Name: "Maintain", Value: int64(0)}}},
+			{FieldName: "temperature", DataType: "INTEGER", Range: &capability.Range{Min: 5, Max: 30, Precision: 1}},
+			{FieldName: "unit", DataType: "ENUM", DefaultValue: "Celsius", Options: []capability.Option{{Name: "Celsius", Value: "Celsius"}, {Name: "Fahrenheit", Value: "Fahrenheit"}}}}}},
+		{Type: capability.TypeProperty, Instance: "sensorTemperature"},
+	}
+	return DeviceDetail{Device: Device{ID: "office_heater", Name: "Office heater", Model: "H7133", Type: "devices.types.heater", Status: StatusOnline,
+		Path: "cloud", LastRead: ptr(at.Add(-20 * time.Second)), PollInterval: Duration(time.Minute)},
+		Values: map[string]any{"powerSwitch": int64(1), "brightness": int64(80), "colorRgb": int64(16746496), "colorTemperatureK": int64(2700),
+			"fanSpeed": int64(2), "workMode": map[string]any{"workMode": int64(1), "modeValue": int64(3)},
+			"targetTemperature": map[string]any{"autoStop": int64(0), "temperature": int64(22), "unit": "Celsius"},
+			"sensorTemperature": 21.5, "online": true},
+		Capabilities: caps}
+}
+
 func (f *fakeSource) Devices() []Device {
 	f.mu.Lock()
 	defer f.mu.Unlock()

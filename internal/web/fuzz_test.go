@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"cloud2mqtt/internal/capability"
 )
 
 // FuzzActionRequest sends anything to the actions: the handler answers
@@ -159,6 +162,59 @@ func FuzzHostHeader(f *testing.F) {
 			}
 			if w.Code != 200 && strings.Contains(w.Body.String(), h.guard.csrf) {
 				t.Fatal("a refused Host got the CSRF token")
+			}
+		}
+	})
+}
+
+// FuzzReadings shows any value the cloud may send for any capability of
+// the rich device (or one it does not list): exactly one reading, with a
+// text, and a swatch's colour only as a hex code.
+func FuzzReadings(f *testing.F) {
+	rich := richDevice(t0)
+	for i, v := range []string{`16746496`, `-1`, `"red"`, `21.5`, `{"workMode":1,"modeValue":3}`, `{"workMode":"x"}`,
+		`{"temperature":72,"unit":"Fahrenheit","autoStop":1}`, `{"musicMode":5,"sensitivity":80,"rgb":255}`, `null`, `[1,{"a":[]}]`,
+		`true`, `1e308`, `{"temperature":{"deep":[1]}}`, `""`} {
+		f.Add(uint8(i), []byte(v))
+	}
+	f.Fuzz(func(t *testing.T, sel uint8, raw []byte) {
+		v, err := capability.Normalize(raw)
+		if err != nil {
+			return
+		}
+		instance := "unlisted"
+		if int(sel) < len(rich.Capabilities) {
+			instance = rich.Capabilities[sel].Instance
+		}
+		rs := readings(rich.Capabilities, map[string]any{instance: v})
+		if len(rs) != 1 || rs[0].Instance != instance || rs[0].Text == "" || !utf8.ValidString(rs[0].Text) {
+			t.Fatalf("%s=%s: %+v", instance, raw, rs)
+		}
+		if c := rs[0].Color; c != "" && (len(c) != 7 || c[0] != '#' || strings.Trim(c[1:], "0123456789ABCDEF") != "") {
+			t.Fatalf("%s=%s: swatch colour %q", instance, raw, c)
+		}
+	})
+}
+
+// FuzzSavedHistory restores whatever a state file holds: never a panic,
+// never a negative count nor one beyond what a day of requests could be.
+func FuzzSavedHistory(f *testing.F) {
+	f.Add([]byte(`{"hours":[{"start":"2026-11-25T13:00:00Z","state":60,"control":6}]}`))
+	f.Add([]byte(`{"hours":[{"start":"2026-11-25T13:30:00Z","state":-60,"other":9223372036854775807}]}`))
+	f.Add([]byte(`{"hours":[{"start":"0001-01-01T00:00:00Z","state":1},{"start":"2999-01-01T00:00:00Z","list":1}]}`))
+	f.Fuzz(func(t *testing.T, file []byte) {
+		var s SavedHistory
+		if json.Unmarshal(file, &s) != nil {
+			return
+		}
+		h := NewHistory(t0)
+		h.Restore(s)
+		h.Observe("state", t0)
+		for _, hr := range h.Hours(t0) {
+			for _, n := range []int{hr.State, hr.Control, hr.List, hr.Scenes, hr.Other} {
+				if n < 0 || n > 2*maxSavedCount+1 {
+					t.Fatalf("restored %s: a count of %d in %+v", file, n, hr)
+				}
 			}
 		}
 	})

@@ -134,6 +134,7 @@ func (h *Handler) loadFiles() error {
 	for name, typ := range map[string]string{
 		"index.html":  "text/html; charset=utf-8",
 		"app.js":      "text/javascript; charset=utf-8",
+		"budget.js":   "text/javascript; charset=utf-8",
 		"app.css":     "text/css; charset=utf-8",
 		"favicon.svg": "image/svg+xml",
 	} {
@@ -156,6 +157,7 @@ func (h *Handler) routes() {
 	}
 	m.HandleFunc("GET /{$}", h.serveFile("index.html"))
 	m.HandleFunc("GET /app.js", h.serveFile("app.js"))
+	m.HandleFunc("GET /budget.js", h.serveFile("budget.js"))
 	m.HandleFunc("GET /app.css", h.serveFile("app.css"))
 	m.HandleFunc("GET /favicon.svg", h.serveFile("favicon.svg"))
 	m.HandleFunc("GET /api/session", h.session)
@@ -293,6 +295,7 @@ func (h *Handler) device(w http.ResponseWriter, r *http.Request) {
 	if d.Capabilities == nil {
 		d.Capabilities = []capability.Capability{}
 	}
+	d.Readings = readings(d.Capabilities, d.Values)
 	writeJSON(w, http.StatusOK, d)
 }
 
@@ -302,8 +305,9 @@ type budgetJSON struct {
 	Budget
 	Now      time.Time `json:"now"`
 	Midnight time.Time `json:"midnight"`
-	// PacePerHour is the requests of the last hour (or since the start,
-	// when more recent); null before a minute has been seen.
+	// PacePerHour is the steady pace (History.PerHour: the start's burst
+	// and the quiet until the second reads left out); null until a whole
+	// steady minute has passed.
 	PacePerHour *float64 `json:"pace_per_hour"`
 	// Projected is RequestsToday plus the pace until midnight.
 	Projected *int `json:"projected_today"`
@@ -322,7 +326,7 @@ func (h *Handler) budgetNow() budgetJSON {
 	b.Midnight = time.Date(y, m, d+1, 0, 0, 0, 0, now.Location())
 	if h.opt.History != nil {
 		b.Hourly = h.opt.History.Hours(now)
-		if pace, ok := h.opt.History.PerHour(now); ok {
+		if pace, ok := h.opt.History.PerHour(now, time.Duration(b.PollInterval)); ok {
 			proj := b.RequestsToday + int(pace*b.Midnight.Sub(now).Hours()+0.5)
 			b.PacePerHour, b.Projected = &pace, &proj
 			b.OverLimit = b.DailyLimit > 0 && proj > b.DailyLimit
@@ -346,6 +350,9 @@ func (h *Handler) problemList() []Problem {
 		ps = []Problem{}
 	}
 	slices.SortStableFunc(ps, func(a, b Problem) int { return b.Time.Compare(a.Time) })
+	for i := range ps {
+		ps[i].Text, ps[i].Hint = describe(ps[i])
+	}
 	return ps
 }
 

@@ -93,6 +93,7 @@ func TestPageAndAssets(t *testing.T) {
 	for _, c := range []struct{ path, typ, contains string }{
 		{"/", "text/html; charset=utf-8", `<script src="app.js" defer></script>`},
 		{"/app.js", "text/javascript; charset=utf-8", "new EventSource("},
+		{"/budget.js", "text/javascript; charset=utf-8", "function renderBudget("},
 		{"/app.css", "text/css; charset=utf-8", "prefers-color-scheme"},
 		{"/favicon.svg", "image/svg+xml", "<svg"},
 	} {

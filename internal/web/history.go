@@ -1,6 +1,7 @@
 package web
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -10,8 +11,9 @@ import (
 // History counts the cloud requests of the last 24 hours per clock hour
 // and endpoint group, for the budget's chart, and of the last hour per
 // minute, for the pace. The app feeds it from where requests are counted
-// (Observe); its methods are safe for concurrent use and cost a lock and
-// an increment.
+// (Observe) and keeps its hours across a restart (Saved, Restore: the
+// chart goes on with the day's count); its methods are safe for
+// concurrent use and cost a lock and an increment.
 type History struct {
 	mu      sync.Mutex
 	started time.Time
@@ -111,22 +113,83 @@ func (h *History) Hours(now time.Time) []Hour {
 	return out
 }
 
-// PerHour is the current pace: the requests of the last 60 whole minutes
-// (or of the whole minutes since the start, when more recent), per hour.
-// ok is false before a whole minute has passed.
-func (h *History) PerHour(now time.Time) (rate float64, ok bool) {
+// PerHour is the steady pace: the requests of the last 60 whole minutes
+// per hour, counting only the minutes that begin at least steadyAfter
+// after the start (capped at an hour). A start reads every device at once
+// and then nothing until the second reads, one poll interval later
+// (steadyAfter is that interval): the minutes between are neither the
+// pace nor a part of it. ok is false before a whole steady minute has
+// passed.
+func (h *History) PerHour(now time.Time, steadyAfter time.Duration) (rate float64, ok bool) {
 	cur := now.Unix() / 60 // the minute under way, not counted
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	window := min(time.Unix(cur*60, 0).Sub(h.started), time.Hour).Truncate(time.Second)
-	if window < time.Minute {
+	steady := h.started.Add(min(max(steadyAfter, 0), time.Hour))
+	from := max((steady.Unix()+59)/60, cur-60) // the first whole steady minute
+	if from >= cur {
 		return 0, false
 	}
 	n := 0
 	for _, ms := range h.minutes {
-		if ms.minute >= cur-60 && ms.minute < cur {
+		if ms.minute >= from && ms.minute < cur {
 			n += ms.n
 		}
 	}
-	return float64(n) / window.Hours(), true
+	return float64(n) * 60 / float64(cur-from), true
+}
+
+// SavedHistory is what the state directory keeps of the history across a
+// restart: the hours that counted requests, so that the chart goes on with
+// the day's count (requests.json). The pace is not kept: a start measures
+// it again.
+type SavedHistory struct {
+	Hours []Hour `json:"hours"`
+}
+
+// Saved is the history's hours that counted requests, oldest first.
+func (h *History) Saved() SavedHistory {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := SavedHistory{Hours: []Hour{}}
+	for _, hs := range h.hours {
+		if hs.hour == 0 || hs.counts == ([groups]int{}) {
+			continue
+		}
+		c := hs.counts
+		out.Hours = append(out.Hours, Hour{Start: time.Unix(hs.hour*3600, 0).UTC(), State: c[groupState],
+			Control: c[groupControl], List: c[groupList], Scenes: c[groupScenes], Other: c[groupOther]})
+	}
+	slices.SortFunc(out.Hours, func(a, b Hour) int { return a.Start.Compare(b.Start) })
+	return out
+}
+
+// maxSavedCount bounds a restored count: far beyond any account's day, and
+// far from an overflow when added to.
+const maxSavedCount = 1 << 31
+
+// Restore adds the hours a previous run saved: those not on a whole hour,
+// after the start's hour or older than what a slot holds are ignored, a
+// negative count is none and a count is at most maxSavedCount (a state
+// file is input like any other).
+func (h *History) Restore(s SavedHistory) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	startHour := h.started.Unix() / 3600
+	for _, o := range s.Hours {
+		sec := o.Start.Unix()
+		hr := sec / 3600
+		if sec%3600 != 0 || hr <= 0 || hr > startHour {
+			continue
+		}
+		hs := &h.hours[hr%24]
+		if hs.hour > hr {
+			continue
+		}
+		if hs.hour != hr {
+			*hs = hourSlot{hour: hr}
+		}
+		for g, n := range [groups]int{o.State, o.Control, o.List, o.Scenes, o.Other} {
+			hs.counts[g] += min(max(n, 0), maxSavedCount)
+		}
+	}
 }

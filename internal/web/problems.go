@@ -3,8 +3,11 @@ package web
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // ProblemLog keeps the last warnings and errors for the page. The app adds
@@ -89,4 +92,52 @@ func (l *ProblemLog) Problems() []Problem {
 func sortProblems(ps []Problem) {
 	slices.Reverse(ps)
 	slices.SortStableFunc(ps, func(a, b Problem) int { return b.Time.Compare(a.Time) })
+}
+
+// describe writes a problem in a person's words (Problem.Text and Hint):
+// the device's name rather than its id, what happened, and why (the
+// error, its id replaced by the name too); the other fields (the code,
+// the component) are for the curious, not the sentence.
+func describe(p Problem) (text, hint string) {
+	ref, _ := p.Fields["device"].(string)
+	subject := p.DeviceName
+	if subject == "" {
+		subject = ref // a device the bridge no longer lists: its id is all there is
+	}
+	why, _ := p.Fields["error"].(string)
+	if p.DeviceName != "" {
+		for _, r := range append([]string{ref}, p.DeviceRefs...) {
+			if r != "" {
+				why = strings.ReplaceAll(why, r, p.DeviceName)
+			}
+		}
+	}
+	what := strings.TrimSpace(p.Message)
+	switch {
+	case what == "":
+		what, why = why, ""
+	case why != "":
+		what += " — " + why
+	}
+	if subject != "" {
+		text = subject + ": " + what
+	} else {
+		text = upperFirst(what)
+	}
+	for _, k := range []string{"clear_with", "hint"} {
+		if s, ok := p.Fields[k].(string); ok && s != "" {
+			hint = s
+			break
+		}
+	}
+	return text, hint
+}
+
+// upperFirst is s with its first letter a capital.
+func upperFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 || !unicode.IsLower(r) {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
 }

@@ -89,11 +89,15 @@ type Device struct {
 	// LastRead is when a read last succeeded; nil when never.
 	LastRead *time.Time `json:"last_read"`
 	// PollInterval is the interval in force (with any back-off), and
-	// OwnInterval true when it is the device's own setting.
+	// OwnInterval true when it is the device's own setting; PollWhy says
+	// why it is read at that interval (the poller's words: "changes
+	// often", "quiet", "own interval", "local", …).
 	PollInterval Duration `json:"poll_interval"`
 	OwnInterval  bool     `json:"own_interval"`
-	// LastError is the last failed read's or command's error; "" after a
-	// good read.
+	PollWhy      string   `json:"poll_why,omitempty"`
+	// LastError is the latest error still standing (DeviceErrors): of a
+	// read until a good read, of a command until a command of its
+	// instance is accepted; "" when none stands.
 	LastError string `json:"last_error"`
 }
 
@@ -113,6 +117,9 @@ type DeviceDetail struct {
 	Values map[string]any `json:"values"`
 	// Capabilities are the device's capability definitions, as listed.
 	Capabilities []capability.Capability `json:"capabilities"`
+	// Readings are the values as a person reads them, by instance (the
+	// handler fills them from Values and Capabilities).
+	Readings []Reading `json:"readings"`
 }
 
 // Budget is what the scheduler counts of the request budget.
@@ -164,13 +171,28 @@ type Bucket struct {
 	Capacity float64 `json:"capacity"`
 }
 
-// Problem is one warning or error, as bridge/logging publishes it.
+// Problem is one warning or error, as bridge/logging publishes it, and
+// as a person reads it.
 type Problem struct {
 	Time    time.Time `json:"time"`
 	Level   string    `json:"level"` // "warning", "error", "fatal" or "panic"
 	Message string    `json:"message"`
 	// Fields are the log line's other fields (device, error, ...).
 	Fields map[string]any `json:"fields,omitempty"`
+	// DeviceName is the name of the device its "device" field refers to
+	// (an id or sku/device), as the page shows it; "" when it names none
+	// the Source knows.
+	DeviceName string `json:"device_name,omitempty"`
+	// DeviceRefs are what the log line may call that device instead (its
+	// sku/device, its topic id): the sentence names it by DeviceName.
+	DeviceRefs []string `json:"-"`
+	// Text is the problem in a person's words, which the handler writes:
+	// the device's name, what happened and why ("Hall lamp: command
+	// rejected — brightness: 250 is above the maximum 100").
+	Text string `json:"text"`
+	// Hint is what to do where the log line says it (its clear_with or
+	// hint field): a command to run, a setting to change.
+	Hint string `json:"hint,omitempty"`
 }
 
 // Duration is a time.Duration written in JSON as whole seconds.

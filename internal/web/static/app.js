@@ -13,6 +13,7 @@ const state = {
   sortDir: 1,
   filter: "",
   openId: null,
+  opening: null, // the device whose detail is being opened
   clockOffset: 0, // server time minus browser time, ms
   ageCells: [],
 };
@@ -52,7 +53,7 @@ function fmtDuration(sec) {
 // read there, at the LAN poll, not by the cloud.
 function fmtInterval(d) {
   if (d.path === "local") return "local · " + fmtDuration(d.poll_interval);
-  return fmtDuration(d.poll_interval) + (d.own_interval ? " (own)" : "");
+  return fmtDuration(d.poll_interval) + (d.poll_why ? " (" + d.poll_why + ")" : d.own_interval ? " (own)" : "");
 }
 
 function fmtAge(iso) {
@@ -274,11 +275,19 @@ function capSummary(c) {
   return parts.join(" · ");
 }
 
+// openDetail shows a device. The dialog's "close" event comes a moment
+// after it closed: one that comes while another device opens (a quick
+// click) must not forget that device.
 async function openDetail(id) {
   state.openId = id;
+  state.opening = id;
   const dlg = $("detail");
-  await refreshDetail();
-  if (!dlg.open) dlg.showModal();
+  try {
+    await refreshDetail();
+    if (state.openId === id && !dlg.open) dlg.showModal();
+  } finally {
+    if (state.opening === id) state.opening = null;
+  }
 }
 
 async function refreshDetail() {
@@ -297,156 +306,41 @@ async function refreshDetail() {
   fact("Via", d.path);
   fact("Last read", d.last_read ? fmtTime(d.last_read) + " (" + fmtAge(d.last_read) + ")" : "never");
   fact("Poll interval", d.path === "local" ? fmtDuration(d.poll_interval) + " over the LAN (local control)"
-    : fmtDuration(d.poll_interval) + (d.own_interval ? " (the device's own)" : " (the bridge's)"));
+    : fmtDuration(d.poll_interval) + (d.poll_why ? " (" + d.poll_why + ")" : d.own_interval ? " (the device's own)" : " (the bridge's)"));
   if (d.last_error) fact("Last error", d.last_error);
   $("a-enable").textContent = d.disabled ? "Enable" : "Disable";
   $("a-enable").dataset.enable = d.disabled ? "1" : "";
   const vals = $("detail-values");
   vals.replaceChildren();
-  const keys = Object.keys(d.values || {}).sort();
-  if (!keys.length) vals.append(rowKV("–", "no values read yet"));
-  for (const k of keys) vals.append(rowKV(k, fmtValue(d.values[k])));
+  const readings = d.readings || [];
+  if (!readings.length) vals.append(rowKV("–", "no values read yet"));
+  for (const r of readings) vals.append(rowKV(r.instance, r.text, r.color));
   const caps = $("detail-caps");
   caps.replaceChildren();
   for (const c of d.capabilities || []) caps.append(rowKV(c.instance, shortCap(c.type) + (capSummary(c) ? " · " + capSummary(c) : "")));
 }
 
-function rowKV(k, v) {
+// rowKV is a row of the detail's tables: a name, its value and, for a
+// colour, a swatch of it (an SVG fill: no inline style under the policy).
+function rowKV(k, v, color) {
   const tr = el("tr");
   tr.append(el("td", "", k));
   const td = el("td");
+  if (color) {
+    const sw = svg("svg", { class: "swatch", viewBox: "0 0 16 16", width: 16, height: 16, "aria-hidden": "true" });
+    sw.append(svg("rect", { x: 0.5, y: 0.5, width: 15, height: 15, rx: 3, fill: color }));
+    td.append(sw);
+  }
   td.append(el("code", "", v));
   tr.append(td);
   return tr;
 }
 
-// ---- budget -------------------------------------------------------------
-
-function renderBudget() {
-  const b = state.budget;
-  if (!b) return;
-  state.clockOffset = Date.parse(b.now) - Date.now();
-  setText($("b-today"), fmtNum(b.requests_today));
-  const prog = $("b-progress");
-  // The quota that binds: the cloud's (learned from its answers) or
-  // CLOUD_DAILY_LIMIT, the smaller; its bar shows what is spent of it.
-  const q = b.quota || (b.daily_limit > 0
-    ? { limit: b.daily_limit, remaining: Math.max(0, b.daily_limit - b.requests_today), source: "configured" } : null);
-  if (q && q.limit > 0) {
-    const frac = (q.limit - q.remaining) / q.limit;
-    prog.hidden = false;
-    prog.max = q.limit;
-    prog.value = Math.min(q.limit - q.remaining, q.limit);
-    setClass(prog, frac >= 1 ? "bad" : frac >= 0.8 ? "warn" : "");
-  } else {
-    prog.hidden = true;
-  }
-  setText($("b-limit"), !q ? "no daily limit set"
-    : (q.limit > 0 ? "of " + fmtNum(q.limit) + " " : "") + (q.source === "learned" ? "(the cloud's quota)" : "a day")
-      + " · " + fmtNum(q.remaining) + " left" + (q.reset ? " · renews " + fmtTime(q.reset) : ""));
-  const short = (q && q.fits === false) || b.over_limit;
-  const proj = $("b-proj");
-  setText(proj, b.projected_today === null ? "–" : fmtNum(b.projected_today));
-  setClass(proj, "big" + (short ? " bad" : ""));
-  setText($("b-pace"), b.pace_per_hour === null ? "measuring the pace…"
-    : fmtNum(b.pace_per_hour) + " an hour now" + (q && q.runs_out ? " · the quota runs out at " + fmtTime(q.runs_out)
-      : b.over_limit ? " · over the limit" : q && q.fits ? " · the quota lasts" : ""));
-  setText($("b-429"), fmtNum(b.rate_limited));
-  setClass($("b-429"), "big" + (b.rate_limited > 0 ? " warn" : ""));
-  setText($("b-last429"), b.last_429 ? "last " + fmtTime(b.last_429) + " (" + fmtAge(b.last_429) + ")" : "never since the start");
-  setText($("b-queue"), fmtNum(b.queue_depth));
-  setText($("b-inflight"), fmtNum(b.in_flight) + " on the wire · polling every " + fmtDuration(b.poll_interval));
-  renderChart(b.hourly || []);
-  renderBuckets(b.buckets || []);
-}
-
-const SVGNS = "http://www.w3.org/2000/svg";
-function svg(tag, attrs, text) {
-  const e = document.createElementNS(SVGNS, tag);
-  for (const k in attrs) e.setAttribute(k, attrs[k]);
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
-// niceMax is the chart's top: four steps of a whole, round number of
-// requests (0, 15, 30, 45, 60), at least v.
-function niceMax(v) {
-  if (v <= 4) return 4;
-  const raw = v / 4;
-  const p = Math.pow(10, Math.floor(Math.log10(raw)));
-  for (const m of [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) {
-    const step = m * p;
-    if (step >= raw && Number.isInteger(step)) return 4 * step;
-  }
-  return 40 * p;
-}
-
-const groups = ["state", "control", "list", "scenes", "other"];
-let lastChart = "";
-function renderChart(hours) {
-  // Drawn at the container's width, so that the text keeps its size on a
-  // phone.
-  const W = Math.max(280, Math.round($("chart").clientWidth || 720));
-  const key = W + JSON.stringify(hours);
-  if (key === lastChart) return;
-  lastChart = key;
-  const H = W < 500 ? 170 : 220, L = 40, R = 8, T = 10, B = 24;
-  const every = W < 500 ? 6 : 3;
-  const totals = hours.map((h) => groups.reduce((s, g) => s + (h[g] || 0), 0));
-  const max = niceMax(Math.max(1, ...totals));
-  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "Requests per hour by endpoint, last 24 hours" });
-  const ph = H - T - B, pw = W - L - R;
-  for (let i = 0; i <= 4; i++) {
-    const y = T + ph - (ph * i) / 4;
-    root.append(svg("line", { x1: L, x2: W - R, y1: y, y2: y, class: "grid" }));
-    root.append(svg("text", { x: L - 6, y: y + 3, "text-anchor": "end" }, fmtNum((max * i) / 4)));
-  }
-  const bw = pw / Math.max(hours.length, 1);
-  hours.forEach((h, i) => {
-    let y = T + ph;
-    const x = L + i * bw + bw * 0.12;
-    const g = svg("g");
-    const start = new Date(h.start);
-    g.append(svg("title", {}, hourFmt.format(start) + ": " + fmtNum(totals[i]) + " requests (" +
-      groups.filter((k) => h[k]).map((k) => k + " " + fmtNum(h[k])).join(", ") + ")"));
-    for (const k of groups) {
-      const v = h[k] || 0;
-      if (!v) continue;
-      const bh = (ph * v) / max;
-      y -= bh;
-      g.append(svg("rect", { x: x, y: y, width: bw * 0.76, height: Math.max(bh, 0.5), class: "s-" + k }));
-    }
-    root.append(g);
-    const last = i === hours.length - 1;
-    if ((hours.length - 1 - i) % every === 0) {
-      root.append(svg("text", { x: last ? W - R : L + i * bw + bw / 2, y: H - 8, "text-anchor": last ? "end" : "middle" },
-        hourFmt.format(start)));
-    }
-  });
-  $("chart").replaceChildren(root);
-}
-
-let lastBuckets = "";
-function renderBuckets(buckets) {
-  const key = JSON.stringify(buckets);
-  if (key === lastBuckets) return;
-  lastBuckets = key;
-  const box = $("buckets");
-  box.replaceChildren();
-  for (const b of buckets) {
-    const d = el("div", "bucket");
-    const row = el("div", "row");
-    row.append(el("span", "", b.name), el("span", "", (Math.round(b.tokens * 10) / 10) + " / " + b.capacity));
-    const m = el("meter");
-    m.min = 0; m.max = b.capacity; m.value = b.tokens; m.low = b.capacity * 0.2; m.high = b.capacity * 0.5; m.optimum = b.capacity;
-    d.append(row, m);
-    box.append(d);
-  }
-  if (!buckets.length) box.append(el("p", "empty", "No buckets reported."));
-}
-
 // ---- problems -----------------------------------------------------------
 
+// A problem reads as the bridge wrote it for a person (text: the device's
+// name, what happened, why), with what to do when the log line says; the
+// log line's fields stay one click away for whoever reports a bug.
 function renderProblems() {
   const list = $("problem-list");
   list.replaceChildren();
@@ -454,10 +348,17 @@ function renderProblems() {
     const li = el("li");
     const t = el("time", "", fmtTime(p.time));
     t.dateTime = p.time;
-    li.append(t, el("span", "lvl-" + p.level, p.level), el("span", "msg", p.message));
+    li.append(t, el("span", "lvl-" + p.level, p.level), el("span", "msg", p.text || p.message));
+    if (p.hint) {
+      const h = el("div", "hint", "What to do: ");
+      h.append(el("code", "", p.hint));
+      li.append(h);
+    }
     if (p.fields) {
-      const f = Object.entries(p.fields).map(([k, v]) => k + "=" + fmtValue(v)).join("  ");
-      li.append(el("div", "fields", f));
+      const det = el("details", "fields");
+      det.append(el("summary", "", "details"),
+        el("div", "", Object.entries(p.fields).map(([k, v]) => k + ": " + fmtValue(v)).join("\n")));
+      li.append(det);
     }
     list.append(li);
   }
@@ -569,7 +470,7 @@ function init() {
     if (tr) { e.preventDefault(); openDetail(tr.dataset.id); }
   });
   $("detail-close").addEventListener("click", () => $("detail").close());
-  $("detail").addEventListener("close", () => { state.openId = null; });
+  $("detail").addEventListener("close", () => { if (!state.opening) state.openId = null; });
   $("refresh").addEventListener("click", () => act("refresh", {}, "Reading the device list again."));
   $("republish").addEventListener("click", () => act("republish", {}, "Discovery published again."));
   $("a-read").addEventListener("click", () => act("read", { device: state.openId }, "Read queued."));
