@@ -61,7 +61,9 @@ func FuzzScrub(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		err := fmt.Errorf("config: CLOUD_API_KEY is odd\nPOLL_INTERVAL=%q is not a duration\nLOG_LEVEL=%+q\nMQTT_CLIENT_ID=%s", v, v, v)
 		got := Scrub(err, map[string]string{"CLOUD_API_KEY": v, "POLL_INTERVAL": v}).Error()
-		if len(v) >= minHidden && strings.Contains(got, v) {
+		// A value made only of the mask and the quoting around it ("***)
+		// is found in any scrubbed text: that is the mask, not the value.
+		if len(v) >= minHidden && strings.Trim(v, `*"\`) != "" && strings.Contains(got, v) {
 			t.Fatalf("the secret %q shows in %q", v, got)
 		}
 		long := strings.Repeat("y", 70) + v
