@@ -16,6 +16,7 @@ package broker
 // from the ACL file in deploy/mosquitto.
 
 import (
+	"cloud2mqtt/internal/topic"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -175,38 +176,9 @@ func clip(s string) string {
 
 func matchesAny(filters []string, t string) bool {
 	for _, f := range filters {
-		if matches(f, t) {
+		if topic.Matches(f, t) {
 			return true
 		}
 	}
 	return false
-}
-
-// matches is MQTT's filter matching: "+" one level, a trailing "#" the
-// level before it and every level below, no wildcard at the first level
-// for a topic starting with "$". It allocates nothing: it runs for every
-// publish.
-func matches(filter, t string) bool {
-	if strings.HasPrefix(t, "$") && (strings.HasPrefix(filter, "+") || strings.HasPrefix(filter, "#")) {
-		return false
-	}
-	for {
-		fl, frest, fmore := strings.Cut(filter, "/")
-		if fl == "#" {
-			return true
-		}
-		tl, trest, tmore := strings.Cut(t, "/")
-		if fl != "+" && fl != tl {
-			return false
-		}
-		switch {
-		case !fmore && !tmore:
-			return true
-		case !tmore:
-			return frest == "#" // "a/#" matches "a"
-		case !fmore:
-			return false
-		}
-		filter, t = frest, trest
-	}
 }

@@ -49,6 +49,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"cloud2mqtt/internal/clock"
+	"cloud2mqtt/internal/topic"
 )
 
 // pendingMax bounds the messages kept for subscriptions not yet made: after
@@ -446,7 +447,7 @@ func (c *Client) Subscribe(filter string, qos byte, handler Handler) error {
 	s.qos, s.handler = qos, handler
 	kept := c.pending[:0]
 	for _, m := range c.pending {
-		if !match(filter, m.Topic()) {
+		if !topic.Matches(filter, m.Topic()) {
 			kept = append(kept, m)
 			continue
 		}

@@ -2,6 +2,7 @@ package mqtt
 
 import (
 	"bytes"
+	"cloud2mqtt/internal/topic"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -125,8 +126,8 @@ func TestMatch(t *testing.T) {
 		{"a/+", "a/", true},
 		{"a//b", "a//b", true},
 	} {
-		if got := match(c.filter, c.topic); got != c.want {
-			t.Errorf("match(%q, %q) = %v, want %v", c.filter, c.topic, got, c.want)
+		if got := topic.Matches(c.filter, c.topic); got != c.want {
+			t.Errorf("Matches(%q, %q) = %v, want %v", c.filter, c.topic, got, c.want)
 		}
 	}
 	for _, f := range []string{"", "a/#/b", "a/b#", "a+/b"} {
@@ -145,16 +146,16 @@ func FuzzMatch(f *testing.F) {
 	f.Add("a/+/c", "a/b/c")
 	f.Add("a/#", "a")
 	f.Add("#", "$SYS/x")
-	f.Fuzz(func(t *testing.T, filter, topic string) {
-		if checkFilter(filter) != nil || checkTopic(topic) != nil {
+	f.Fuzz(func(t *testing.T, filter, name string) {
+		if checkFilter(filter) != nil || checkTopic(name) != nil {
 			return
 		}
-		m := match(filter, topic)
-		if filter == topic && !strings.HasPrefix(topic, "$") && !m {
-			t.Errorf("a filter without wildcards must match its own topic: %q", topic)
+		m := topic.Matches(filter, name)
+		if filter == name && !strings.HasPrefix(name, "$") && !m {
+			t.Errorf("a filter without wildcards must match its own topic: %q", name)
 		}
-		if filter == "#" && !strings.HasPrefix(topic, "$") && !m {
-			t.Errorf("# must match %q", topic)
+		if filter == "#" && !strings.HasPrefix(name, "$") && !m {
+			t.Errorf("# must match %q", name)
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"cloud2mqtt/internal/clock"
+	"cloud2mqtt/internal/topic"
 )
 
 // dispatch is paho's handler for every message (Subscribe gives paho no
@@ -53,7 +54,7 @@ func (c *Client) dispatch(_ paho.Client, pm paho.Message) {
 		return
 	}
 	for _, s := range c.subs {
-		if match(s.filter, pm.Topic()) {
+		if topic.Matches(s.filter, pm.Topic()) {
 			targets = append(targets, s)
 		}
 	}

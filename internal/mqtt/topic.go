@@ -40,31 +40,3 @@ func checkFilter(f string) error {
 	}
 	return nil
 }
-
-// match reports whether topic t matches filter f (MQTT 3.1.1, 4.7). Topics
-// beginning with '$' are not matched by a leading wildcard.
-func match(f, t string) bool {
-	if strings.HasPrefix(t, "$") && (strings.HasPrefix(f, "+") || strings.HasPrefix(f, "#")) {
-		return false
-	}
-	for {
-		fl, frest, fmore := strings.Cut(f, "/")
-		if fl == "#" {
-			return true
-		}
-		tl, trest, tmore := strings.Cut(t, "/")
-		if fl != "+" && fl != tl {
-			return false
-		}
-		switch {
-		case !fmore && !tmore:
-			return true
-		case !tmore:
-			// "a/#" matches "a": the parent level.
-			return frest == "#"
-		case !fmore:
-			return false
-		}
-		f, t = frest, trest
-	}
-}
