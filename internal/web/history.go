@@ -163,13 +163,13 @@ func (h *History) Saved() SavedHistory {
 	return out
 }
 
-// maxSavedCount bounds a restored count: far beyond any account's day, and
-// far from an overflow when added to.
-const maxSavedCount = 1 << 31
+// maxSavedCount bounds a restored hour's count: far beyond any account's
+// day, and far from an overflow of a 32-bit int when added to.
+const maxSavedCount = 1 << 29
 
 // Restore adds the hours a previous run saved: those not on a whole hour,
 // after the start's hour or older than what a slot holds are ignored, a
-// negative count is none and a count is at most maxSavedCount (a state
+// negative count is none and an hour's count is at most maxSavedCount (a state
 // file is input like any other).
 func (h *History) Restore(s SavedHistory) {
 	h.mu.Lock()
@@ -189,7 +189,7 @@ func (h *History) Restore(s SavedHistory) {
 			*hs = hourSlot{hour: hr}
 		}
 		for g, n := range [groups]int{o.State, o.Control, o.List, o.Scenes, o.Other} {
-			hs.counts[g] += min(max(n, 0), maxSavedCount)
+			hs.counts[g] = min(hs.counts[g]+min(max(n, 0), maxSavedCount), maxSavedCount)
 		}
 	}
 }

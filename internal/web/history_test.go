@@ -1,6 +1,7 @@
 package web
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -61,10 +62,10 @@ func TestHistorySavedAndRestored(t *testing.T) {
 	}
 	restart := start.Add(3 * time.Hour)
 	forged := append(saved.Hours,
-		Hour{Start: start.Add(30 * time.Minute), State: 1000},         // not on the hour
-		Hour{Start: restart.Add(5 * time.Hour), State: 1000},          // after the start
-		Hour{Start: start.Add(-time.Hour), State: -5, Other: 1 << 62}, // negative, huge
-		Hour{Start: start.Add(-30 * time.Hour), State: 1000},          // older than a day
+		Hour{Start: start.Add(30 * time.Minute), State: 1000},             // not on the hour
+		Hour{Start: restart.Add(5 * time.Hour), State: 1000},              // after the start
+		Hour{Start: start.Add(-time.Hour), State: -5, Other: math.MaxInt}, // negative, huge
+		Hour{Start: start.Add(-30 * time.Hour), State: 1000},              // older than a day
 	)
 	next := NewHistory(restart)
 	next.Restore(SavedHistory{Hours: forged})
