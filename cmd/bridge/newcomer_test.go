@@ -95,6 +95,23 @@ func newcomerCases() []newcomerCase {
 		{name: "a long value", env: map[string]string{"LOG_LEVEL": strings.Repeat("debug", 60)},
 			check:  []string{`FAIL configuration: LOG_LEVEL="` + strings.Repeat("debug", 12) + `debu"… (300 characters) is not a level`},
 			daemon: []string{`  LOG_LEVEL="` + strings.Repeat("debug", 12) + `debu"… (300 characters) is not a level`}, exit: exitConfig},
+		// Issue 41 §4: values that passed and then failed with raw errors
+		// (a retry without end, a failed look-up on every scan).
+		{name: "an IPv6 broker without brackets", env: map[string]string{"MQTT_URL": "tcp://::1:1883"},
+			check:  []string{`FAIL configuration: MQTT_URL="tcp://::1:1883": put an IPv6 address in brackets: tcp://[::1]:1883`},
+			daemon: []string{`  MQTT_URL="tcp://::1:1883": put an IPv6 address in brackets: tcp://[::1]:1883`}, exit: exitConfig},
+		{name: "a path on a plain broker URL", env: map[string]string{"MQTT_URL": "tcp://127.0.0.1:{closed}/mqtt"},
+			check:  []string{`FAIL configuration: MQTT_URL="tcp://127.0.0.1:{closed}/mqtt" has a path "/mqtt", which tcp:// ignores (only ws:// and wss:// use one): remove it, like tcp://127.0.0.1:{closed}`},
+			daemon: []string{`  MQTT_URL="tcp://127.0.0.1:{closed}/mqtt" has a path "/mqtt"`}, exit: exitConfig},
+		{name: "a LAN target that is no address", env: map[string]string{"LAN_SCAN_TARGETS": "192.168.1.300"},
+			check:  []string{`FAIL configuration: LAN_SCAN_TARGETS: "192.168.1.300" is not an IP address: use four numbers 0 to 255, like 192.168.20.31`},
+			daemon: []string{`  LAN_SCAN_TARGETS: "192.168.1.300" is not an IP address`}, exit: exitConfig},
+		{name: "LAN targets separated by a semicolon", env: map[string]string{"LAN_SCAN_TARGETS": "192.168.1.30;192.168.1.31"},
+			check:  []string{`FAIL configuration: LAN_SCAN_TARGETS: "192.168.1.30;192.168.1.31" contains ";": separate targets with a comma, like 192.168.1.30,192.168.1.31`},
+			daemon: []string{`  LAN_SCAN_TARGETS: "192.168.1.30;192.168.1.31" contains ";"`}, exit: exitConfig},
+		{name: "a network as a LAN target", env: map[string]string{"LAN_SCAN_TARGETS": "192.168.1.0/24"},
+			check:  []string{`FAIL configuration: LAN_SCAN_TARGETS: "192.168.1.0/24" is a network, not an address: list the lights' addresses separated by commas, or use its broadcast address 192.168.1.255`},
+			daemon: []string{`  LAN_SCAN_TARGETS: "192.168.1.0/24" is a network, not an address`}, exit: exitConfig},
 	}
 }
 

@@ -161,6 +161,10 @@ func warnUnknown(cfg config.Config, log zerolog.Logger) {
 		}
 		ev.Msg(u.String())
 	}
+	// What Load took other than as written (a value wrapped in quotes).
+	for _, w := range cfg.Warnings() {
+		log.Warn().Msg(w)
+	}
 }
 
 // pageURL is the base URL of a listener as a user opens it from this

@@ -59,6 +59,10 @@ func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, 
 	for _, u := range unknown {
 		say(false, "configuration", u.String())
 	}
+	// What Load took other than as written (a value wrapped in quotes).
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(out, "warn configuration: %s\n", w)
+	}
 	if len(unknown) == 0 {
 		say(true, "configuration", "every variable is valid")
 	}

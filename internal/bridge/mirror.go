@@ -36,7 +36,7 @@ type Mirror struct {
 	order         []string                  // topic ids in list order
 	bridgeConfigs configHashes
 	// bridgeConfigsStale: the bridge's own configs may differ from those
-	// published (none yet, or the daily limit changed).
+	// published (none yet, the daily limit changed, or a quota became known).
 	bridgeConfigsStale bool
 	lastStats          []byte
 	info               []byte                           // the retained bridge/info

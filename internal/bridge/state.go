@@ -140,7 +140,8 @@ func (m *Mirror) Connected(p Publisher) {
 // PublishStats publishes the bridge's figures whenever any of them changed;
 // the bridge device's diagnostic entities read them. The caller gathers the
 // changes (internal/app: at most one message a second), so a figure is
-// never shown stale for longer.
+// never shown stale for longer. The first stats with a quota (QuotaSource
+// set) bring the bridge's quota entities; they stay for the rest of the run.
 func (m *Mirror) PublishStats(s discovery.BridgeStats) {
 	p, err := json.Marshal(s)
 	if err != nil {
@@ -149,6 +150,10 @@ func (m *Mirror) PublishStats(s discovery.BridgeStats) {
 	m.mu.Lock()
 	resend := m.resend
 	m.resend = false
+	if s.QuotaSource != nil && !m.opt.Discovery.QuotaKnown {
+		m.opt.Discovery.QuotaKnown = true
+		m.bridgeConfigsStale = true
+	}
 	var msgs []message
 	if m.bridgeConfigsStale {
 		// Built only when they may have changed: they are a dozen JSON

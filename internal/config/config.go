@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +40,8 @@ import (
 //     a group: the heading its settings are listed under;
 //   - min or choice, and invalid: the least value, or the words it may be
 //     (in any case), and what the error says after NAME=value when it
-//     breaks that rule (Validate, Set; rules.go);
+//     breaks that rule (Validate, Set; rules.go); alias, with choice: other
+//     words taken as one of them (warning=warn), stored as that one;
 //   - option: its name when it may be changed at run time over MQTT
 //     (internal/settings), then after a comma what to send instead of a
 //     value that does not parse;
@@ -78,6 +80,9 @@ type Config struct {
 	// unknown are the environment's variables that look like settings but
 	// are none (UnknownVars).
 	unknown []UnknownVar
+	// warnings are what Load took differently from how it was written
+	// (Warnings).
+	warnings []string
 }
 
 // Cloud is how to reach the vendor's cloud API.
@@ -171,7 +176,7 @@ func (h HTTP) HostNames() []string {
 
 // Log is the daemon's log output.
 type Log struct {
-	Level  string `env:"LOG_LEVEL" envDefault:"info" choice:"trace,debug,info,warn,error" invalid:"is not a level: use one of trace, debug, info, warn, error" option:"log_level" app:",shown" doc:"Log level: trace, debug, info, warn or error"`
+	Level  string `env:"LOG_LEVEL" envDefault:"info" choice:"trace,debug,info,warn,error" alias:"warning=warn" invalid:"is not a level: use one of trace, debug, info, warn, error" option:"log_level" app:",shown" doc:"Log level: trace, debug, info, warn or error"`
 	Format string `env:"LOG_FORMAT" envDefault:"auto" choice:"auto,console,json,journal" invalid:"is not a format: use auto (console on a terminal, journal under systemd, json otherwise), console, json or journal" app:"-" doc:"Log format: auto (console on a terminal, journal under systemd, json otherwise), console, json or journal (lines with their syslog priority)"`
 }
 
@@ -217,11 +222,21 @@ func Load(environ map[string]string) (Config, error) {
 	if len(crs) > 0 {
 		problems = append(problems, crError(crs))
 	}
+	environ, cfg.warnings = quotedVars(environ, varNames())
+	exported, names := exportedVars(environ, varNames())
+	problems = append(problems, exported...)
+	for _, n := range names {
+		cfg.unparsed[n] = ""
+	}
 	opts := env.Options{Environment: environ,
-		FuncMap: map[reflect.Type]env.ParserFunc{reflect.TypeFor[time.Duration](): parseEnvDuration}}
+		FuncMap: map[reflect.Type]env.ParserFunc{
+			reflect.TypeFor[time.Duration](): parseEnvDuration,
+			reflect.TypeFor[bool]():          parseEnvBool,
+		}}
 	if err := env.ParseWithOptions(&cfg, opts); err != nil {
 		problems = append(problems, parseProblems(err, environ, cfg.unparsed)...)
 	}
+	cfg.aliases()
 
 	if cfg.State.Dir == "" {
 		// systemd gives a list when StateDirectory= names several.
@@ -229,21 +244,21 @@ func Load(environ map[string]string) (Config, error) {
 	}
 
 	credDir := environ[credentialsDirectoryVar]
-	key, src, err := loadSecret(environ, "CLOUD_API_KEY", "CLOUD_API_KEY_FILE", credDir, CredentialAPIKey)
+	key, src, err := cfg.loadSecret(environ, "CLOUD_API_KEY", "CLOUD_API_KEY_FILE", credDir, CredentialAPIKey)
 	if err != nil {
 		problems = append(problems, err)
 		cfg.unparsed["CLOUD_API_KEY"] = ""
 	}
 	cfg.Cloud.APIKey, cfg.apiKeySource = Secret(key), src
 
-	pw, src, err := loadSecret(environ, "MQTT_PASSWORD", "MQTT_PASSWORD_FILE", credDir, CredentialMQTTPassword)
+	pw, src, err := cfg.loadSecret(environ, "MQTT_PASSWORD", "MQTT_PASSWORD_FILE", credDir, CredentialMQTTPassword)
 	if err != nil {
 		problems = append(problems, err)
 		cfg.unparsed["MQTT_PASSWORD"] = ""
 	}
 	cfg.MQTT.Password, cfg.passwordSource = Secret(pw), src
 
-	tok, src, err := loadSecret(environ, "HTTP_TOKEN", "HTTP_TOKEN_FILE", credDir, CredentialHTTPToken)
+	tok, src, err := cfg.loadSecret(environ, "HTTP_TOKEN", "HTTP_TOKEN_FILE", credDir, CredentialHTTPToken)
 	if err != nil {
 		problems = append(problems, err)
 		cfg.unparsed["HTTP_TOKEN"] = ""
@@ -285,7 +300,7 @@ func parseProblems(err error, environ map[string]string, unparsed map[string]str
 		case reflect.TypeFor[int]():
 			want = "a whole number"
 		case reflect.TypeFor[bool]():
-			want = "true or false"
+			want = boolHint
 		}
 		out = append(out, notA(name, environ[name], want))
 	}
@@ -299,7 +314,10 @@ func parseProblems(err error, environ map[string]string, unparsed map[string]str
 //
 // Errors never carry the secret, nor the file variable's value: a key pasted
 // into X_FILE by mistake must not end up in a log line.
-func loadSecret(environ map[string]string, v, fileVar, credDir, cred string) (value, source string, err error) {
+//
+// A file's content wholly wrapped in quotes is taken without them, with a
+// warning, as a variable's value is.
+func (c *Config) loadSecret(environ map[string]string, v, fileVar, credDir, cred string) (value, source string, err error) {
 	direct, file := environ[v], environ[fileVar]
 	switch {
 	case direct != "" && file != "":
@@ -314,6 +332,10 @@ func loadSecret(environ map[string]string, v, fileVar, credDir, cred string) (va
 		if err != nil {
 			return "", "", fmt.Errorf("%s: %w: check the path and that the daemon's user may read the file", fileVar, err)
 		}
+		if u, ok := unquote(s); ok {
+			s = u
+			c.warnings = append(c.warnings, quotedFileWarning("the file "+fileVar+" names"))
+		}
 		return s, fileVar, nil
 	case credDir != "":
 		path := filepath.Join(credDir, cred)
@@ -323,6 +345,10 @@ func loadSecret(environ map[string]string, v, fileVar, credDir, cred string) (va
 		}
 		if err != nil {
 			return "", "", fmt.Errorf("systemd credential %s (for %s): %w: check LoadCredential=%s:<file> in the unit", cred, v, err, cred)
+		}
+		if u, ok := unquote(s); ok {
+			s = u
+			c.warnings = append(c.warnings, quotedFileWarning("systemd credential "+cred+" (for "+v+")"))
 		}
 		return s, "systemd credential " + cred, nil
 	}
@@ -346,6 +372,11 @@ func readSecretFile(path string) (string, error) {
 	}
 	return s, nil
 }
+
+// Warnings are what Load took other than as written, one line each naming
+// the variable and never showing a value: a value wrapped in quotes, taken
+// without them. The daemon logs them at start.
+func (c Config) Warnings() []string { return slices.Clone(c.warnings) }
 
 // APIKeySource says where the API key came from: "" when unset, else the
 // variable's name or "systemd credential cloud_api_key".

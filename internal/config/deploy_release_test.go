@@ -106,7 +106,7 @@ func TestHomeAssistantApp(t *testing.T) {
 		}
 	}
 	poll := regexp.MustCompile(strings.TrimSuffix(strings.TrimPrefix(schema["poll_interval"], "match("), ")"))
-	for s, ok := range map[string]bool{"60s": true, "1h30m": true, "2.5m": true, "500ms": true, "60": false, "fast": false} {
+	for s, ok := range map[string]bool{"60s": true, "1h30m": true, "2.5m": true, "500ms": true, "60": true, "1.5": true, "fast": false, "60x": false, "": false} {
 		if poll.MatchString(s) != ok {
 			t.Errorf("poll_interval %q: schema match %v, want %v", s, !ok, ok)
 		}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -104,4 +105,92 @@ func crError(names []string) error {
 		"save it with Unix line endings (LF), for example sed -i 's/\\r$//' FILE or dos2unix FILE "+
 		"(FILE: /etc/cloud2mqtt/cloud2mqtt.env for the .deb and the systemd unit, the env_file of docker compose)",
 		strings.Join(names, ", "), verb, pronoun)
+}
+
+// unquote is value without one pair of matching quotes ("…" or '…')
+// wrapped around all of it, and whether it had them: docker run --env-file
+// and systemd's EnvironmentFile= differ on quotes, and hand-written key
+// files carry them too.
+func unquote(value string) (string, bool) {
+	if len(value) >= 2 && (value[0] == '"' || value[0] == '\'') && value[len(value)-1] == value[0] {
+		return value[1 : len(value)-1], true
+	}
+	return value, false
+}
+
+// quotedVars returns environ with the variables of names that are wholly
+// wrapped in quotes taken without them (a copy, when any), and a warning
+// for each. A warning never shows the value: it may be a secret.
+func quotedVars(environ map[string]string, names []string) (map[string]string, []string) {
+	var warnings []string
+	out := environ
+	for _, n := range names {
+		v, ok := unquote(environ[n])
+		if !ok {
+			continue
+		}
+		if len(warnings) == 0 {
+			out = make(map[string]string, len(environ))
+			for k, v := range environ {
+				out[k] = v
+			}
+		}
+		out[n] = v
+		warnings = append(warnings, quotedWarning(n))
+	}
+	return out, warnings
+}
+
+// quotedWarning is the one warning for a value taken without its quotes.
+func quotedWarning(name string) string {
+	return fmt.Sprintf("%s is wrapped in quotes: they were removed and the value inside is used; "+
+		"docker run --env-file keeps quotes as part of the value, so write %s=value without them", name, name)
+}
+
+// quotedFileWarning is the warning for a secret file (the file a *_FILE
+// variable names, or a systemd credential) whose content is wrapped in
+// quotes.
+func quotedFileWarning(what string) string {
+	return fmt.Sprintf("%s holds the secret wrapped in quotes: they were removed and the text inside is used; "+
+		"write the secret alone in the file, without quotes", what)
+}
+
+// exportError is the error for a variable named "export NAME": a line
+// "export NAME=value" of a shell-style file read by docker run --env-file,
+// which takes the whole text before = as the name, so NAME is never set.
+func exportError(raw, name string) error {
+	return fmt.Errorf("%s is set as %s: the env file has a shell line \"export %s=...\", and docker run --env-file takes \"export %s\" as the name; "+
+		"remove \"export \" from the line (env files hold NAME=value lines)", name, Quote(clipName(raw)), name, name)
+}
+
+// exportedVars lists, as errors, the variables of environ named
+// "export NAME" (any case, any blanks) where NAME is one of names and is
+// not set itself; and the names.
+func exportedVars(environ map[string]string, names []string) ([]error, []string) {
+	known := map[string]bool{}
+	for _, n := range names {
+		known[n] = true
+	}
+	var errs []error
+	var found []string
+	for raw := range environ {
+		f := strings.Fields(raw)
+		if len(f) != 2 || !strings.EqualFold(f[0], "export") || !known[f[1]] {
+			continue
+		}
+		if _, set := environ[f[1]]; set {
+			continue
+		}
+		found = append(found, f[1])
+	}
+	slices.Sort(found)
+	for _, n := range found {
+		for raw := range environ {
+			if f := strings.Fields(raw); len(f) == 2 && f[1] == n && strings.EqualFold(f[0], "export") {
+				errs = append(errs, exportError(raw, n))
+				break
+			}
+		}
+	}
+	return errs, found
 }

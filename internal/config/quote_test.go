@@ -136,6 +136,11 @@ func FuzzLoad(f *testing.F) {
 	f.Add("HTTP_ADDR", strings.Repeat("9", 100))
 	f.Add("MQTT_CLIENT_ID", strings.Repeat("id", 200))
 	f.Add("MQTT_QUEUED_COMMAND_MAX_AGE", "-1m")
+	f.Add("CLOUD_API_KEY", `"k-123"`)
+	f.Add("POLL_INTERVAL", `'60s'`)
+	f.Add("export CLOUD_API_KEY", "k-123")
+	f.Add("LAN_ENABLED", "On")
+	f.Add("LOG_LEVEL", "warning")
 	f.Fuzz(func(t *testing.T, name, value string) {
 		if name == "" || strings.ContainsAny(name, "=\x00") || !utf8.ValidString(value) {
 			return
@@ -148,6 +153,9 @@ func FuzzLoad(f *testing.F) {
 		}
 		for _, u := range cfg.UnknownVars() {
 			msg += "\n" + u.String()
+		}
+		for _, w := range cfg.Warnings() {
+			msg += "\n" + w
 		}
 		secret := name == "CLOUD_API_KEY" || name == "MQTT_PASSWORD" || name == "HTTP_TOKEN"
 		if secret && len(strings.TrimSpace(value)) >= 4 && strings.Contains(msg, strings.TrimSpace(value)) {

@@ -28,7 +28,7 @@ func (f field) check(name string, v any) error {
 			shown = strconv.Itoa(x)
 		}
 	case string:
-		if f.rule.choices != nil && !slices.Contains(f.rule.choices, strings.ToLower(strings.TrimSpace(x))) {
+		if f.rule.choices != nil && !slices.Contains(f.rule.choices, f.choice(x)) {
 			shown = Quote(x)
 		}
 	}
@@ -94,9 +94,9 @@ func (c *Config) Set(variable, value string) error {
 		}
 		x = n
 	case KindBool:
-		b, err := strconv.ParseBool(strings.TrimSpace(value))
+		b, err := ParseBool(value)
 		if err != nil {
-			return f.notParsed(value, "true or false")
+			return f.notParsed(value, boolHint)
 		}
 		x = b
 	case KindText:
@@ -104,7 +104,7 @@ func (c *Config) Set(variable, value string) error {
 			if err := f.check(variable, value); err != nil {
 				return err
 			}
-			value = strings.ToLower(strings.TrimSpace(value))
+			value = f.choice(value)
 		}
 		x = value
 	default:
@@ -128,4 +128,57 @@ func (f field) notParsed(value, want string) error {
 // `CLOUD_DAILY_LIMIT="1.5" is not a whole number`.
 func notA(name, value, want string) error {
 	return fmt.Errorf("%s=%s is not %s", name, Quote(value), want)
+}
+
+// choice is value as one of f's choices would be written: lower case,
+// without blanks around, an alias (LOG_LEVEL=warning) as the word it
+// stands for.
+func (f field) choice(value string) string {
+	w := strings.ToLower(strings.TrimSpace(value))
+	if to, ok := f.rule.aliases[w]; ok {
+		return to
+	}
+	return w
+}
+
+// aliases writes each setting with an alias tag that holds an alias as the
+// choice it stands for, so that what reads it later (logging's parser of
+// LOG_LEVEL) sees only its choices.
+func (c *Config) aliases() {
+	for _, f := range walk(c) {
+		if f.rule.aliases == nil {
+			continue
+		}
+		if s := f.value.String(); f.choice(s) != strings.ToLower(strings.TrimSpace(s)) {
+			f.value.SetString(f.choice(s))
+		}
+	}
+}
+
+// boolHint is what a boolean setting may be, for its error.
+const boolHint = "true or false"
+
+// ParseBool reads a boolean setting the one way the bridge reads every
+// boolean, from the environment (caarlos0/env's parser, parseEnvBool) and
+// from options (Set): strconv.ParseBool's words (true, 1, t, false, 0, f)
+// and yes, on, no, off, in any case, blanks around ignored.
+func ParseBool(s string) (bool, error) {
+	s = strings.TrimSpace(s)
+	switch strings.ToLower(s) {
+	case "yes", "on":
+		return true, nil
+	case "no", "off":
+		return false, nil
+	}
+	return strconv.ParseBool(strings.ToLower(s))
+}
+
+// parseEnvBool is the environment's parser of bool fields (caarlos0/env's
+// FuncMap).
+func parseEnvBool(v string) (any, error) {
+	b, err := ParseBool(v)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }

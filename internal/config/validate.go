@@ -52,7 +52,7 @@ type validator struct {
 func (v *validator) cloud(c Config) {
 	switch {
 	case c.Cloud.BaseURL == "" && !c.Demo:
-		v.add("CLOUD_BASE_URL", "CLOUD_BASE_URL is empty: set it to the cloud API's base address, like https://api.example.com (or run with -demo)")
+		v.add("CLOUD_BASE_URL", "CLOUD_BASE_URL is empty: set it to the cloud API's base address, like https://api.example.com (or run with -demo)"+exportHint("CLOUD_BASE_URL"))
 	case c.Cloud.BaseURL != "":
 		if v.httpURL("CLOUD_BASE_URL", c.Cloud.BaseURL) {
 			v.baseURLPath("CLOUD_BASE_URL", c.Cloud.BaseURL)
@@ -60,7 +60,7 @@ func (v *validator) cloud(c Config) {
 	}
 	switch {
 	case !c.Cloud.APIKey.IsSet() && !c.Demo:
-		v.add("CLOUD_API_KEY", "CLOUD_API_KEY is empty: set it, or CLOUD_API_KEY_FILE, or a systemd credential named "+CredentialAPIKey)
+		v.add("CLOUD_API_KEY", "CLOUD_API_KEY is empty: set it, or CLOUD_API_KEY_FILE, or a systemd credential named "+CredentialAPIKey+exportHint("CLOUD_API_KEY"))
 	case strings.IndexFunc(c.Cloud.APIKey.Reveal(), func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
 		v.add("CLOUD_API_KEY", "CLOUD_API_KEY contains a space, line break or control character (not shown): check that it, or its file, holds only the key")
 	}
@@ -70,6 +70,13 @@ func (v *validator) cloud(c Config) {
 	if c.Cloud.EventsURL != "" {
 		v.brokerURL("CLOUD_EVENTS_URL", c.Cloud.EventsURL, "like mqtts://events.example.com:8883; empty turns events off")
 	}
+}
+
+// exportHint ends the message of a required setting that is empty: systemd's
+// EnvironmentFile= drops a line "export NAME=value" (it logs that only in
+// the journal), so the daemon sees no NAME at all.
+func exportHint(name string) string {
+	return "; if the env file has a line \"export " + name + "=...\", remove \"export \" (systemd ignores such lines)"
 }
 
 // stateDir checks that STATE_DIR is absolute.
@@ -267,6 +274,10 @@ func (v *validator) brokerURL(name, s, example string) bool {
 		v.add(name, fmt.Sprintf("%s=%s has scheme %s: use tcp, ssl, mqtts, ws or wss, %s", name, Quote(redactURL(s)), Quote(u.Scheme), example))
 		return false
 	}
+	if fixed, ok := bracketIPv6(u); ok {
+		v.add(name, fmt.Sprintf("%s=%s: put an IPv6 address in brackets: %s", name, Quote(redactURL(s)), Clip(fixed)))
+		return isTLS
+	}
 	if u.Hostname() == "" {
 		v.add(name, fmt.Sprintf("%s=%s has no host: %s", name, Quote(redactURL(s)), example))
 		return isTLS
@@ -276,7 +287,36 @@ func (v *validator) brokerURL(name, s, example string) bool {
 			v.add(name, fmt.Sprintf("%s=%s has port %s: use 1 to 65535, %s", name, Quote(redactURL(s)), Quote(p), example))
 		}
 	}
+	// Only a WebSocket dials the path; the others would drop it unsaid.
+	if scheme := strings.ToLower(u.Scheme); scheme != "ws" && scheme != "wss" && u.Path != "" && u.Path != "/" {
+		fixed := *u
+		fixed.Path, fixed.RawPath = "", ""
+		v.add(name, fmt.Sprintf("%s=%s has a path %s, which %s:// ignores (only ws:// and wss:// use one): remove it, like %s",
+			name, Quote(redactURL(s)), Quote(u.Path), u.Scheme, Clip(fixed.Redacted())))
+	}
 	return isTLS
+}
+
+// bracketIPv6 reports whether u's host is an IPv6 address written without
+// brackets (tcp://::1:1883), which the dialer refuses with "too many
+// colons", and returns u with the brackets put in. A last group that reads
+// as a port (decimal, after an address) is taken as the port.
+func bracketIPv6(u *url.URL) (string, bool) {
+	if strings.HasPrefix(u.Host, "[") || strings.Count(u.Host, ":") < 2 {
+		return "", false
+	}
+	host, port := u.Host, ""
+	if i := strings.LastIndex(host, ":"); net.ParseIP(host[:i]) != nil {
+		if n, err := strconv.Atoi(host[i+1:]); err == nil && n >= 1 && n <= 65535 {
+			host, port = host[:i], host[i:]
+		}
+	}
+	if net.ParseIP(host) == nil {
+		return "", false
+	}
+	fixed := *u
+	fixed.Host = "[" + host + "]" + port
+	return fixed.Redacted(), true
 }
 
 // topicBase checks a topic prefix: not empty, no wildcards, no leading or

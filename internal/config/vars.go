@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -76,9 +77,12 @@ type field struct {
 // (rules.go), and what its option tag says to send instead of a value that
 // does not parse.
 type rule struct {
-	min        any      // the least value: a time.Duration or an int; nil for none
-	choices    []string // the words it may be, in lower case
-	invalid    string   // the error after NAME=value when it breaks the rule
+	min     any      // the least value: a time.Duration or an int; nil for none
+	choices []string // the words it may be, in lower case
+	// aliases are other words taken as one of choices (warning: warn),
+	// from the alias tag (word=choice,...).
+	aliases    map[string]string
+	invalid    string // the error after NAME=value when it breaks the rule
 	optionHint string
 }
 
@@ -132,6 +136,16 @@ func leaf(sf reflect.StructField, name, group string) (field, error) {
 	if c := sf.Tag.Get("choice"); c != "" {
 		r.choices = strings.Split(c, ",")
 	}
+	if a := sf.Tag.Get("alias"); a != "" {
+		r.aliases = map[string]string{}
+		for _, pair := range strings.Split(a, ",") {
+			word, to, ok := strings.Cut(pair, "=")
+			if !ok || !slices.Contains(r.choices, to) {
+				return field{}, fmt.Errorf("alias %q is not word=choice", pair)
+			}
+			r.aliases[word] = to
+		}
+	}
 	if m := sf.Tag.Get("min"); m != "" {
 		var err error
 		switch kind {
@@ -180,9 +194,10 @@ func kindOf(t reflect.Type) Kind {
 	return KindText
 }
 
-// appDuration is the app's schema of a duration: a number with a unit,
-// which the Supervisor checks before the bridge reads it.
-const appDuration = `match(^[0-9]+(\.[0-9]+)?(ms|s|m|h)([0-9]+(\.[0-9]+)?(ms|s|m|h))*$)`
+// appDuration is the app's schema of a duration, which the Supervisor
+// checks before the bridge reads it: seconds (60) or a number with a unit
+// (60s, 1h30m), as ParseDuration reads them.
+const appDuration = `match(^[0-9]+(\.[0-9]+)?((ms|s|m|h)([0-9]+(\.[0-9]+)?(ms|s|m|h))*)?$)`
 
 // appSchema is a setting's type in the app's schema from its app tag
 // ("-": none; a type before the comma: that type; ",shown": the app's form

@@ -109,7 +109,9 @@ const (
 // its settings over BridgeInfo, and buttons for its requests, all available
 // while the bridge is (<base>/bridge/state). Without a daily limit
 // (cfg.DailyLimit 0) the "Quota left today" sensor's topic maps to an empty
-// payload, which removes a sensor retained by an earlier run with a limit.
+// payload, which removes a sensor retained by an earlier run with a limit;
+// so do the topics of the account's quota entities while no quota is known
+// (cfg.QuotaKnown false and no daily limit).
 func BridgeConfigs(cfg Config) map[string][]byte {
 	cfg = cfg.withDefaults()
 	l := cfg.Layout
@@ -164,30 +166,40 @@ func BridgeConfigs(cfg Config) map[string][]byte {
 		out[cfg.ConfigTopic("sensor", cfg.BridgeID, "quota_left")] = []byte{}
 	}
 
-	// The account's quota, learned or configured: always there (it may be
-	// learned any time), unknown until it is.
-	sensor("quota_limit", "Cloud quota", map[string]any{"icon": "mdi:speedometer"})
-	sensor("quota_remaining", "Cloud quota left", map[string]any{
-		"state_class": "measurement", "icon": "mdi:gauge"})
-	sensor("quota_reset", "Cloud quota renews", map[string]any{
-		"device_class":   "timestamp",
-		"value_template": "{{ value_json.get(\"quota_reset\") or \"None\" }}"})
-	sensor("quota_source", "Cloud quota source", map[string]any{
-		"device_class": "enum", "options": []any{scheduleLearned, scheduleConfigured},
-		"value_template": "{% set v = value_json.get(\"quota_source\") %}{{ v if v in " + jval([]any{scheduleLearned, scheduleConfigured}) + " else \"None\" }}"})
-	sensor("quota_runs_out", "Cloud quota runs out", map[string]any{
-		"device_class":   "timestamp",
-		"value_template": "{{ value_json.get(\"quota_runs_out\") or \"None\" }}"})
-	add("binary_sensor", "quota_short", "Cloud quota short", map[string]any{
-		"state_topic":     l.BridgeStats(),
-		"device_class":    "problem",
-		"entity_category": "diagnostic",
-		// short: the pace does not fit; unknown until it is measured
-		"value_template": "{% set v = value_json.get(\"quota_fits\") %}" +
-			"{{ \"None\" if v is none else (\"OFF\" if v else \"ON\") }}",
-		"payload_on":  "ON",
-		"payload_off": "OFF",
-	})
+	// The account's quota, learned or configured: its entities exist once
+	// one is known (they would stay unknown forever on a cloud that tells
+	// none); until then their topics map to empty payloads, which remove
+	// what an earlier run that knew one left retained.
+	if cfg.DailyLimit > 0 || cfg.QuotaKnown {
+		sensor("quota_limit", "Cloud quota", map[string]any{"icon": "mdi:speedometer"})
+		sensor("quota_remaining", "Cloud quota left", map[string]any{
+			"state_class": "measurement", "icon": "mdi:gauge"})
+		sensor("quota_reset", "Cloud quota renews", map[string]any{
+			"device_class":   "timestamp",
+			"value_template": "{{ value_json.get(\"quota_reset\") or \"None\" }}"})
+		sensor("quota_source", "Cloud quota source", map[string]any{
+			"device_class": "enum", "options": []any{scheduleLearned, scheduleConfigured},
+			"value_template": "{% set v = value_json.get(\"quota_source\") %}{{ v if v in " + jval([]any{scheduleLearned, scheduleConfigured}) + " else \"None\" }}"})
+		sensor("quota_runs_out", "Cloud quota runs out", map[string]any{
+			"device_class":   "timestamp",
+			"value_template": "{{ value_json.get(\"quota_runs_out\") or \"None\" }}"})
+		add("binary_sensor", "quota_short", "Cloud quota short", map[string]any{
+			"state_topic":     l.BridgeStats(),
+			"device_class":    "problem",
+			"entity_category": "diagnostic",
+			// short: the pace does not fit; unknown until it is measured
+			"value_template": "{% set v = value_json.get(\"quota_fits\") %}" +
+				"{{ \"None\" if v is none else (\"OFF\" if v else \"ON\") }}",
+			"payload_on":  "ON",
+			"payload_off": "OFF",
+		})
+	} else {
+		for _, e := range [][2]string{{"sensor", "quota_limit"}, {"sensor", "quota_remaining"},
+			{"sensor", "quota_reset"}, {"sensor", "quota_source"}, {"sensor", "quota_runs_out"},
+			{"binary_sensor", "quota_short"}} {
+			out[cfg.ConfigTopic(e[0], cfg.BridgeID, e[1])] = []byte{}
+		}
+	}
 
 	add("binary_sensor", "rate_limited", "Rate limited", map[string]any{
 		"state_topic":     l.BridgeStats(),

@@ -63,6 +63,11 @@ type Config struct {
 	// 0 means none. The bridge's "Quota left today" sensor exists only with
 	// a limit.
 	DailyLimit int
+	// QuotaKnown says the bridge knows the account's quota (it learned it
+	// from the cloud's rate-limit headers); a DailyLimit counts as known
+	// too. The bridge's six entities of the quota (quota_* of BridgeStats)
+	// exist only then: with none known they would stay unknown forever.
+	QuotaKnown bool
 	// Local is LAN_ENABLED: the lights the LAN may reach get a "Connection"
 	// sensor (local.go).
 	Local bool

@@ -108,11 +108,14 @@ func sameCommands(a, b []Command) bool {
 	return true
 }
 
-// allConfigs returns every config of every device of every source.
+// allConfigs returns every config of every device of every source, and the
+// bridge's with a quota known (all its entities).
 func allConfigs(t *testing.T) map[string][]byte {
 	t.Helper()
 	cfg := testConfig()
-	all := BridgeConfigs(cfg)
+	bridge := cfg
+	bridge.QuotaKnown = true
+	all := BridgeConfigs(bridge)
 	for _, src := range sources(t) {
 		for _, d := range src.devices {
 			for k, v := range Configs(cfg, d) {

@@ -2,6 +2,7 @@ package lan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -61,6 +62,9 @@ func parseTarget(s string) (Target, error) {
 	if ip, err := netip.ParseAddr(s); err == nil { // a bare address, IPv6 too
 		return Target{Host: ip.String()}, nil
 	}
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return Target{}, fmt.Errorf("%q %w", s, cidrError(p))
+	}
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
 		if strings.Count(s, ":") > 0 {
@@ -68,8 +72,8 @@ func parseTarget(s string) (Target, error) {
 		}
 		host, port = s, ""
 	}
-	if host == "" || strings.ContainsAny(host, " /") {
-		return Target{}, fmt.Errorf("%q: the host is empty or not a name", s)
+	if err := checkHost(host); err != nil {
+		return Target{}, fmt.Errorf("%q %w", s, err)
 	}
 	t := Target{Host: host}
 	if port != "" {
@@ -80,6 +84,67 @@ func parseTarget(s string) (Target, error) {
 		t.Port = p
 	}
 	return t, nil
+}
+
+// checkHost refuses a host that is neither an IP address nor a host name
+// (letters, digits, hyphens, underscores, dots), so that a mistake is told
+// at start and not as a failed look-up on every scan. Each refusal says
+// what the value looks like and what to write instead.
+func checkHost(host string) error {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	if host == "" {
+		return errors.New("has no host: write host or host:port, like 192.168.20.31:4001")
+	}
+	if p, err := netip.ParsePrefix(host); err == nil {
+		return cidrError(p)
+	}
+	if i := strings.IndexAny(host, ";| "); i >= 0 {
+		fixed := strings.Join(strings.FieldsFunc(host, func(r rune) bool { return strings.ContainsRune(";| ", r) }), ",")
+		return fmt.Errorf("contains %q: separate targets with a comma, like %s", host[i:i+1], fixed)
+	}
+	if strings.Trim(host, "0123456789.") == "" {
+		return errors.New("is not an IP address: use four numbers 0 to 255, like 192.168.20.31")
+	}
+	if !isHostName(host) {
+		return errors.New("is not an IP address or a host name (letters, digits, hyphens and dots)")
+	}
+	return nil
+}
+
+// cidrError refuses a network: a scan goes to addresses, and the
+// network's broadcast address reaches every light in it with one datagram.
+func cidrError(p netip.Prefix) error {
+	if !p.Addr().Is4() {
+		return errors.New("is a network, not an address: list the lights' addresses separated by commas")
+	}
+	b := p.Masked().Addr().As4()
+	for i := p.Bits(); i < 32; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	return fmt.Errorf("is a network, not an address: list the lights' addresses separated by commas, or use its broadcast address %s", netip.AddrFrom4(b))
+}
+
+// isHostName reports whether s is a DNS name: dot-separated labels of
+// letters, digits, hyphens and underscores (some DHCP servers hand those
+// out), a final dot allowed.
+func isHostName(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // ParseListen reads LAN_LISTEN: host:port, the host an address of this

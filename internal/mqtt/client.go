@@ -269,7 +269,7 @@ func Connect(ctx context.Context, cfg Config, onConnect func(c *Client)) (*Clien
 		if err := tok.Error(); err != nil {
 			why, _ := c.lastFailure() // notify explained this attempt's failure
 			if why == "" {
-				why = hint(err)
+				why = c.hint(err)
 			}
 			c.shutdown(0)
 			return nil, fmt.Errorf("mqtt: connect to %s: %w (%s)", u.Redacted(), err, why)

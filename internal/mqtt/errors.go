@@ -24,7 +24,18 @@ func (c *Client) hint(err error) string {
 	if d := diagnose(c.broker.Scheme, c.answer(err), err); d != "" {
 		return d
 	}
+	if c.cfg.Username == "" && refusedLogin(err) {
+		// "refused the user name or password" would send the reader
+		// looking for a wrong one where none was sent.
+		return "not authorized: the broker wants a login, and MQTT_USERNAME is not set (no user name or password was sent): set MQTT_USERNAME and MQTT_PASSWORD (or MQTT_PASSWORD_FILE)"
+	}
 	return hint(err)
+}
+
+// refusedLogin reports whether the broker refused the connection for its
+// user name or password.
+func refusedLogin(err error) bool {
+	return errors.Is(err, packets.ErrorRefusedNotAuthorised) || errors.Is(err, packets.ErrorRefusedBadUsernameOrPassword)
 }
 
 // hint says in words what a connection error means and what to do, naming
@@ -43,7 +54,7 @@ func hint(err error) string {
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, packets.ErrorRefusedNotAuthorised), errors.Is(err, packets.ErrorRefusedBadUsernameOrPassword):
+	case refusedLogin(err):
 		return "not authorized: the broker refused the user name or password: check MQTT_USERNAME and MQTT_PASSWORD (or MQTT_PASSWORD_FILE)"
 	case errors.Is(err, packets.ErrorRefusedIDRejected):
 		return "the broker refused the client id: set MQTT_CLIENT_ID to one it accepts"

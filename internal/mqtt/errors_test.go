@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"cloud2mqtt/internal/mqtttest"
 )
 
 // TestHintsNameMQTTURL: each connection failure says which setting to check
@@ -28,4 +30,26 @@ func TestHintsNameMQTTURL(t *testing.T) {
 			t.Errorf("hint(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
+}
+
+// TestRefusedWithoutUserName: a broker that wants a login refuses a bridge
+// that sent none; the hint says no user name was set, not that one was
+// wrong, and names MQTT_USERNAME.
+func TestRefusedWithoutUserName(t *testing.T) {
+	t.Parallel()
+	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
+		b := mqtttest.Start(t, mqtttest.WithKind(kind), mqtttest.WithPassword("bridge", "hunter2"))
+		cfg, logs := testConfig(t, b.URL())
+		c, err := connectUntilRefused(t, cfg, logs)
+		if err == nil {
+			closeClient(t, c)
+			t.Fatal("Connect without a user name succeeded")
+		}
+		want := "MQTT_USERNAME is not set (no user name or password was sent): set MQTT_USERNAME and MQTT_PASSWORD"
+		for _, out := range []string{err.Error(), logs.String()} {
+			if !strings.Contains(out, want) || strings.Contains(out, "refused the user name or password") {
+				t.Errorf("%q does not say %q (or blames a user name never sent)", out, want)
+			}
+		}
+	})
 }
