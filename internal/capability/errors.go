@@ -134,7 +134,7 @@ func RangeError(instance, field, shown string, n int64, r Range, unit string) *V
 	if fits(n, r) {
 		return nil
 	}
-	return rangeError(instance, field, "", shown, n, r, unitSymbol(unit))
+	return rangeError(instance, field, "", shown, n, r, UnitSymbol(unit))
 }
 
 // fits reports whether n is inside r and on its steps.
@@ -175,10 +175,11 @@ func rangeError(instance, field, what, sent string, n int64, r Range, sym string
 	return &ValueError{Category: CategoryRange, Instance: instance, Field: field, Msg: b.String()}
 }
 
-// unitSymbol writes a unit of a definition ("unit.percent", "Celsius",
-// "unit.kelvin") the way messages show it ("%", "°C", "K"); an unknown
-// one without its "unit." prefix.
-func unitSymbol(u string) string {
+// UnitSymbol writes a unit of a definition ("unit.percent", "Celsius",
+// "unit.kelvin") the way people read it ("%", "°C", "K"); an unknown one
+// without its "unit." prefix. Messages, the status page and Home
+// Assistant's units all use it.
+func UnitSymbol(u string) string {
 	if t := tempUnitOf(u); t != unitUnknown && len(strings.TrimSpace(u)) > 2 {
 		return t.symbol() // "Celsius", "unit.fahrenheit"; not a bare "c"
 	}

@@ -26,7 +26,7 @@ type valueSpec struct {
 func paramSpec(c Capability) valueSpec {
 	p := c.Parameters
 	s := valueSpec{dataType: p.DataType, options: p.Options, rng: p.Range, fields: p.Fields, onOff: types[c.Type].onOff,
-		unit: unitSymbol(p.Unit)}
+		unit: UnitSymbol(p.Unit)}
 	switch {
 	case s.dataType == DataStruct:
 		if r := structRules(c); r.units != nil {
@@ -51,7 +51,7 @@ func (s valueSpec) member(f Field) valueSpec {
 
 func fieldSpec(f Field) valueSpec {
 	s := valueSpec{dataType: f.DataType, options: f.Options, rng: f.Range, size: f.Size,
-		elemRange: f.ElementRange, elementType: f.ElementType, unit: unitSymbol(f.Unit)}
+		elemRange: f.ElementRange, elementType: f.ElementType, unit: UnitSymbol(f.Unit)}
 	if s.rng == nil && s.dataType == DataInteger {
 		switch f.FieldName {
 		case "rgb":

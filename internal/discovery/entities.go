@@ -452,7 +452,7 @@ func (b *builder) generic(c capability.Capability) {
 			"step":           r.Step(),
 			"mode":           "auto",
 		}
-		u := unitOf(c.Parameters.Unit)
+		u := capability.UnitSymbol(c.Parameters.Unit)
 		if c.Instance == capability.InstanceColorTemperatureK {
 			u = "K"
 		}

@@ -46,7 +46,7 @@ func (b *builder) music(c capability.Capability) {
 			"mode":            "slider",
 			"entity_category": "config",
 		}
-		if u := unitOf(sf.Unit); u != "" {
+		if u := capability.UnitSymbol(sf.Unit); u != "" {
 			p["unit_of_measurement"] = u
 		}
 		b.add(&entity{component: "number", role: c.Instance + "_sensitivity", payload: p})

@@ -360,20 +360,3 @@ func instanceName(instance string) string {
 	}
 	return b.String()
 }
-
-// unitOf maps the cloud's unit names onto Home Assistant's units.
-func unitOf(u string) string {
-	switch strings.ToLower(strings.TrimSpace(u)) {
-	case "":
-		return ""
-	case "unit.percent", "percent", "%":
-		return "%"
-	case "unit.celsius", "celsius":
-		return "°C"
-	case "unit.fahrenheit", "fahrenheit":
-		return "°F"
-	case "unit.kelvin", "kelvin":
-		return "K"
-	}
-	return strings.TrimPrefix(u, "unit.")
-}

@@ -82,7 +82,7 @@ func reading(c capability.Capability, instance string, v any) Reading {
 		} else if (typ == capability.TypeOnOff || typ == capability.TypeToggle) && (v == int64(0) || v == int64(1)) {
 			r.Text = map[bool]string{true: "on", false: "off"}[v == int64(1)]
 		} else {
-			r.Text = withUnit(v, unitText(p.Unit))
+			r.Text = withUnit(v, capability.UnitSymbol(p.Unit))
 		}
 	}
 	return r
@@ -113,7 +113,7 @@ func temperature(c capability.Capability, v any) string {
 	if unit == "" {
 		unit = "Celsius" // the definition's default where it names none
 	}
-	parts := []string{withUnit(m["temperature"], unitText(unit))}
+	parts := []string{withUnit(m["temperature"], capability.UnitSymbol(unit))}
 	if f, ok := c.Parameters.Field("autoStop"); ok {
 		if name, ok := optionName(f.Options, m["autoStop"]); ok {
 			parts = append(parts, name)
@@ -185,23 +185,6 @@ func optionName(opts []capability.Option, v any) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// unitText is the cloud's unit name as a person writes it.
-func unitText(u string) string {
-	switch strings.ToLower(strings.TrimSpace(u)) {
-	case "":
-		return ""
-	case "unit.percent", "percent", "%":
-		return "%"
-	case "unit.celsius", "celsius":
-		return "°C"
-	case "unit.fahrenheit", "fahrenheit":
-		return "°F"
-	case "unit.kelvin", "kelvin":
-		return "K"
-	}
-	return strings.TrimPrefix(strings.TrimSpace(u), "unit.")
 }
 
 // withUnit is a number with its unit ("21.5 °C"); a value that is no
