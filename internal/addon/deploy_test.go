@@ -104,9 +104,9 @@ func appOptions() []byte {
 
 // settingsLeftOut are the settings the app has no option for (app:"-"), and why.
 var settingsLeftOut = map[string]string{
-	"CLOUD_API_KEY_FILE": "secrets are options",
-	"MQTT_PASSWORD_FILE": "secrets are options",
-	"HTTP_TOKEN_FILE":    "secrets are options",
+	"CLOUD_API_KEY_FILE": "the secret itself is an option",
+	"MQTT_PASSWORD_FILE": "the secret itself is an option",
+	"HTTP_TOKEN_FILE":    "the secret itself is an option",
 	"MQTT_LISTEN":        "the embedded broker is for the demo; the app has the Mosquitto app",
 	"LOG_FORMAT":         "the app always logs plain text for the Log tab",
 }
