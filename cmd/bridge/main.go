@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -15,6 +16,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/caarlos0/env/v11"
@@ -150,7 +152,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	}
 	cfg, loadErr := config.Load(environment)
 	cfg.Demo = *demoMode
-	err = appScrub(errors.Join(loadErr, app.Validate(cfg)), environment)
+	// The one verdict on the settings: -check prints it, the daemon refuses
+	// its errors and logs its warnings.
+	problems := scrubProblems(app.Problems(cfg, loadErr), environment)
 	isTerm := false
 	if f, ok := stderr.(*os.File); ok {
 		isTerm = logging.IsTerminal(f)
@@ -163,7 +167,13 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	// is connected, redacted the same way.
 	forward := logging.NewForwarder()
 	where := logging.Where{Terminal: isTerm, Journal: environment["JOURNAL_STREAM"] != ""}
-	log, logErr := logging.NewFor(logOut, cfg.Log.Level, cfg.Log.Format, where, logging.Redact(forward, secrets...))
+	var held heldLines // -check's logs, written after its report
+	if *check {
+		// The report alone on stdout: what the checks log waits, in
+		// case stdout and stderr are one pipe (systemd-run --pipe).
+		logOut, forward = logging.Redact(&held, secrets...), nil
+	}
+	log, logErr := logging.NewFor(logOut, cfg.Log.Level, cfg.Log.Format, where, forwardTo(forward, secrets)...)
 	if logErr != nil {
 		log, _ = logging.NewFor(logOut, "info", "auto", where)
 	}
@@ -178,13 +188,16 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		if cfg.Demo {
 			check = demo.Check // the simulated account
 		}
-		if check(ctx, cfg, err, stdout, log) {
+		good := check(ctx, cfg, problems.Err(), stdout, log)
+		held.writeTo(stderr)
+		if good {
 			return 0
 		}
 		return 1
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "cloud2mqtt: the configuration has problems:\n%s(run with -check for a full report)\n", problemLines(err, cfg.UnknownVars()))
+	if len(problems.Errors()) > 0 {
+		// The warnings too: CLOUD_APIKEY explains an empty CLOUD_API_KEY.
+		fmt.Fprintf(stderr, "cloud2mqtt: the configuration has problems:\n%s(run with -check for a full report)\n", problemLines(problems))
 		return exitConfig
 	}
 	if sub == cmdDevices {
@@ -263,16 +276,54 @@ func printFlags(fs *flag.FlagSet) func(io.Writer) {
 	}
 }
 
-// problemLines is a configuration error as indented lines, one a problem,
-// without the package prefix the first line carries, and then the unknown
-// variables (CLOUD_APIKEY explains an empty CLOUD_API_KEY).
-func problemLines(err error, unknown []config.UnknownVar) string {
+// problemLines is the verdict as indented lines, one a problem, the errors
+// first.
+func problemLines(problems config.Problems) string {
 	var b strings.Builder
-	for _, line := range strings.Split(err.Error(), "\n") {
-		b.WriteString("  " + strings.TrimPrefix(line, "config: ") + "\n")
-	}
-	for _, u := range unknown {
-		b.WriteString("  " + u.String() + "\n")
+	for _, p := range problems {
+		for _, line := range strings.Split(p.Text, "\n") {
+			b.WriteString("  " + line + "\n")
+		}
 	}
 	return b.String()
+}
+
+// scrubProblems is problems with, in Home Assistant app mode, the values
+// the app's options must not show taken out of their words (addon.Scrub).
+func scrubProblems(problems config.Problems, environment map[string]string) config.Problems {
+	out := make(config.Problems, len(problems))
+	for i, p := range problems {
+		p.Text = appScrub(errors.New(p.Text), environment).Error()
+		out[i] = p
+	}
+	return out
+}
+
+// forwardTo is the forwarder as NewFor's extra output, redacted; none
+// when f is nil.
+func forwardTo(f *logging.Forwarder, secrets []string) []io.Writer {
+	if f == nil {
+		return nil
+	}
+	return []io.Writer{logging.Redact(f, secrets...)}
+}
+
+// heldLines keeps log lines until the report is written; safe for the
+// checks' goroutines.
+type heldLines struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (h *heldLines) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.b.Write(p)
+}
+
+// writeTo writes the lines held to w.
+func (h *heldLines) writeTo(w io.Writer) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, _ = h.b.WriteTo(w)
 }

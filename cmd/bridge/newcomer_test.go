@@ -33,8 +33,10 @@ type newcomerCase struct {
 	env map[string]string
 	// check is what -check prints (each a line's start or a part of it);
 	// checkLines counts the lines that must start with check[0] (0: any).
-	check      []string
-	checkLines int
+	// checkPasses: -check exits 0 (only ok and warn lines), else 1.
+	check       []string
+	checkLines  int
+	checkPasses bool
 	// daemon is what the daemon says (stderr), exit its exit code.
 	daemon []string
 	exit   int
@@ -44,25 +46,25 @@ func newcomerCases() []newcomerCase {
 	return []newcomerCase{
 		{name: "a doubled letter", env: map[string]string{"POLL_INTERVALL": "30s"},
 			// The other checks still run.
-			check:  []string{"FAIL configuration: POLL_INTERVALL is not a setting of cloud2mqtt and is ignored: did you mean POLL_INTERVAL?", "\nok   cloud: the API key works"},
-			daemon: []string{"POLL_INTERVALL is not a setting of cloud2mqtt and is ignored: did you mean POLL_INTERVAL?"}, exit: runsOn},
+			check:  []string{"warn configuration: POLL_INTERVALL is not a setting of cloud2mqtt and is ignored: did you mean POLL_INTERVAL?", "\nok   cloud: the API key works"},
+			daemon: []string{"POLL_INTERVALL is not a setting of cloud2mqtt and is ignored: did you mean POLL_INTERVAL?"}, exit: runsOn, checkPasses: true},
 		{name: "the key under a wrong name", env: map[string]string{"CLOUD_API_KEY": "", "CLOUD_APIKEY": "k-31337"},
 			check: []string{"FAIL configuration: CLOUD_API_KEY is empty",
-				"FAIL configuration: CLOUD_APIKEY is not a setting of cloud2mqtt and is ignored: did you mean CLOUD_API_KEY?"},
+				"warn configuration: CLOUD_APIKEY is not a setting of cloud2mqtt and is ignored: did you mean CLOUD_API_KEY?"},
 			daemon: []string{"  CLOUD_API_KEY is empty", "  CLOUD_APIKEY is not a setting of cloud2mqtt and is ignored: did you mean CLOUD_API_KEY?"}, exit: exitConfig},
 		{name: "another program's name", env: map[string]string{"MQTT_USER": "me"},
-			check:  []string{"FAIL configuration: MQTT_USER is not a setting of cloud2mqtt and is ignored: did you mean MQTT_USERNAME?"},
-			daemon: []string{"MQTT_USER is not a setting of cloud2mqtt and is ignored: did you mean MQTT_USERNAME?"}, exit: runsOn},
+			check:  []string{"warn configuration: MQTT_USER is not a setting of cloud2mqtt and is ignored: did you mean MQTT_USERNAME?"},
+			daemon: []string{"MQTT_USER is not a setting of cloud2mqtt and is ignored: did you mean MQTT_USERNAME?"}, exit: runsOn, checkPasses: true},
 		{name: "no underscore", env: map[string]string{"LOGLEVEL": "debug"},
-			check:  []string{"FAIL configuration: LOGLEVEL is not a setting of cloud2mqtt and is ignored: did you mean LOG_LEVEL?"},
-			daemon: []string{"LOGLEVEL is not a setting of cloud2mqtt and is ignored: did you mean LOG_LEVEL?"}, exit: runsOn},
+			check:  []string{"warn configuration: LOGLEVEL is not a setting of cloud2mqtt and is ignored: did you mean LOG_LEVEL?"},
+			daemon: []string{"LOGLEVEL is not a setting of cloud2mqtt and is ignored: did you mean LOG_LEVEL?"}, exit: runsOn, checkPasses: true},
 		{name: "a spelling", env: map[string]string{"HTTP_ADRESS": "127.0.0.1:8080"},
-			check:  []string{"FAIL configuration: HTTP_ADRESS is not a setting of cloud2mqtt and is ignored: did you mean HTTP_ADDR?"},
-			daemon: []string{"HTTP_ADRESS is not a setting of cloud2mqtt and is ignored: did you mean HTTP_ADDR?"}, exit: runsOn},
+			check:  []string{"warn configuration: HTTP_ADRESS is not a setting of cloud2mqtt and is ignored: did you mean HTTP_ADDR?"},
+			daemon: []string{"HTTP_ADRESS is not a setting of cloud2mqtt and is ignored: did you mean HTTP_ADDR?"}, exit: runsOn, checkPasses: true},
 		{name: "the broker as host and port", env: map[string]string{"MQTT_HOST": "192.168.1.10", "MQTT_PORT": "1883"},
-			check: []string{"FAIL configuration: MQTT_HOST is not a setting of cloud2mqtt and is ignored: did you mean MQTT_URL? (the host and port go in the URL, like tcp://192.168.1.10:1883)",
-				"FAIL configuration: MQTT_PORT is not a setting of cloud2mqtt and is ignored: did you mean MQTT_URL?"},
-			daemon: []string{"MQTT_HOST is not a setting of cloud2mqtt and is ignored: did you mean MQTT_URL?"}, exit: runsOn},
+			check: []string{"warn configuration: MQTT_HOST is not a setting of cloud2mqtt and is ignored: did you mean MQTT_URL? (the host and port go in the URL, like tcp://192.168.1.10:1883)",
+				"warn configuration: MQTT_PORT is not a setting of cloud2mqtt and is ignored: did you mean MQTT_URL?"},
+			daemon: []string{"MQTT_HOST is not a setting of cloud2mqtt and is ignored: did you mean MQTT_URL?"}, exit: runsOn, checkPasses: true},
 		{name: "a file saved on Windows", env: map[string]string{"POLL_INTERVAL": "60s\r"},
 			check:      []string{"FAIL configuration: POLL_INTERVAL ends in a carriage return (\\r): the file it is set in has Windows line endings (CRLF); save it with Unix line endings (LF), for example sed -i 's/\\r$//' FILE or dos2unix FILE"},
 			checkLines: 1,
@@ -79,10 +81,11 @@ func newcomerCases() []newcomerCase {
 			check:  []string{"FAIL http: cannot listen on HTTP_ADDR=127.0.0.1:{port}: address already in use; another program uses that port", "set HTTP_ADDR to a free address like 127.0.0.1:8081"},
 			daemon: []string{"listen on HTTP_ADDR=127.0.0.1:{port}", "address already in use"}, exit: 1},
 		{name: "the status page open to the network without a token", env: map[string]string{"HTTP_ADDR": "0.0.0.0:{port}"},
-			check: []string{"FAIL http: HTTP_ADDR=0.0.0.0:{port} is not a loopback address and HTTP_TOKEN is not set", "set HTTP_TOKEN (or HTTP_TOKEN_FILE"},
+			check: []string{"warn configuration: HTTP_ADDR=0.0.0.0:{port} is not a loopback address and HTTP_TOKEN is not set", "set HTTP_TOKEN (or HTTP_TOKEN_FILE",
+				"warn configuration: HTTP_ADDR listens on every interface", "FAIL http: cannot listen on HTTP_ADDR=0.0.0.0:{port}"},
 			// The port is taken on loopback, so that the daemon warns and
 			// then stops without opening anything to the network.
-			daemon: []string{"HTTP_ADDR listens on every interface", "set HTTP_ADDR=127.0.0.1:PORT"}, exit: 1},
+			daemon: []string{"HTTP_ADDR=0.0.0.0:{port} is not a loopback address and HTTP_TOKEN is not set", "HTTP_ADDR listens on every interface", "set HTTP_ADDR=127.0.0.1:PORT"}, exit: 1},
 		{name: "the LAN port taken", env: map[string]string{"LAN_ENABLED": "true", "LAN_LISTEN": "127.0.0.1:{udpport}", "LAN_SCAN_TARGETS": "127.0.0.2"},
 			check:  []string{"FAIL local control: lan: LAN_LISTEN=127.0.0.1:{udpport}", "address already in use"},
 			daemon: []string{"LAN_LISTEN=127.0.0.1:{udpport}", "address already in use"}, exit: 1},
@@ -140,8 +143,8 @@ func TestNewcomerMistakes(t *testing.T) {
 			}
 
 			code, out, _ := runBridge(t, env, "-check")
-			if code != 1 {
-				t.Errorf("-check exit code %d, want 1\n%s", code, out)
+			if want := map[bool]int{true: 0, false: 1}[tc.checkPasses]; code != want {
+				t.Errorf("-check exit code %d, want %d\n%s", code, want, out)
 			}
 			for _, w := range tc.check {
 				if w = replaceAll(w, subst); !strings.Contains(out, w) {

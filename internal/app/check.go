@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,13 +17,15 @@ import (
 	"cloud2mqtt/internal/cloud"
 	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/mqtt"
-	"cloud2mqtt/internal/statedir"
 	"cloud2mqtt/internal/topic"
 )
 
 // Check validates the configuration, reaches the broker and the cloud, and
-// writes a report. It returns false when anything is wrong. Secrets appear
-// only redacted.
+// writes a report: one line a thing it tries, "ok", "warn" or "FAIL". It
+// returns false when a line is FAIL. cfgErr is the verdict on the settings
+// as Problems gives it (cmd/bridge scrubs its words in app mode), or Load's
+// error, to which Check adds the rest of the verdict. A configuration with
+// errors stops the report there. Secrets appear only redacted.
 func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, log zerolog.Logger) bool {
 	ok := true
 	fmt.Fprintln(out, "cloud2mqtt configuration check")
@@ -34,36 +37,22 @@ func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, 
 	tw.Flush()
 	fmt.Fprintln(out)
 	say := func(good bool, what, detail string) {
-		mark := "ok  "
+		level := config.Level(0)
 		if !good {
-			mark = "FAIL"
+			level = config.Error
+		}
+		if !report(out, level, what, detail) {
 			ok = false
 		}
-		fmt.Fprintf(out, "%s %s", mark, what)
-		// "cloud: cloud: devices: ..." says its subject once.
-		if detail = strings.TrimPrefix(detail, what+": "); detail != "" {
-			fmt.Fprintf(out, ": %s", detail)
-		}
-		fmt.Fprintln(out)
 	}
-	unknown := cfg.UnknownVars()
-	if cfgErr != nil {
-		for _, line := range strings.Split(cfgErr.Error(), "\n") {
-			say(false, "configuration", strings.TrimPrefix(line, "config: "))
-		}
-		for _, u := range unknown {
-			say(false, "configuration", u.String())
-		}
+	problems := verdict(cfg, cfgErr)
+	for _, p := range problems {
+		report(out, p.Level, "configuration", p.Text)
+	}
+	if len(problems.Errors()) > 0 {
 		return false
 	}
-	for _, u := range unknown {
-		say(false, "configuration", u.String())
-	}
-	// What Load took other than as written (a value wrapped in quotes).
-	for _, w := range cfg.Warnings() {
-		fmt.Fprintf(out, "warn configuration: %s\n", w)
-	}
-	if len(unknown) == 0 {
+	if len(problems) == 0 {
 		say(true, "configuration", "every variable is valid")
 	}
 
@@ -86,10 +75,9 @@ func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, 
 		}
 	}
 
+	// The verdict has tried the state directory.
 	if cfg.State.Dir == "" {
 		say(true, "state directory", "off (STATE_DIR is empty): after a restart, devices show only once the cloud answers")
-	} else if err := statedir.Dir(cfg.State.Dir).Check(); err != nil {
-		say(false, "state directory", err.Error())
 	} else {
 		say(true, "state directory", cfg.State.Dir+" is writable")
 	}
@@ -100,13 +88,40 @@ func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, 
 		say(false, "cloud", err.Error())
 	} else {
 		say(true, "cloud", fmt.Sprintf("the API key works; %d devices on the account", len(devs)))
-		checkQuota(cfg, devs, limits, out) // check_quota.go
+		checkQuota(cfg, devs, limits, out, time.Now()) // check_quota.go
 	}
 	checkEvents(ctx, cfg, say) // check_ports.go
 	if cfg.Local.Enabled && !cfg.Demo {
 		checkLocal(ctx, cfg, devs, say, out, log) // lan.go
 	}
 	return ok
+}
+
+// verdict is cfgErr as Check is handed it: the Problems cmd/bridge made,
+// or Load's error with the rest of the verdict added.
+func verdict(cfg config.Config, cfgErr error) config.Problems {
+	var ps config.Problems
+	if errors.As(cfgErr, &ps) {
+		return ps
+	}
+	return Problems(cfg, cfgErr)
+}
+
+// report writes one line of the report: "ok  ", "warn" or "FAIL" (level 0
+// is ok), the subject and the detail, and reports whether the line is not
+// a FAIL.
+func report(out io.Writer, level config.Level, what, detail string) bool {
+	mark := "ok  "
+	if level != 0 {
+		mark = level.String()
+	}
+	fmt.Fprintf(out, "%s %s", mark, what)
+	// "cloud: cloud: devices: ..." says its subject once.
+	if detail = strings.TrimPrefix(detail, what+": "); detail != "" {
+		fmt.Fprintf(out, ": %s", detail)
+	}
+	fmt.Fprintln(out)
+	return level != config.Error
 }
 
 // listDevices reads the account's devices once (in -demo the simulated

@@ -22,9 +22,10 @@ import (
 // will listen on (bound and released at once) and the cloud's event broker.
 
 // checkListeners binds the embedded broker's port (MQTT_URL=embedded and
-// -demo) and HTTP_ADDR as the daemon will, and fails an HTTP endpoint
-// open to the network without HTTP_TOKEN. (LAN_LISTEN is bound by the LAN
-// check, checkLocal.)
+// -demo) and HTTP_ADDR as the daemon will, and releases them at once
+// (nothing is accepted). An HTTP endpoint open to the network is the
+// verdict's warning (httpProblem). (LAN_LISTEN is bound by the LAN check,
+// checkLocal.)
 func checkListeners(cfg config.Config, say func(bool, string, string)) {
 	if cfg.Demo || cfg.Embedded() {
 		if err := tryListen(cfg.MQTT.Listen); err != nil {
@@ -36,12 +37,6 @@ func checkListeners(cfg config.Config, say func(bool, string, string)) {
 	}
 	addr := cfg.HTTP.Addr
 	if addr == "" {
-		return
-	}
-	// Judged before the port is bound: -check opens nothing to the network.
-	if !loopbackListen(addr) && !cfg.HTTP.Token.IsSet() {
-		say(false, "http", fmt.Sprintf("HTTP_ADDR=%s is not a loopback address and HTTP_TOKEN is not set: anyone who reaches it reads the status page, /metrics and /healthz, and the page's actions are off; "+
-			"set HTTP_TOKEN (or HTTP_TOKEN_FILE, or the systemd credential http_token), or HTTP_ADDR=127.0.0.1:%s for this machine only", addr, portOf(addr)))
 		return
 	}
 	if err := tryListen(addr); err != nil {

@@ -50,30 +50,53 @@ func planOf(cfg config.Config, devs []capability.Device) quotaPlan {
 
 func perDay(d time.Duration) int { return int((24*time.Hour + d - 1) / d) }
 
-// checkQuota prints the day's plan against the quota and warns, naming
-// POLL_INTERVAL and CLOUD_DAILY_LIMIT, when the plan exceeds it. A warning
-// does not fail the check: the bridge paces its reads within the quota.
-func checkQuota(cfg config.Config, devs []capability.Device, limits cloud.RateLimits, out io.Writer) {
+// quotaVerdict is one line of -check about a quota: its level (0: ok),
+// subject, words, and the lines that explain it.
+type quotaVerdict struct {
+	level   config.Level
+	what    string
+	text    string
+	details []string
+}
+
+// checkQuota prints one line for each quota known, the cloud's ("quota",
+// read from its answer's headers) and CLOUD_DAILY_LIMIT's ("daily
+// limit"), or one saying none is known, with the day's plan under the
+// first; then each device's interval. A quota the plan does not fit is a
+// warning in the words the daemon logs (config.QuotaSlowsPolling,
+// config.DailyLimitTooLow): the bridge still runs, reading as often as the
+// quota allows.
+func checkQuota(cfg config.Config, devs []capability.Device, limits cloud.RateLimits, out io.Writer, now time.Time) {
 	p := planOf(cfg, devs)
-	fmt.Fprintf(out, "ok   quota: the configuration plans %d requests a day: %d devices read every %s (%d), the device list every %s (%d), %d scene lists every %s (%d)\n",
-		p.total(), p.devices, config.FormatDuration(p.interval), p.reads, config.FormatDuration(cfg.Poll.DeviceListInterval), p.lists,
-		p.scenes, config.FormatDuration(cfg.Poll.SceneInterval), p.sceneReq)
-	checkPolling(cfg, devs, out)
-	known := false
+	var vs []quotaVerdict
 	if w, ok := learnedQuota(limits); ok && !cfg.Demo {
-		known = true
-		checkLearned(out, cfg, p, w, time.Now())
+		vs = append(vs, checkLearned(cfg, p, w, now))
 	}
 	if limit := cfg.Cloud.DailyLimit; limit > 0 {
-		known = true
-		if p.plan.OverBudget || p.total() > limit {
-			fmt.Fprintf(out, "warn quota: CLOUD_DAILY_LIMIT=%d is too low for %d devices even at one read a day: raise CLOUD_DAILY_LIMIT, or lengthen DEVICE_LIST_INTERVAL and SCENE_INTERVAL\n", limit, p.devices)
+		if p.plan.OverBudget {
+			vs = append(vs, quotaVerdict{level: config.Warning, what: "daily limit", text: config.DailyLimitTooLow(limit, p.devices)})
 		} else {
-			fmt.Fprintf(out, "ok   quota: within CLOUD_DAILY_LIMIT=%d (POLL_INTERVAL planned at %s for it)\n", limit, config.FormatDuration(p.interval))
+			vs = append(vs, quotaVerdict{what: "daily limit",
+				text: fmt.Sprintf("within CLOUD_DAILY_LIMIT=%d (POLL_INTERVAL planned at %s for it)", limit, config.FormatDuration(p.interval))})
 		}
 	}
-	if !known {
-		fmt.Fprintln(out, "ok   quota: no quota known: the cloud's answer told none (no API-RateLimit-* headers) and CLOUD_DAILY_LIMIT is 0; if the account has a daily quota, set CLOUD_DAILY_LIMIT to it")
+	if len(vs) == 0 {
+		vs = append(vs, quotaVerdict{what: "quota", text: "no quota known: the cloud's answer told none (no API-RateLimit-* headers) and CLOUD_DAILY_LIMIT is 0; if the account has a daily quota, set CLOUD_DAILY_LIMIT to it"})
+	}
+	vs[0].details = append([]string{fmt.Sprintf("the configuration plans %d requests a day: %d devices read every %s (%d), the device list every %s (%d), %d scene lists every %s (%d)",
+		p.total(), p.devices, config.FormatDuration(p.interval), p.reads, config.FormatDuration(cfg.Poll.DeviceListInterval), p.lists,
+		p.scenes, config.FormatDuration(cfg.Poll.SceneInterval), p.sceneReq)}, vs[0].details...)
+	for _, v := range vs {
+		v.write(out)
+	}
+	checkPolling(cfg, devs, out)
+}
+
+// write prints v: its line, then its details indented.
+func (v quotaVerdict) write(out io.Writer) {
+	report(out, v.level, v.what, v.text)
+	for _, d := range v.details {
+		fmt.Fprintf(out, "       %s\n", d)
 	}
 }
 
@@ -103,11 +126,10 @@ func checkPolling(cfg config.Config, devs []capability.Device, out io.Writer) {
 // midnight (UTC or local) is taken to be a day's, and the plan of a day is
 // compared with it; any other is compared as what would be sent until it
 // renews against what is left (its length is not known from one answer).
-func checkLearned(out io.Writer, cfg config.Config, p quotaPlan, w cloud.RateLimit, now time.Time) {
+func checkLearned(cfg config.Config, p quotaPlan, w cloud.RateLimit, now time.Time) quotaVerdict {
 	what := fmt.Sprintf("the cloud's quota (%s)", w)
 	if !w.HasRemaining || w.Reset.IsZero() {
-		fmt.Fprintf(out, "ok   quota: %s; it did not say what is left and when it renews, so the plan cannot be compared\n", what)
-		return
+		return quotaVerdict{what: "quota", text: what + "; it did not say what is left and when it renews, so the plan cannot be compared"}
 	}
 	list := max(cfg.Poll.DeviceListInterval, time.Minute)
 	left := max(w.Reset.Sub(now), time.Second)
@@ -122,21 +144,20 @@ func checkLearned(out io.Writer, cfg config.Config, p quotaPlan, w cloud.RateLim
 		avail, span = w.Remaining-poller.QuotaReserve(w.Limit, left, list), "until it renews in "+config.FormatDuration(left.Round(time.Second))
 	}
 	if planned <= avail {
-		fmt.Fprintf(out, "ok   quota: %d requests planned %s, within %s\n", planned, span, what)
-		return
+		return quotaVerdict{what: "quota", text: fmt.Sprintf("%d requests planned %s, within %s", planned, span, what)}
 	}
-	fit := "a day"
+	fit := 24 * time.Hour
 	if daily {
-		fit = config.FormatDuration(poller.QuotaInterval(p.devices, w.Limit, 24*time.Hour, list))
+		if d := poller.QuotaInterval(p.devices, w.Limit, 24*time.Hour, list); d > 0 {
+			fit = d
+		}
 	} else if reads := (float64(avail) - float64(p.lists+p.sceneReq)*left.Seconds()/(24*time.Hour).Seconds()) * 0.9; reads > 0 && p.devices > 0 {
 		if d := time.Duration(float64(p.devices) * left.Seconds() / reads * float64(time.Second)); d < 24*time.Hour {
-			fit = config.FormatDuration(d.Truncate(time.Second) + time.Second)
+			fit = d.Truncate(time.Second) + time.Second
 		}
 	}
-	fmt.Fprintf(out, "warn quota: %d requests planned %s, more than the %d %s leaves beside the bridge's reserve for commands: "+
-		"the bridge will read each device about every %s instead of every %s; set POLL_INTERVAL=%s or longer to plan for it, "+
-		"or CLOUD_DAILY_LIMIT to this bridge's share of the quota (other apps on the account spend it too)\n",
-		planned, span, max(avail, 0), what, fit, config.FormatDuration(p.interval), fit)
+	return quotaVerdict{level: config.Warning, what: "quota", text: config.QuotaSlowsPolling(p.interval, fit),
+		details: []string{fmt.Sprintf("%d requests planned %s, more than the %d %s leaves beside the bridge's reserve for commands", planned, span, max(avail, 0), what)}}
 }
 
 // atMidnight reports whether t is within a minute of a midnight, UTC or

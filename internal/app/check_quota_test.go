@@ -39,15 +39,17 @@ func TestCheckQuota(t *testing.T) {
 		want, not []string
 	}{
 		{"16 devices every 2 s", env("POLL_INTERVAL", "2s"),
-			[]string{"ok   quota: the configuration plans 691372 requests a day: 16 devices read every 2s (691200), the device list every 10m (144), 7 scene lists every 6h (28)",
-				"warn quota: ", "of 10000 left until", "POLL_INTERVAL=", "CLOUD_DAILY_LIMIT"},
-			nil},
+			[]string{"\nwarn quota: the cloud's quota allows a read of each device about every ",
+				"\n       the configuration plans 691372 requests a day: 16 devices read every 2s (691200), the device list every 10m (144), 7 scene lists every 6h (28)\n",
+				"of 10000 left until", "set POLL_INTERVAL=", "CLOUD_DAILY_LIMIT"},
+			// One line, one level, about the quota.
+			[]string{"ok   quota"}},
 		{"16 devices every 3 min", env("POLL_INTERVAL", "3m"),
-			[]string{"ok   quota: the configuration plans 7852 requests a day", "within the cloud's quota ("},
+			[]string{"\nok   quota: ", "within the cloud's quota (", "\n       the configuration plans 7852 requests a day"},
 			[]string{"warn"}},
 		{"a daily limit too low", env("POLL_INTERVAL", "3m", "CLOUD_DAILY_LIMIT", "100"),
-			[]string{"warn quota: CLOUD_DAILY_LIMIT=100 is too low for 16 devices"},
-			nil},
+			[]string{"warn daily limit: CLOUD_DAILY_LIMIT=100 is too low for 16 devices even at one read a day: the bridge reads each device at most once a day; raise CLOUD_DAILY_LIMIT, or lengthen DEVICE_LIST_INTERVAL and SCENE_INTERVAL\n"},
+			[]string{"ok   daily limit"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ok, out := checkReport(t, tc.env)
@@ -107,15 +109,16 @@ func TestCheckLearned(t *testing.T) {
 		want     string
 	}{
 		{"a day's quota, 2 s", "2s", cloud.RateLimit{Limit: 10000, Remaining: 9998, HasRemaining: true, Reset: midnight},
-			"warn quota: 691372 requests planned a day, more than the 8856 the cloud's quota (9998 of 10000 left until 2026-11-26T00:00:00Z) leaves beside the bridge's reserve for commands: the bridge will read each device about every 2m54s instead of every 2s; set POLL_INTERVAL=2m54s or longer"},
+			"warn quota: the cloud's quota allows a read of each device about every 2m54s, not every 2s: the bridge reads that often; set POLL_INTERVAL=2m54s or longer to plan for it, or CLOUD_DAILY_LIMIT to this bridge's share of the quota (other apps on the account spend it too)\n" +
+				"       691372 requests planned a day, more than the 8856 the cloud's quota (9998 of 10000 left until 2026-11-26T00:00:00Z) leaves beside the bridge's reserve for commands\n"},
 		{"a day's quota, 3 min", "3m", cloud.RateLimit{Limit: 10000, Remaining: 9998, HasRemaining: true, Reset: midnight},
 			"ok   quota: 7852 requests planned a day, within the cloud's quota (9998 of 10000 left until 2026-11-26T00:00:00Z)"},
 		{"a short window, 60 s", "60s", cloud.RateLimit{Limit: 45, Remaining: 44, HasRemaining: true, Reset: now.Add(90 * time.Second)},
 			"ok   quota: 24 requests planned until it renews in 1m30s, within the cloud's quota (44 of 45 left until 2026-11-25T13:01:30Z)"},
 		{"a short window, 2 s", "2s", cloud.RateLimit{Limit: 45, Remaining: 44, HasRemaining: true, Reset: now.Add(90 * time.Second)},
-			"warn quota: 720 requests planned until it renews in 1m30s, more than the 38 the cloud's quota"},
+			"       720 requests planned until it renews in 1m30s, more than the 38 the cloud's quota"},
 		{"a day's quota in its last hour", "2s", cloud.RateLimit{Limit: 10000, Remaining: 500, HasRemaining: true, Reset: midnight},
-			"warn quota: 14404 requests planned until it renews in 30m"},
+			"       14404 requests planned until it renews in 30m"},
 		{"no reset told", "2s", cloud.RateLimit{Limit: 10000},
 			"it did not say what is left and when it renews"},
 	} {
@@ -129,7 +132,7 @@ func TestCheckLearned(t *testing.T) {
 				at = midnight.Add(-30 * time.Minute)
 			}
 			var out bytes.Buffer
-			checkLearned(&out, cfg, planOf(cfg, devs), tc.w, at)
+			checkLearned(cfg, planOf(cfg, devs), tc.w, at).write(&out)
 			if !strings.Contains(out.String(), tc.want) {
 				t.Errorf("got %q\nwant %q", out.String(), tc.want)
 			}

@@ -22,7 +22,8 @@ import (
 
 // Validate is cfg.Validate with the LAN settings config keeps as text for
 // lan to parse (LAN_LISTEN, LAN_SCAN_TARGETS): every problem at once, each
-// naming its variable and the fix. They are checked also when
+// naming its variable and the fix. It is the part of the verdict (Problems,
+// which -check and the daemon use) that config alone can tell. They are checked also when
 // LAN_ENABLED=false: a setting left wrong would fail only on the day it is
 // turned on.
 func Validate(cfg config.Config) error {

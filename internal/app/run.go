@@ -55,6 +55,8 @@ type running struct {
 // Nothing runs yet.
 func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	log := m.Log
+	logWarnings(cfg, log) // the verdict's own warnings (verdict.go)
+
 	var sched *scheduler.Scheduler // the answers' rate-limit headers tell it the quota
 	clk := m.clock()
 	hc, closeIdle := m.httpClient()

@@ -258,7 +258,7 @@ func TestValidateProblems(t *testing.T) {
 			"LIMIT_DEVICE_CONTROL_PER_SECOND", "0", "LIMIT_DEVICE_CONTROL_BURST", "0", "LIMIT_STATE_PER_MINUTE", "0", "LIMIT_SCENES_PER_MINUTE", "0"), false,
 			[]string{"LIMIT_DEVICES_PER_MINUTE=0 must be at least 1", "LIMIT_CONTROL_PER_SECOND=-2 must be at least 1", "LIMIT_CONTROL_BURST=0 must be at least 1",
 				"LIMIT_DEVICE_CONTROL_PER_SECOND=0", "LIMIT_DEVICE_CONTROL_BURST=0", "LIMIT_STATE_PER_MINUTE=0", "LIMIT_SCENES_PER_MINUTE=0"}},
-		{"MQTT URL bad scheme", with(valid(), "MQTT_URL", "http://broker:1883"), false, []string{`MQTT_URL="http://broker:1883" has scheme "http": use tcp, ssl, mqtts, ws or wss`}},
+		{"MQTT URL bad scheme", with(valid(), "MQTT_URL", "http://broker:1883"), false, []string{`MQTT_URL="http://broker:1883" has scheme "http": use tcp://, mqtt://, ssl://, mqtts://, tls://, ws:// or wss://, like tcp://127.0.0.1:1883`}},
 		{"MQTT URL no host", with(valid(), "MQTT_URL", "tcp://:1883"), false, []string{"MQTT_URL", "no host"}},
 		{"MQTT URL without scheme", with(valid(), "MQTT_URL", "broker.lan:1883"), false, []string{"MQTT_URL"}},
 		{"MQTT URL IPv6 without brackets", with(valid(), "MQTT_URL", "tcp://::1:1883"), false, []string{`MQTT_URL="tcp://::1:1883": put an IPv6 address in brackets: tcp://[::1]:1883`}},

@@ -106,7 +106,7 @@ func (v *validator) mqtt(c Config) {
 	}
 	tlsFiles := c.MQTT.CAFile != "" || c.MQTT.CertFile != "" || c.MQTT.KeyFile != ""
 	if tlsFiles && !tlsURL {
-		v.add("MQTT_URL", "MQTT_CA_FILE, MQTT_CERT_FILE or MQTT_KEY_FILE is set but MQTT_URL is not a TLS URL: use ssl://, mqtts:// or wss://, or unset the files")
+		v.add("MQTT_URL", "MQTT_CA_FILE, MQTT_CERT_FILE or MQTT_KEY_FILE is set but MQTT_URL is not a TLS URL: use ssl://, mqtts://, tls:// or wss://, or unset the files")
 	}
 	if c.MQTT.CAFile != "" {
 		if b, err := readFile("MQTT_CA_FILE", c.MQTT.CAFile); err != nil {
@@ -257,10 +257,23 @@ func (v *validator) baseURLPath(name, s string) {
 	}
 }
 
-// brokerSchemes are the MQTT URL schemes, and whether each uses TLS: the
-// documented tcp, ssl, mqtts, ws and wss, and the aliases mqtt and tls that
-// the MQTT client accepts too.
+// brokerSchemes are the MQTT URL schemes the MQTT client accepts, and
+// whether each uses TLS; the error for another names them all, in the
+// order of brokerSchemeNames.
 var brokerSchemes = map[string]bool{"tcp": false, "mqtt": false, "ssl": true, "mqtts": true, "tls": true, "ws": false, "wss": true}
+
+// brokerSchemeNames are brokerSchemes' keys as an error lists them.
+var brokerSchemeNames = []string{"tcp", "mqtt", "ssl", "mqtts", "tls", "ws", "wss"}
+
+// schemeList is brokerSchemeNames as a user writes them: "tcp://, mqtt://,
+// ... or wss://".
+func schemeList() string {
+	names := make([]string, len(brokerSchemeNames))
+	for i, n := range brokerSchemeNames {
+		names[i] = n + "://"
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
 
 // brokerURL checks an MQTT broker URL and reports whether it uses TLS.
 func (v *validator) brokerURL(name, s, example string) bool {
@@ -271,7 +284,7 @@ func (v *validator) brokerURL(name, s, example string) bool {
 	}
 	isTLS, ok := brokerSchemes[strings.ToLower(u.Scheme)]
 	if !ok {
-		v.add(name, fmt.Sprintf("%s=%s has scheme %s: use tcp, ssl, mqtts, ws or wss, %s", name, Quote(redactURL(s)), Quote(u.Scheme), example))
+		v.add(name, fmt.Sprintf("%s=%s has scheme %s: use %s, %s", name, Quote(redactURL(s)), Quote(u.Scheme), schemeList(), example))
 		return false
 	}
 	if fixed, ok := bracketIPv6(u); ok {

@@ -2,11 +2,13 @@ package poller
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/cloud"
+	"cloud2mqtt/internal/config"
 	"cloud2mqtt/internal/scheduler"
 )
 
@@ -209,12 +211,12 @@ func (p *Poller) replan() {
 	}
 	p.planLogged = line
 	switch {
+	// A quota the plan does not fit is a warning in -check's words (config/verdict.go): the bridge runs on.
 	case plan.Quota > 0:
-		p.log.Info().EmbedObject(plan).Float64("quota_reads_per_hour", p.pace.capacity*3600).
-			Msg("poller: poll interval planned for the account's quota, as the cloud's answers describe it")
+		p.log.Warn().EmbedObject(plan).Int64("quota_reads_per_hour", int64(math.Round(p.pace.capacity*3600))).
+			Msg(config.QuotaSlowsPolling(plan.Configured, plan.Quota))
 	case plan.OverBudget:
-		p.log.Error().EmbedObject(plan).
-			Msg("poller: CLOUD_DAILY_LIMIT is too low for this many devices even at one read a day; raise it, lengthen the list and scene intervals or lower the command allowance")
+		p.log.Warn().EmbedObject(plan).Msg(config.DailyLimitTooLow(plan.Limit, plan.Devices))
 	case plan.Limit > 0:
 		p.log.Info().EmbedObject(plan).Msg("poller: poll interval planned for the daily limit")
 	default:

@@ -1,0 +1,89 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"cloud2mqtt/internal/config"
+	"cloud2mqtt/internal/lan"
+	"cloud2mqtt/internal/statedir"
+)
+
+// Problems is the one verdict on the settings that -check prints and the
+// daemon acts on (cmd/bridge): the configuration's (config.Config.Problems,
+// with loadErr, Load's error, and the LAN settings lan parses) and what
+// only a look at this machine tells: STATE_DIR usable (an error: the
+// daemon would lose what it keeps) and the status page open to the network
+// (a warning: it serves, as it says). Errors come first.
+func Problems(cfg config.Config, loadErr error) config.Problems {
+	_, listenErr := lan.ParseListen(cfg.Local.ListenAddr)
+	_, targetsErr := lan.ParseTargets(cfg.Local.ScanTargets)
+	ps := cfg.Problems(loadErr, listenErr, targetsErr)
+	if p, ok := stateDirProblem(cfg); ok {
+		ps = append(ps, p)
+	}
+	ps = append(ps, httpProblems(cfg)...)
+	errs := ps.Errors()
+	return append(errs, ps.Warnings()...)
+}
+
+// stateDirProblem is an error when STATE_DIR is set but cannot be used:
+// a file, not creatable, not writable. It creates the directory, as the
+// daemon would.
+func stateDirProblem(cfg config.Config) (config.Problem, bool) {
+	d := cfg.State.Dir
+	if d == "" || !strings.HasPrefix(d, "/") { // not absolute: Validate says so
+		return config.Problem{}, false
+	}
+	if fi, err := os.Stat(d); err == nil && !fi.IsDir() {
+		return config.Problem{Level: config.Error, Text: fmt.Sprintf("STATE_DIR=%s is a file, not a directory: set it to a directory the bridge's user may write, like /var/lib/cloud2mqtt (under systemd, StateDirectory=cloud2mqtt sets it)",
+			config.Clip(d))}, true
+	}
+	if err := statedir.Dir(d).Check(); err != nil {
+		return config.Problem{Level: config.Error, Text: strings.TrimPrefix(err.Error(), "statedir: ")}, true
+	}
+	return config.Problem{}, false
+}
+
+// httpProblems are warnings when HTTP_ADDR is open to the network:
+// without HTTP_TOKEN anyone who reaches it reads the page (its actions are
+// off), and on every interface /metrics and /healthz are exposed (the
+// words the status page's start logs, http.go).
+func httpProblems(cfg config.Config) config.Problems {
+	addr := cfg.HTTP.Addr
+	if addr == "" || loopbackListen(addr) {
+		return nil
+	}
+	var ps config.Problems
+	if !cfg.HTTP.Token.IsSet() {
+		ps = append(ps, config.Problem{Level: config.Warning, Text: noTokenWarning(addr)})
+	}
+	if exposedAddr(addr) {
+		ps = append(ps, config.Problem{Level: config.Warning, Text: exposedWarning})
+	}
+	return ps
+}
+
+// noTokenWarning is the warning for HTTP_ADDR=addr, not loopback, without
+// HTTP_TOKEN.
+func noTokenWarning(addr string) string {
+	return fmt.Sprintf("HTTP_ADDR=%s is not a loopback address and HTTP_TOKEN is not set: anyone who reaches it reads the status page, /metrics and /healthz, and the page's actions are off; "+
+		"set HTTP_TOKEN (or HTTP_TOKEN_FILE, or the systemd credential http_token), or HTTP_ADDR=127.0.0.1:%s for this machine only", config.Clip(addr), portOf(addr))
+}
+
+// exposedWarning is the warning for an HTTP_ADDR on every interface, as
+// the status page's start logs it (http.go).
+const exposedWarning = "HTTP_ADDR listens on every interface: the status page, /metrics and /healthz are open to the network (devices, request counts, errors; actions only with HTTP_TOKEN); set HTTP_ADDR=127.0.0.1:PORT unless another host must see them"
+
+// logWarnings logs, when the daemon starts, the warnings of the verdict
+// that neither config's (warnUnknown: unknown variables, values taken
+// other than as written) nor the status page's start (exposedWarning)
+// logs.
+func logWarnings(cfg config.Config, log zerolog.Logger) {
+	if addr := cfg.HTTP.Addr; addr != "" && !loopbackListen(addr) && !cfg.HTTP.Token.IsSet() {
+		log.Warn().Str("HTTP_ADDR", addr).Msg(noTokenWarning(addr))
+	}
+}
