@@ -68,7 +68,7 @@ func (m *Main) serve(ctx context.Context, wg *sync.WaitGroup, d *running) error 
 	}
 	if addr != "" && exposedAddr(addr) {
 		d.log.Warn().Str("HTTP_ADDR", addr).
-			Msg("HTTP_ADDR listens on every interface: the status page, /metrics and /healthz are open to the network (devices, request counts, errors; actions only with HTTP_TOKEN); set HTTP_ADDR=127.0.0.1:PORT unless another host must see them")
+			Msg(exposedWarning) // -check's words (verdict.go)
 	}
 	h, err := d.page.Handler(web.Options{Addr: addr, Hosts: d.cfg.HTTP.HostNames(), Token: d.cfg.HTTP.Token.Reveal(),
 		Health: http.HandlerFunc(m.serveHealth), Metrics: metricsHandler(d.met)},
