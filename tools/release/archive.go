@@ -82,13 +82,9 @@ func (r *release) archive(t target, bin string) error {
 	if err != nil {
 		return err
 	}
-	entries := []entry{{name: base + "/", mode: 0o755}, {name: base + "/cloud2mqtt", mode: 0o755, data: binary}}
-	for _, f := range []string{"LICENSE", "README.md", "CHANGELOG.md", "config.example.env", "deploy/systemd/cloud2mqtt.service"} {
-		b, err := r.readRepo(f)
-		if err != nil {
-			return err
-		}
-		entries = append(entries, entry{name: base + "/" + path.Base(f), mode: 0o644, data: b})
+	entries, err := archiveEntries(base, binary, r.readRepo)
+	if err != nil {
+		return err
 	}
 	var tarball bytes.Buffer
 	if err := writeTar(&tarball, entries, r.epoch); err != nil {
@@ -99,6 +95,35 @@ func (r *release) archive(t target, bin string) error {
 		return err
 	}
 	return r.writeOut(base+".tar.gz", gz)
+}
+
+// archiveFiles are the repository's files an archive carries, with their
+// modes. config.example.env is 0600 like the .deb's env file: it becomes
+// /etc/cloud2mqtt/cloud2mqtt.env, where the API key may be written, and a
+// copy (cp, tar -x) keeps the mode.
+var archiveFiles = []struct {
+	path string
+	mode int64
+}{
+	{"LICENSE", 0o644},
+	{"README.md", 0o644},
+	{"CHANGELOG.md", 0o644},
+	{"config.example.env", 0o600},
+	{"deploy/systemd/cloud2mqtt.service", 0o644},
+}
+
+// archiveEntries are an archive's directory base/, the binary and
+// archiveFiles, read by readRepo.
+func archiveEntries(base string, binary []byte, readRepo func(string) ([]byte, error)) ([]entry, error) {
+	entries := []entry{{name: base + "/", mode: 0o755}, {name: base + "/cloud2mqtt", mode: 0o755, data: binary}}
+	for _, f := range archiveFiles {
+		b, err := readRepo(f.path)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, entry{name: base + "/" + path.Base(f.path), mode: f.mode, data: b})
+	}
+	return entries, nil
 }
 
 // writeOut writes an artifact into the output directory.

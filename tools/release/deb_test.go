@@ -74,7 +74,7 @@ func TestDebPackages(t *testing.T) {
 			checkBinary(t, tg, filepath.Join(root, "usr/bin/cloud2mqtt"))
 			unit, _ := os.ReadFile(filepath.Join(root, "usr/lib/systemd/system/cloud2mqtt.service"))
 			for _, want := range []string{"\nExecStart=/usr/bin/cloud2mqtt\n", "\nEnvironmentFile=/etc/cloud2mqtt/cloud2mqtt.env\n",
-				"\nLoadCredential=cloud_api_key:/etc/cloud2mqtt/api_key\n", "\nStateDirectory=cloud2mqtt\n"} {
+				"\nLoadCredential=cloud_api_key:/etc/cloud2mqtt/api_key\nSetCredential=cloud_api_key:\\n\n", "\nStateDirectory=cloud2mqtt\n"} {
 				if !bytes.Contains(unit, []byte(want)) {
 					t.Errorf("the unit lacks %q", strings.TrimSpace(want))
 				}

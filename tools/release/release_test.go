@@ -219,6 +219,21 @@ func TestArchives(t *testing.T) {
 					t.Errorf("%s is not the repository's", f)
 				}
 			}
+			// As a user unpacks it: the env file stays root-only (0600)
+			// through tar -x and a cp to /etc/cloud2mqtt.
+			dir := t.TempDir()
+			if out, err := exec.Command("tar", "-xzf", filepath.Join(dist, base+".tar.gz"), "-C", dir).CombinedOutput(); err != nil {
+				t.Fatalf("tar -x: %v\n%s", err, out)
+			}
+			envCopy := filepath.Join(dir, "cloud2mqtt.env")
+			if out, err := exec.Command("cp", filepath.Join(dir, base, "config.example.env"), envCopy).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v\n%s", err, out)
+			}
+			for _, p := range []string{filepath.Join(dir, base, "config.example.env"), envCopy} {
+				if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+					t.Errorf("%s: %v %v, want mode 0600", p, fi, err)
+				}
+			}
 			bin := filepath.Join(t.TempDir(), "cloud2mqtt")
 			if err := os.WriteFile(bin, files[base+"/cloud2mqtt"], 0o755); err != nil {
 				t.Fatal(err)

@@ -94,3 +94,34 @@ func TestVersions(t *testing.T) {
 		t.Errorf("wrong repo: %v", err)
 	}
 }
+
+// The archive's config.example.env is root-only once installed, as the
+// .deb's /etc/cloud2mqtt/cloud2mqtt.env is: it is 0600 in the archive, so
+// tar -x and cp keep it so, and the API key may be written in it.
+func TestArchiveModes(t *testing.T) {
+	r := &release{repo: filepath.Join("..", "..")}
+	entries, err := archiveEntries("c2m", []byte("binary"), r.readRepo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tarball bytes.Buffer
+	if err := writeTar(&tarball, entries, time.Unix(1700000000, 0)); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"c2m/": 0o755, "c2m/cloud2mqtt": 0o755, "c2m/config.example.env": 0o600,
+		"c2m/cloud2mqtt.service": 0o644, "c2m/README.md": 0o644, "c2m/LICENSE": 0o644, "c2m/CHANGELOG.md": 0o644}
+	tr := tar.NewReader(&tarball)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		if m, ok := want[h.Name]; !ok || h.Mode != m {
+			t.Errorf("%s: mode %04o, want %04o", h.Name, h.Mode, m)
+		}
+		delete(want, h.Name)
+	}
+	if len(want) > 0 {
+		t.Errorf("the archive lacks %v", want)
+	}
+}
