@@ -17,11 +17,9 @@ func appExitCode(err error) int {
 	return exitConfig
 }
 
-// appScrub hides, in Home Assistant app mode, what an error about the
-// configuration must not show: a secret option's value and any value longer
-// than addon.MaxShown characters (the app's documentation promises it, and
-// its log is shown to everyone who opens the app's Log tab). Outside app
-// mode err is returned as it is.
+// appScrub hides secrets and long values in app mode's configuration
+// errors, because anyone can read the app's log. Outside app mode err is
+// returned as it is.
 func appScrub(err error, environment map[string]string) error {
 	if err == nil || !addon.Active(environment) {
 		return err
@@ -29,10 +27,8 @@ func appScrub(err error, environment map[string]string) error {
 	return addon.Scrub(err, environment)
 }
 
-// appIngress is, in Home Assistant app mode, the status page's listener for
-// the sidebar: config.yaml's ingress_port, answering only the Supervisor's
-// ingress proxy (ADDON_INGRESS_ADDR and ADDON_INGRESS_PEER move them, for
-// tests). Outside app mode it is off (the zero Ingress).
+// appIngress is the status page's sidebar listener in app mode, answering
+// only the Supervisor's proxy; outside app mode it is off.
 func appIngress(environment map[string]string) (app.Ingress, error) {
 	if !addon.Active(environment) {
 		return app.Ingress{}, nil

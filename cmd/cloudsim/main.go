@@ -6,19 +6,15 @@
 //	         [-quota 10000 -quota-window 24h -quota-reset seconds] [-short-quota 100 -short-window 1m]
 //	         [-latency 5ms]
 //
-// With -latency every answer is delayed by that much, as a cloud some
-// way off answers (the benchmarks of docs/benchmarks.md time the bridge's
-// start against one that answers in a few milliseconds).
+// With -latency every answer is delayed by that much, like a distant cloud.
 //
-// With -quota the account has a request quota, as the live service is
-// reported to: every answer says what is left in the API-RateLimit-*
-// headers, and a request beyond it is answered 429 with Retry-After until
-// the window renews (-short-quota: a second window, in X-RateLimit-*).
+// With -quota the account has a request quota, told in the API-RateLimit-*
+// headers and enforced with 429; -short-quota adds a second window in
+// X-RateLimit-*.
 //
-// With -events-addr it also plays the service's event broker: an embedded
-// MQTT broker (user name and password both the API key) on which a random
-// device event is published on GA/<key> every -event-every, in the live
-// payload shape, for CLOUD_EVENTS_URL=tcp://<events-addr>.
+// With -events-addr it also runs the service's event broker, with the API
+// key as user name and password, publishing a random device event on
+// GA/<key> every -event-every; point CLOUD_EVENTS_URL at it.
 package main
 
 import (

@@ -5,11 +5,9 @@
 //	       [-scan-port 4001] [-command-port 4003] [-reply-port 4002]
 //
 // Each light listens on the next loopback address from -first, at the
-// production ports by default, and answers to port 4002 of the address a
-// request came from, as the real ones do. It prints the settings that
-// point the bridge at them. The default lights are the demo catalogue's
-// three, with their ids; they keep their own state (a bridge started with
-// -demo links its simulated lights to its simulated cloud instead).
+// production ports by default, and answers as the real ones do. It prints
+// the settings that point the bridge at them. The default lights are the
+// demo catalogue's three and keep their own state.
 package main
 
 import (

@@ -1,22 +1,15 @@
-// Package addon runs the bridge as a Home Assistant app (add-on): when the
-// Supervisor starts the container it sets SUPERVISOR_TOKEN, writes the
-// user's options to /data/options.json and offers the MQTT broker of the
-// Mosquitto app as a service. Environment turns all of that into the
-// environment variables the config package reads, laid over the process
-// environment, so the daemon has one configuration path whether it runs
-// under systemd, in Docker or under the Supervisor.
+// Package addon runs the bridge as a Home Assistant app (add-on). It turns
+// what the Supervisor provides (the user's options, the Mosquitto app's
+// broker, SUPERVISOR_TOKEN) into the environment variables the config
+// package reads, so the daemon has one configuration path wherever it runs.
 //
-// Options are named like the settings they set, in lower case
-// (cloud_api_key is CLOUD_API_KEY). An option the user set wins over the
-// process environment; the broker comes from the Supervisor unless the user
-// set mqtt_url (in the options or the environment); the state directory is
-// /data, which the Supervisor keeps across restarts, updates and backups;
-// logs are plain text, which the Supervisor's log view shows as written.
+// Options are the settings' names in lower case (cloud_api_key is
+// CLOUD_API_KEY) and win over the process environment. The state directory
+// is /data, which the Supervisor keeps across updates and backups.
 //
-// It never logs and never puts an option's value in an error, so a secret
-// typed into the wrong field does not leak; Scrub does the same for the
-// configuration's own errors about the options (a secret setting's value,
-// or any value longer than MaxShown characters, is shown as ***).
+// It never logs or puts an option's value in an error, so a secret typed
+// into the wrong field does not leak; Scrub does the same for the config
+// package's errors.
 package addon
 
 import (
@@ -114,11 +107,9 @@ func Environment(ctx context.Context, environ map[string]string, client *http.Cl
 }
 
 // ReadOptions reads the Supervisor's options file into environment
-// variables: each key is a setting's variable in lower case; strings go as
-// they are, numbers in decimal, booleans as true or false; null and "" are
-// left out (the setting keeps its default). A key that names no setting is
-// an error, as is a value that is a list or an object. Errors name the
-// option, never its value.
+// variables; null and "" are left out so the setting keeps its default. An
+// unknown key or a list or object value is an error that names the option,
+// never its value.
 func ReadOptions(path string) (map[string]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {

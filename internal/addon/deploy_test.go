@@ -1,9 +1,7 @@
 package addon
 
-// Tests of the app's files in deploy/homeassistant that the Supervisor
-// reads (config.yaml, apparmor.txt, CHANGELOG.md) against this package and
-// the configuration. internal/config's TestHomeAssistantApp checks the
-// options' schema, translations and documentation.
+// Tests of the app's files in deploy/homeassistant that the Supervisor reads,
+// against this package and the configuration.
 
 import (
 	"bytes"
@@ -62,8 +60,7 @@ func TestConfigIngressAndWatchdog(t *testing.T) {
 }
 
 // The app's options and schema in config.yaml are generated from
-// config.Vars (each setting's app tag, its default and its kind): the
-// committed file is what appOptions gives. go test -update rewrites them.
+// config.Vars; go test -update rewrites them.
 func TestAppOptions(t *testing.T) {
 	path := filepath.Join(appDir, "config.yaml")
 	head, _, ok := bytes.Cut(readFile(t, path), []byte("\noptions:\n"))

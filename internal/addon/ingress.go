@@ -6,13 +6,10 @@ import (
 	"strconv"
 )
 
-// Ingress: Home Assistant shows the app's status page in its sidebar by
-// proxying the user's requests through the Supervisor to IngressPort. With
-// host_network (which the LAN's multicast needs) that port is on the host,
-// so the listener must answer the Supervisor alone: the Supervisor's
-// address on its own network (hassio), DefaultIngressPeer, is the one peer
-// it accepts. The Supervisor's watchdog (config.yaml, watchdog) comes from
-// that address too and asks the same port for /healthz.
+// Ingress: Home Assistant shows the status page in its sidebar through the
+// Supervisor's proxy. With host_network, which the LAN's multicast needs,
+// the port is on the host, so the listener answers the Supervisor's address
+// alone; its watchdog asks the same port for /healthz.
 const (
 	// IngressPort is config.yaml's ingress_port (a test keeps them equal).
 	IngressPort = 8099

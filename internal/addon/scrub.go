@@ -11,9 +11,7 @@ import (
 )
 
 // MaxShown is the longest value an error of app mode repeats. A longer one
-// is more likely a key, a token or a certificate pasted into the wrong field
-// than a mistyped word, and the app's log is read by everyone who can open
-// its Log tab (and pasted into bug reports).
+// is more likely a pasted key than a typo, and anyone can read the app's log.
 const MaxShown = 64
 
 // minHidden is the shortest secret Scrub looks for: hiding every "1" of a
@@ -24,13 +22,9 @@ const minHidden = 4
 // hidden is how a value an error must not show appears instead.
 const hidden = "***"
 
-// Scrub returns err with what an error must not show replaced by ***: the
-// value of every secret setting and every value longer than MaxShown
-// characters in environ (the environment Environment returned, so the
-// options are in it), as written and as Go quotes it; then any quoted text
-// still longer than MaxShown characters (a long value the configuration
-// rewrote before quoting it, like a URL with its password masked). The
-// result's errors.Is and errors.As see err's chain; nil stays nil.
+// Scrub returns err with every secret value and every value longer than
+// MaxShown in environ replaced by ***, as written or quoted, and then any
+// quoted text still too long. errors.Is and errors.As still see err's chain.
 func Scrub(err error, environ map[string]string) error {
 	if err == nil {
 		return nil

@@ -10,9 +10,8 @@ import (
 	"cloud2mqtt/internal/config"
 )
 
-// TestDurationOptionsAsTheREADMESays (issue 41 §5): in the app, as in the
-// environment, 60, "60", "60s" and "1m" are the same minute: the app's
-// schema lets each through and the bridge reads each as 1m.
+// TestDurationOptionsAsTheREADMESays: in the app, as in the environment,
+// 60, "60", "60s" and "1m" are all one minute.
 func TestDurationOptionsAsTheREADMESays(t *testing.T) {
 	var schema string
 	for _, v := range config.Vars() {
@@ -37,9 +36,8 @@ func TestDurationOptionsAsTheREADMESays(t *testing.T) {
 	}
 }
 
-// TestBoolAndLevelWordsInOptions (issue 41 §5): a text option of the app
-// (one the form shows as text, or set in YAML as a string) takes the
-// same words as the environment.
+// TestBoolAndLevelWordsInOptions: a text option of the app takes the same
+// words as the environment.
 func TestBoolAndLevelWordsInOptions(t *testing.T) {
 	opts := writeOptions(t, `{"cloud_api_key":"k","cloud_base_url":"https://cloud.example","mqtt_url":"tcp://b:1883","lan_enabled":"yes","ha_discovery":"off","log_level":"warning"}`)
 	env, err := Environment(context.Background(), map[string]string{TokenVar: "tok-123", OptionsFileVar: opts}, nil)

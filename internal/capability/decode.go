@@ -39,11 +39,10 @@ type capabilityDefs struct {
 	problems []string
 }
 
-// DeviceDecoder decodes the devices of one device list. Devices whose
-// capabilities array is byte for byte the same (devices of one model) share
-// one decoded []Capability: a household of a thousand devices has few
-// models, and each decoded definition costs kilobytes. The zero value is
-// ready to use; use one per list.
+// DeviceDecoder decodes the devices of one device list, sharing one decoded
+// definition among devices whose capabilities are byte for byte the same,
+// because a large household has few models and each definition costs
+// kilobytes. The zero value is ready; use one per list.
 type DeviceDecoder struct {
 	shared map[string]capabilityDefs
 }
@@ -57,8 +56,8 @@ func (dd *DeviceDecoder) Decode(b []byte) (Device, error) {
 }
 
 // decodeDevice decodes a device, sharing definitions through shared unless
-// it is nil (Device.UnmarshalJSON). Both read the capabilities array in two
-// steps, so that a duplicated key means the same to both: the last one wins.
+// it is nil. It reads the capabilities in two steps so a duplicated key
+// means the same with and without sharing: the last one wins.
 func decodeDevice(b []byte, shared map[string]capabilityDefs) (Device, error) {
 	var raw struct {
 		SKU          string          `json:"sku"`

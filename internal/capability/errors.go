@@ -13,15 +13,13 @@ import (
 )
 
 // ErrSuperseded is a command's outcome when a newer command for the same
-// device and setting replaced it before it was sent, over the cloud
-// (internal/scheduler) or the LAN (internal/lan): the newer one reports,
+// device and setting replaced it before it was sent. The newer one reports,
 // so a caller does nothing with it.
 var ErrSuperseded = errors.New("superseded by a newer command for the same device and setting before it was sent")
 
-// Category is one of the spec's reasons a control value is refused (its
-// "Errors" table). The bridge checks values itself with the same categories,
-// so a user learns about a bad value before a request is spent on it, in the
-// words the cloud would have used.
+// Category is one of the spec's reasons a control value is refused. The
+// bridge checks values itself so a user learns of a bad value before a
+// request is spent on it, in the words the cloud would use.
 type Category string
 
 // The spec's error categories, spelled as the spec lists them.
@@ -123,13 +121,10 @@ func (ck valueChecker) accepts(s valueSpec) string {
 	return "send a value"
 }
 
-// RangeError is the error of n outside r, or off its steps, in the words
-// Validate uses ("300 is above the maximum 100", "1500 K is below the
-// minimum 2000 K"); nil when n fits. unit is the range's as the cloud
-// writes it ("unit.percent", "Celsius", "K"); shown, when not empty, is how
-// the value was sent before it was converted to n ("600 mireds"). For
-// callers that convert a value before it is checked (discovery's light
-// commands), so that every path refuses a value in the same words.
+// RangeError is the error of n outside r or off its steps, in Validate's
+// words, or nil when n fits; shown, if not empty, is the value as sent
+// before conversion ("600 mireds"). Callers that convert values use it so
+// every path refuses a value in the same words.
 func RangeError(instance, field, shown string, n int64, r Range, unit string) *ValueError {
 	if fits(n, r) {
 		return nil
@@ -143,10 +138,8 @@ func fits(n int64, r Range) bool {
 	return n >= int64(r.Min) && n <= int64(r.Max) && (step == 1 || (n-int64(r.Min))%step == 0)
 }
 
-// rangeError says why n does not fit r: what is put before the value, and
-// sent, when not empty, is how it was sent before it was converted to n.
-// One builder for the whole message: a flood of refused values costs
-// little.
+// rangeError says why n does not fit r. It builds the message in one
+// builder so a flood of refused values costs little.
 func rangeError(instance, field, what, sent string, n int64, r Range, sym string) *ValueError {
 	var b strings.Builder
 	b.Grow(len(what) + len(sent) + 64)
@@ -175,10 +168,8 @@ func rangeError(instance, field, what, sent string, n int64, r Range, sym string
 	return &ValueError{Category: CategoryRange, Instance: instance, Field: field, Msg: b.String()}
 }
 
-// UnitSymbol writes a unit of a definition ("unit.percent", "Celsius",
-// "unit.kelvin") the way people read it ("%", "°C", "K"); an unknown one
-// without its "unit." prefix. Messages, the status page and Home
-// Assistant's units all use it.
+// UnitSymbol writes a definition's unit ("unit.percent", "Celsius") the way
+// people read it ("%", "°C"), so every place that shows a unit agrees.
 func UnitSymbol(u string) string {
 	if t := tempUnitOf(u); t != unitUnknown && len(strings.TrimSpace(u)) > 2 {
 		return t.symbol() // "Celsius", "unit.fahrenheit"; not a bare "c"

@@ -6,12 +6,8 @@ package capability
 import "maps"
 
 // Example builds a valid value from a capability's definition, the same
-// every time: an ENUM's first option, a range's minimum, a struct of the
-// examples of its required and defaulted members, a list of the smallest
-// allowed size. ok is false for read-only capabilities and for definitions
-// that allow no value yet (an ENUM with no options, like dynamic scenes
-// before the scene endpoint filled them). The simulator initialises device
-// state with it.
+// every time, such as an ENUM's first option or a range's minimum. ok is
+// false for read-only capabilities and definitions that allow no value yet.
 func Example(c Capability) (any, bool) {
 	if !c.Controllable() {
 		return nil, false
@@ -60,14 +56,10 @@ func exampleFor(s valueSpec) (any, bool) {
 	return nil, false
 }
 
-// WithDefaults returns v with the omitted (or null) struct members that have
-// a default filled in: a member's defaultValue, modeValue from the chosen
-// work mode's dependent defaultValue, and for temperature_setting the unit
-// of its range (TemperatureUnit, whatever the definition's default) and an
-// autoStop of 0 when the definition has none. A null member with no default
-// is dropped (as if omitted), so Validate then reports it missing if it is
-// required. Anything that is not an object for a STRUCT definition is
-// returned as it is. The input is never modified.
+// WithDefaults returns a copy of v with omitted or null struct members
+// filled from their defaults, including a work mode's dependent default and
+// a temperature's unit. A null member with no default is dropped, so
+// Validate reports it if it is required.
 func WithDefaults(c Capability, v any) any {
 	if c.Parameters == nil || c.Parameters.DataType != DataStruct {
 		return v
@@ -98,11 +90,9 @@ func withDefaults(fields []Field, m map[string]any, unset func([]Field, Field, m
 	return out
 }
 
-// Overlay lays a partial struct value over the instance's last known one:
-// members the partial value leaves out keep their current value, so
+// Overlay lays a partial struct value over the last known one, so
 // {"sensitivity":80} keeps the music mode and colour already set. Anything
-// that is not an object on both sides is returned unchanged; defaults and
-// validation remain Decode's.
+// that is not an object on both sides is returned unchanged.
 func Overlay(current, partial any) any {
 	p, ok := partial.(map[string]any)
 	if !ok {

@@ -11,18 +11,14 @@ import (
 	"strings"
 )
 
-// Decode turns a value a person or Home Assistant sent (friendly form) or a
-// value already in the cloud's form into the cloud's form, fills defaults
-// (WithDefaults) and validates it (Validate). Errors are *ValueError.
+// Decode turns a value a person or Home Assistant sent, or one already in
+// the cloud's form, into the cloud's form, fills defaults and validates it.
+// Errors are *ValueError.
 //
-// Friendly forms: for any ENUM an option name in any case, ignoring spaces,
-// underscores and dashes ("night light" == "NIGHT_LIGHT"; scene names
-// become their {paramId,id} object), and a numeric string ("40"); struct
-// member names ignoring case, spaces and underscores; and what a type adds
-// (its type_<name>.go): on/off words, colours ("#RRGGBB", "r,g,b", …),
-// segment lists ("0-4,7", "all"), a mode or a temperature ("22C") alone.
-// A temperature comes back in the unit of its range (converted and rounded
-// to the range's precision; TemperatureUnit), which a bare number means.
+// Friendly forms include option and member names in any case and spacing
+// ("night light" for "NIGHT_LIGHT"), numeric strings, on/off words, colours
+// ("#RRGGBB"), segment lists ("0-4,7") and temperatures ("22C"), which come
+// back in the unit of the device's range.
 func Decode(c Capability, input any) (any, error) {
 	if !c.Controllable() {
 		return nil, readOnlyError(c)
@@ -66,10 +62,9 @@ func (ck valueChecker) friendlyCapability(c Capability, v any) (any, error) {
 	return out, nil
 }
 
-// friendly converts v towards the cloud form of s. color marks an INTEGER
-// that holds an RGB colour. Values it cannot read are returned unchanged
-// for Validate to name, unless the friendly form is clearly meant and
-// wrong (a malformed colour), which is reported here.
+// friendly converts v towards the cloud form of s; color marks an INTEGER
+// holding an RGB colour. Unreadable values are left for Validate to name,
+// unless a friendly form was clearly meant, such as a malformed colour.
 func (ck valueChecker) friendly(field string, s valueSpec, color bool, v any) (any, error) {
 	if v == nil {
 		return nil, nil

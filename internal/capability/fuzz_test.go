@@ -12,10 +12,8 @@ var (
 	fuzzCaps     []Capability
 )
 
-// distinctFixtureCapabilities lists each different capability definition of
-// the fixtures once (the lights repeat theirs), plus a few hand-written
-// definitions the fixtures lack (no options, a stepped range, an unknown
-// type).
+// distinctFixtureCapabilities lists each distinct definition of the
+// fixtures once, plus a few hand-written ones the fixtures lack.
 func distinctFixtureCapabilities(t testing.TB) []Capability {
 	fuzzCapsOnce.Do(func() {
 		seen := map[string]bool{}
@@ -60,10 +58,8 @@ func checkValueError(t *testing.T, err error) {
 	}
 }
 
-// FuzzValidate: any JSON value against any fixture capability. Validate
-// never panics and fails only with a *ValueError; a value it accepts
-// Decode accepts too, giving the value with its defaults filled in, in the
-// device's form (a temperature in its range's unit).
+// FuzzValidate: Validate never panics and fails only with a *ValueError,
+// and Decode accepts whatever it accepts.
 func FuzzValidate(f *testing.F) {
 	caps := distinctFixtureCapabilities(f)
 	for i, c := range caps {

@@ -1,22 +1,17 @@
 package capability
 
-// What the vendor's LAN interface can do, per instance (docs/lan.md): the
-// one table that the LAN's codec (internal/lan), the LAN router
-// (internal/local), the registry and discovery read. While a light is
-// reachable on the LAN, the instances in the table are read and set there;
-// everything else (scenes, segments, music, toggles, online) stays with
-// the cloud.
+// What the vendor's LAN interface can do, per instance: the one table the
+// LAN codec, the router, the registry and discovery all read. While a light
+// is reachable on the LAN, the instances here are read and set there and
+// everything else stays with the cloud.
 //
 // A new LAN command is a row here; a new wire command also needs its
-// LocalKind's encoding and status member in internal/lan (values.go,
-// wire.go) and its simulation in internal/lansim.
+// encoding in internal/lan and its simulation in internal/lansim.
 
 import "slices"
 
-// LocalKind is what the LAN does with an instance's value: the wire
-// command that sets it and the member of a status answer that reports it.
-// internal/lan's codec maps each kind; the table says which instance is of
-// which kind.
+// LocalKind is the wire command that sets an instance's value and the
+// status member that reports it.
 type LocalKind int
 
 // The kinds of the LAN's commands.
@@ -38,13 +33,11 @@ const (
 type LocalControl struct {
 	Instance string
 	Kind     LocalKind
-	// Min and Max bound the whole numbers the LAN's command takes; any
-	// other value of the instance goes to the cloud (a brightness of 0,
-	// the cloud's "off"; a white of 0).
+	// Min and Max bound the values the LAN command takes; others, such as
+	// a brightness of 0, go to the cloud.
 	Min, Max int64
-	// Slot is the setting a command changes: a newer command for the same
-	// device and slot replaces one still waiting (a colour and a white
-	// are one setting: the newer wins).
+	// Slot is the setting a command changes; a newer command for the same
+	// slot replaces a waiting one, and a colour and a white share a slot.
 	Slot string
 }
 
@@ -69,17 +62,15 @@ func LocalFor(instance string) (LocalControl, bool) {
 	return LocalControl{}, false
 }
 
-// IsLocal says whether the LAN reads and sets the instance: while the
-// device is reachable there, the instance's value comes from the LAN and a
-// cloud read leaves it alone.
+// IsLocal says whether the LAN reads and sets the instance, so that a
+// cloud read leaves it alone while the device is local.
 func IsLocal(instance string) bool {
 	_, ok := LocalFor(instance)
 	return ok
 }
 
 // LocalEligible says whether the device may be controlled over the LAN: a
-// light (the interface is the lights') with a controllable instance of the
-// table. Appliances' power stays with the cloud.
+// light with an instance of the table. The interface is only the lights'.
 func LocalEligible(d Device) bool {
 	if d.Type != DeviceLight {
 		return false

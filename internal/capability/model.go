@@ -1,26 +1,18 @@
-// Package capability is the capability value language of the Smart Device
-// Cloud Control Interface: devices and their capability definitions
-// (model.go; read from the cloud's JSON in decode.go), the normalised form
-// of every value (Normalize, Equal: normalize.go), validation against a
-// definition (Validate: validate.go; its errors and their words in
-// errors.go), friendly input (Decode: friendly.go), the part of a
-// definition a value meets, with options and struct members found by name
-// (options.go), values built from a definition (Example, WithDefaults,
-// Overlay: example.go), what each capability type adds to those rules
-// (types.go, and a type_<name>.go per type with rules of its own), and
-// what a value set does to a device's other values (Effects:
-// type_scene.go).
+// Package capability is the value language of the vendor's cloud control
+// interface: devices and their capability definitions, the normalised form
+// of every value (normalize.go), validation against a definition
+// (validate.go, with its words in errors.go), friendly input (friendly.go),
+// values built from a definition (example.go), and the rules each
+// capability type adds (types.go and type_<name>.go).
 //
-// It is pure: no I/O, no HTTP, no MQTT. internal/cloud decodes the cloud's
-// answers into these types; the bridge, the registry and discovery reason
-// with them.
+// It is pure: no I/O, HTTP or MQTT. internal/cloud decodes the cloud's
+// answers into these types and the rest of the bridge reasons with them.
 package capability
 
 import "strings"
 
-// Device types listed by the spec, and the fan the live service reports
-// (the fixtures have it; Home Assistant gets a fan entity). Others are kept
-// as reported.
+// Device types listed by the spec, plus the fan the live service reports.
+// Others are kept as reported.
 const (
 	DeviceLight             = "devices.types.light"
 	DeviceAirPurifier       = "devices.types.air_purifier"
@@ -91,12 +83,8 @@ func NormalizeDeviceType(t string) string {
 
 // Device is one element of the device list.
 //
-// Capabilities may be shared with other devices of the same list: ListDevices
-// decodes a capabilities array that several devices send byte for byte the
-// same (devices of one model) once, and gives them all the same slice, with
-// the same Parameters, Options, Fields and values behind it. Treat it and
-// everything it points to as read-only; copy before changing (as
-// bridge.mergeScenes does).
+// Capabilities may be shared by devices of one model, which the decoder
+// decodes once, so treat it and everything it points to as read-only.
 type Device struct {
 	SKU          string       `json:"sku"`
 	Device       string       `json:"device"`
@@ -156,14 +144,10 @@ func (r Range) Step() int {
 	return r.Precision
 }
 
-// Option is an element of an ENUM or Array option list. Value is a normalised
-// JSON value (see Normalize): an int64 for most options, a string for some
-// (temperature units), an object for dynamic scenes, nil where a dependent
-// option only names a mode.
-//
-// For a struct member whose options depend on another member (work mode's
-// modeValue), each option is named after the other member's option and holds
-// either nested Options, a DefaultValue, or a Range.
+// Option is an element of an ENUM or Array option list; Value is a
+// normalised JSON value. For a struct member whose options depend on
+// another member (work mode's modeValue), each option is named after the
+// other member's option and holds nested Options, a DefaultValue or a Range.
 type Option struct {
 	Name         string   `json:"name,omitempty"`
 	Value        any      `json:"value"`
@@ -199,10 +183,8 @@ func (d Device) Capability(instance string) (Capability, bool) {
 	return Capability{}, false
 }
 
-// DisplayName is the name people see for a device: the user's own name
-// when one is set, else the cloud's, else the model; a name of nothing but
-// spaces is none, and surrounding spaces are dropped. Home Assistant's
-// device, bridge/devices and the status page all show it.
+// DisplayName is the name people see for a device everywhere: the user's
+// own name, else the cloud's, else the model; blank names count as none.
 func DisplayName(d Device, own string) string {
 	if n := strings.TrimSpace(own); n != "" {
 		return n

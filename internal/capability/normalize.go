@@ -1,9 +1,7 @@
 package capability
 
-// A value's canonical form. Normalize decodes JSON into it (a fast path
-// for the plain scalars and flat objects most values are, a full decoding
-// for the rest), NormalizeValue brings a value built by hand into it, Equal
-// compares two, and asWholeInt and canonicalNumber read whole numbers.
+// A value's canonical form: Normalize decodes JSON into it, NormalizeValue
+// brings a hand-built value into it, and Equal compares two.
 
 import (
 	"bytes"
@@ -16,10 +14,10 @@ import (
 	"unicode/utf8"
 )
 
-// Normalize decodes a JSON value into the canonical Go form used for every
-// capability value in this project: int64 for whole numbers, float64 for
-// others, string, bool, nil, []any and map[string]any of the same. Values in
-// this form compare with Equal and marshal back to the same JSON.
+// Normalize decodes a JSON value into the canonical Go form of every
+// capability value: int64 for whole numbers, float64 for others, and
+// string, bool, nil, []any and map[string]any. Such values compare with
+// Equal and marshal back to the same JSON.
 func Normalize(raw []byte) (any, error) {
 	if v, ok := normalizeScalar(raw); ok {
 		return v, nil
@@ -174,9 +172,8 @@ func canonicalNumber(v any) any {
 	return v
 }
 
-// normalizeScalar is Normalize for the plain scalars most values are:
-// numbers, booleans, null and strings without escapes. ok is false for anything else, which Normalize decodes in
-// full. Its results are those of the full decoding (FuzzNormalize checks).
+// normalizeScalar is Normalize's fast path for plain scalars; ok is false
+// for anything else. FuzzNormalize checks it agrees with the full decoding.
 func normalizeScalar(raw []byte) (v any, ok bool) {
 	raw = trimJSONSpace(raw)
 	if len(raw) == 0 {
@@ -288,11 +285,9 @@ func trimJSONSpace(b []byte) []byte {
 	return b
 }
 
-// normalizeFlatObject is Normalize for an object whose members are all plain
-// scalars (a work mode with its value, a target temperature: most struct
-// values), without a JSON decoder, which allocates a read buffer for every
-// value. ok is false for anything else, which Normalize decodes in full;
-// where it answers, its result is the full decoding's (FuzzNormalize checks).
+// normalizeFlatObject is Normalize's fast path for objects of plain scalars,
+// most struct values, avoiding a JSON decoder's buffer per value. ok is
+// false for anything else; FuzzNormalize checks it agrees.
 func normalizeFlatObject(raw []byte) (m map[string]any, ok bool) {
 	rest := trimJSONSpace(raw)
 	if len(rest) < 2 || rest[0] != '{' || rest[len(rest)-1] != '}' {

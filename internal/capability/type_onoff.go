@@ -1,9 +1,8 @@
 package capability
 
-// on_off and toggle: an ENUM of 1 (on) and 0 (off), which takes 1 or 0
-// even while the definition lists no options, and reads on/off words.
-// Struct members whose options are exactly on=1 and off=0 (music's
-// autoColor) read the words too.
+// on_off and toggle: an ENUM of 1 (on) and 0 (off) that takes on/off words,
+// and 1 or 0 even when the definition lists no options. Struct members with
+// exactly these options take the words too.
 
 import "strings"
 

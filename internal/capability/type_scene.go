@@ -1,9 +1,8 @@
 package capability
 
-// dynamic_scene (and whatever type lists a device's scenes): an ENUM whose
-// options the scene endpoints fill. Until they have, the definition lists
-// no options and any integer or {paramId,id} object may be a scene. A
-// device shows at most one scene, and a colour or a white ends it.
+// dynamic_scene: an ENUM whose options the scene endpoints fill; until
+// then any integer or {paramId,id} object may be a scene. A device shows
+// at most one scene, and a colour or a white ends it.
 
 import "slices"
 
@@ -26,11 +25,10 @@ func isSceneObject(v any) bool {
 	return r1 == intOK && r2 == intOK
 }
 
-// Effects says what a value set for instance does to the device's other
-// values, as the device does it: drop are no longer true (a colour or a
-// white ends the scene shown, a scene ends the others), zero the cloud
-// reports as 0 from then on (the colour temperature while a colour shows).
-// The registry applies them to a command's optimistic value.
+// Effects says what setting instance does to the device's other values:
+// drop lists values that stop being true (a colour ends the scene) and zero
+// those the cloud then reports as 0 (the colour temperature while a colour
+// shows). The registry applies them to optimistic values.
 func Effects(d Device, instance string) (drop, zero []string) {
 	scenes := []string{InstanceLightScene, InstanceDIYScene, InstanceSnapshot}
 	switch instance {

@@ -1,9 +1,8 @@
 package capability
 
 // segment_color_setting: a struct of a segment list and a colour or
-// brightness for them. The segment list is the spec's one Array: a list of
-// distinct indexes, which a person may also send as one index, indexes and
-// ranges ("0-4,7") or "all".
+// brightness for them. A person may send the list as one index, ranges
+// ("0-4,7") or "all".
 
 import (
 	"fmt"

@@ -1,14 +1,9 @@
 package capability
 
-// temperature_setting: a struct of a temperature, its unit and autoStop. A
-// plain number (or "22C", "72 °F") sent for it is the temperature, a unit
-// may be written short, an omitted unit is the device's and autoStop 0.
-//
-// The range of the temperature member is in one unit, the device's
-// (rangeUnit). A temperature sent in the other unit is converted into it,
-// rounded to the range's precision, checked there and sent there: "22C" to
-// a heater ranged 41–86 °F is 72 °F, and "90F" to a kettle ranged 40–100 °C
-// is 32 °C, below its minimum.
+// temperature_setting is a struct of a temperature, its unit and autoStop;
+// a plain number or "22C" is taken as the temperature. A temperature in the
+// other unit than the device's range is converted and rounded before it is
+// checked, so "90F" to a kettle ranged 40–100 °C is 32 °C, below its minimum.
 
 import (
 	"math"
@@ -100,11 +95,9 @@ func unitAccepted(fields []Field, u tempUnit) bool {
 	return false
 }
 
-// rangeUnit is the unit the temperature's range is in, how a definition
-// states it: the temperature member's own unit, else the unit member's
-// default, else its only option, else Celsius (the spec's default); each
-// only when the unit member accepts it, so a value in the range's unit can
-// always be sent. unitUnknown when the unit member takes neither unit.
+// rangeUnit is the unit the temperature's range is in, as far as the
+// definition states it, and one the unit member accepts; Celsius is the
+// spec's default. unitUnknown when the unit member takes neither unit.
 func rangeUnit(fields []Field) tempUnit {
 	var stated []tempUnit
 	if tf, ok := fieldNamed(fields, memberTemperature); ok {
@@ -127,10 +120,8 @@ func rangeUnit(fields []Field) tempUnit {
 	return unitUnknown
 }
 
-// TemperatureUnit is the unit a temperature_setting capability's range is
-// in, "Celsius" or "Fahrenheit": what a bare number sent for it means and
-// what the bridge sends. "" when its definition has no temperature range
-// unit it can take.
+// TemperatureUnit is the unit of a temperature_setting's range, "Celsius"
+// or "Fahrenheit", which is what a bare number means; "" if there is none.
 func TemperatureUnit(c Capability) string {
 	if c.Parameters == nil || c.Parameters.DataType != DataStruct {
 		return ""
@@ -176,10 +167,8 @@ func temperatureUnits(fields []Field) (member, unit string) {
 }
 
 // temperatureToDevice converts a temperature sent in the other unit into
-// the range's, rounded onto the range's steps, with the unit member set to
-// match; conv names what was sent, for messages. Anything else (no unit
-// given, the range's unit, a unit or temperature Validate will refuse) is
-// returned as it is.
+// the range's, rounded onto its steps; conv names what was sent, for
+// messages. Anything else is returned as it is for Validate to judge.
 func temperatureToDevice(fields []Field, v any) (any, *conversion) {
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -292,9 +281,8 @@ func unitOption(field string, opts []Option, str string) (Option, bool) {
 	return Option{}, false
 }
 
-// temperatureUnset gives an omitted unit the range's (whatever the
-// definition's default says: a bare number means the device's unit) and
-// an omitted autoStop without a default 0 (WithDefaults).
+// temperatureUnset gives an omitted unit the range's, since a bare number
+// means the device's unit, and an omitted autoStop 0.
 func temperatureUnset(fields []Field, f Field, m map[string]any) bool {
 	switch f.FieldName {
 	case memberUnit:

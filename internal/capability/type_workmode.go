@@ -1,10 +1,8 @@
 package capability
 
 // work_mode: a struct whose modeValue's options depend on the workMode
-// chosen: each option is named after a work mode and holds that mode's
-// options, its one value (defaultValue) or its range. Such members are told
-// by their shape (isDependent), whatever the type; a scalar sent for the
-// struct is the work mode.
+// chosen. Such dependent members are recognised by their shape, whatever
+// the type; a scalar sent for the struct is the work mode.
 
 import "slices"
 
@@ -16,9 +14,8 @@ func isDependent(f Field) bool {
 	return len(f.Options) > 0 && !slices.ContainsFunc(f.Options, func(o Option) bool { return o.Value != nil || o.Name == "" })
 }
 
-// controller finds the member a dependent member's options are named after:
-// an ENUM member with named values whose names include the dependent
-// option names (in practice always workMode).
+// controller finds the member a dependent member's options are named after,
+// in practice always workMode.
 func controller(fields []Field, dep Field) (Field, bool) {
 	best, bestHits := Field{}, 0
 	for _, f := range fields {
@@ -55,9 +52,8 @@ func chosenDependent(fields []Field, dep Field, m map[string]any) (Option, strin
 	return Option{}, "", false
 }
 
-// dependent checks a member whose options depend on the chosen option of
-// another member: nested options (one of them), a defaultValue (only that
-// value, or omitted) or a range.
+// dependent checks a member against the nested options, default value or
+// range of the option chosen in its controller.
 func (ck valueChecker) dependent(field string, fields []Field, f Field, m map[string]any) *ValueError {
 	path := memberPath(field, f.FieldName)
 	mv, present := m[f.FieldName]

@@ -29,11 +29,9 @@ const (
 	capabilityTypePrefix = "devices.capabilities."
 )
 
-// NormalizeType maps the spellings of capability types seen in the wild onto
-// the spec's: "devices.capability.X", "device.capabilities.X" and
-// "device.capability.X" mean "devices.capabilities.X", and the examples'
-// "temperature_range" means "temperature_setting". Anything else is returned
-// unchanged (trimmed), so unknown types survive a round trip.
+// NormalizeType maps the spellings of capability types seen in the wild,
+// such as "device.capability.X", onto the spec's. Anything else is returned
+// trimmed, so unknown types survive a round trip.
 func NormalizeType(t string) string {
 	t = strings.TrimSpace(t)
 	for _, p := range []string{"devices.capability.", "device.capabilities.", "device.capability."} {
@@ -74,9 +72,7 @@ type typeRules struct {
 }
 
 // types lists the spec's capability types. A new type is a Type* constant
-// and an entry here; one with rules of its own also a type_<name>.go with
-// its typeRules value, forms and tests. Types not listed follow their data
-// type alone.
+// and an entry here, plus a type_<name>.go if it has rules of its own.
 var types = map[string]typeRules{
 	TypeOnOff:           onOffRules,
 	TypeToggle:          onOffRules,

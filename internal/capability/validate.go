@@ -1,9 +1,7 @@
 package capability
 
-// Validate: a value in normalised form checked against a definition as the
-// cloud would check it, by its data type: scalars and structs here, what
-// a type adds in its type_<name>.go (work mode's dependent members, segment
-// lists, on/off and scene values without options).
+// Validate checks a value as the cloud would, by its data type; what a
+// capability type adds is in its type_<name>.go.
 
 import (
 	"maps"
@@ -11,16 +9,10 @@ import (
 	"strings"
 )
 
-// Validate checks a value in normalised form (see Normalize) against the
-// capability's definition, the way the cloud would, and returns a
-// *ValueError naming the spec's category when it does not fit. Capabilities
-// of unknown types are checked by their parameters' dataType; read-only
-// capabilities (online, property, event, no parameters) refuse every value
-// with CategoryUnknown.
-//
-// A temperature sent in another unit than its range's is checked in the
-// range's unit (converted, rounded to the range's precision), and every
-// range message names the range's unit.
+// Validate checks a normalised value against the capability's definition
+// the way the cloud would and returns a *ValueError naming the spec's
+// category when it does not fit. Read-only capabilities refuse every value.
+// A temperature in another unit is converted to its range's unit first.
 func Validate(c Capability, v any) error {
 	if !c.Controllable() {
 		return readOnlyError(c)
@@ -106,9 +98,8 @@ func (ck valueChecker) sent(field string) string {
 	return ""
 }
 
-// enum checks that v is one of the option values. An option list that is
-// empty (dynamic scenes before the scene endpoint filled it) accepts any
-// integer or {paramId,id} object; on_off and toggle accept 1 or 0 then.
+// enum checks that v is one of the option values. An empty option list,
+// as for scenes not yet filled in, accepts any integer or scene object.
 func (ck valueChecker) enum(field string, s valueSpec, v any) *ValueError {
 	v = canonicalNumber(v)
 	if len(s.options) == 0 {
@@ -144,10 +135,8 @@ func sameJSONKind(a, b any) bool {
 	return valueKind(a) == valueKind(b)
 }
 
-// structure checks a STRUCT value: an object, no unknown members, every
-// required member without a default present, each member by its definition.
-// Members whose options depend on another member (work mode's modeValue) are
-// checked against the option chosen there.
+// structure checks a STRUCT value: no unknown members, every required
+// member present, and each member by its definition.
 func (ck valueChecker) structure(field string, s valueSpec, v any) *ValueError {
 	m, ok := v.(map[string]any)
 	if !ok {

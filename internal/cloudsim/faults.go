@@ -18,13 +18,10 @@ const (
 	MalformedTruncated
 )
 
-// Faults injects failures into the simulator's answers. Every method is safe
-// for concurrent use, also while requests are being served. An endpoint
-// argument is one of the Endpoint* names, or AnyEndpoint for all of them.
-//
-// Faults act before authentication and rate limiting: a failed, reset or
-// hung request costs no token and changes no state. A malformed answer is
-// broken on the way out, after the request took effect.
+// Faults injects failures into the simulator's answers; its methods are
+// safe for concurrent use. An endpoint is an Endpoint* name or AnyEndpoint.
+// A failed, reset or hung request costs no token and changes no state; a
+// malformed answer is broken after the request took effect.
 type Faults struct {
 	mu        sync.Mutex
 	latency   map[string]time.Duration

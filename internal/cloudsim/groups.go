@@ -30,10 +30,8 @@ func statelessOf(cat *Catalogue) map[string]bool {
 	return out
 }
 
-// AddGroups appends n app-made groups of lights to the catalogue: each a
-// light's definition (the demo's H6008: power, brightness, colour, colour
-// temperature) under one of GroupSKUs, with a numeric id as the live
-// service gives groups, named "Group N". Their state reads answer 400
+// AddGroups appends n app-made groups of lights to the catalogue, with
+// numeric ids as the live service gives them. Their state reads answer 400
 // "devices not exist"; their commands are accepted.
 func AddGroups(cat *Catalogue, n int) error {
 	var light json.RawMessage

@@ -10,9 +10,7 @@ import (
 )
 
 // TestGroupsAnswerNoState: an app-made group is listed, its state reads are
-// refused with 400 "devices not exist" (as the bridge's cloud client reads
-// them: cloud.IsStateless), its commands are accepted, and SetStateless
-// makes it readable.
+// refused, its commands accepted, and SetStateless makes it readable.
 func TestGroupsAnswerNoState(t *testing.T) {
 	for _, as200 := range []bool{false, true} {
 		cat := DemoCatalogue()

@@ -23,10 +23,8 @@ var householdMix = []struct {
 	{"H6604", 2}, // sync boxes
 }
 
-// Household is an account of n devices cloned from the demo catalogue's
-// definitions in the proportions of a real home (40 % lights, 20 % plugs,
-// 21 % sensors, 19 % others), each with its own id and name; lights get the
-// simulator's generated scene lists. Load tests and benchmarks use it.
+// Household is an account of n devices cloned from the demo catalogue in
+// the proportions of a real home, for load tests and benchmarks.
 func Household(n int) (*Catalogue, error) {
 	raw := map[string]json.RawMessage{}
 	for _, d := range DemoCatalogue().Devices {

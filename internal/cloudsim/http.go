@@ -505,10 +505,8 @@ func (s *Sim) queryScenes(req request, ep string) *answer {
 	return a
 }
 
-// control applies a control command. Order: both rate limits (a refusal by
-// either costs neither a token), the device (404), the instance (404), the
-// value (capability.Validate: 400, or 404 for a read-only instance), the device
-// being online (400 "device offline"), then the new state.
+// control applies a control command, checking in the cloud's order: rate
+// limits, device, instance, value, online, then the new state.
 func (s *Sim) control(req request) *answer {
 	s.mu.Lock()
 	defer s.mu.Unlock()

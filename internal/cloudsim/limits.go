@@ -123,10 +123,9 @@ type namedLimiter struct {
 	lim  *rate.Limiter
 }
 
-// take lets a request through only when every bucket has a token at now, and
-// then takes one from each: a request refused by one bucket costs the others
-// nothing. A refusal names the first refusing bucket and the longest wait
-// among the refusing ones, so Retry-After is enough for all of them.
+// take lets a request through only when every bucket has a token, so a
+// refusal costs no bucket anything. Its wait is the longest of the refusing
+// buckets, so Retry-After is enough for all of them.
 func take(now time.Time, ls ...namedLimiter) (refused string, retry time.Duration) {
 	for _, l := range ls {
 		if ok, wait := allowedAt(l.lim, now); !ok {
@@ -145,10 +144,9 @@ func take(now time.Time, ls ...namedLimiter) (refused string, retry time.Duratio
 	return "", 0
 }
 
-// allowedAt reports whether AllowN(now, 1) would succeed, without taking a
-// token, and otherwise how long until it would. It mirrors the limiter's own
-// arithmetic (a deficit shorter than a nanosecond counts as none); a test
-// checks the two agree.
+// allowedAt reports whether AllowN(now, 1) would succeed without taking a
+// token, and otherwise how long until it would; a test checks it agrees
+// with the limiter.
 func allowedAt(l *rate.Limiter, now time.Time) (bool, time.Duration) {
 	limit := l.Limit()
 	if limit == rate.Inf {

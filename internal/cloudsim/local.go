@@ -6,11 +6,9 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// SetLocal changes a light's state as a command over the vendor's LAN
-// interface would (internal/lansim links its devices here): the value is
-// validated and stored as a control would store it, a colour sets the
-// colour temperature to 0, but no request, token or control record is
-// spent, and the cloud's online flag does not matter.
+// SetLocal changes a light's state as a LAN command would: validated and
+// stored like a control, but costing no request or token, whatever the
+// cloud's online flag.
 func (s *Sim) SetLocal(device, instance string, v any) error {
 	v = capability.NormalizeValue(v)
 	s.mu.Lock()

@@ -234,10 +234,8 @@ func (s *Sim) RaiseEvent(device, instance, option string) (Event, error) {
 	return ev, nil
 }
 
-// RaiseEventsEvery raises an event of a random online device with event
-// capabilities (its first event option) every interval until ctx ends: the
-// demo's and the standalone simulator's stream of events. rnd picks the
-// device; nil means a fixed seed.
+// RaiseEventsEvery raises an event of a random online device every interval
+// until ctx ends, for the demo's stream of events; nil rnd means a fixed seed.
 func (s *Sim) RaiseEventsEvery(ctx context.Context, every time.Duration, rnd *rand.Rand) {
 	if every <= 0 {
 		return

@@ -8,11 +8,9 @@ import (
 	"cloud2mqtt/internal/cloud"
 )
 
-// Quota is a window of the account's requests, as the live service is
-// reported to keep: Limit requests in each Window, told on every answer.
-// Windows are aligned on multiples of Window since the Unix epoch (a 24 h
-// window renews at midnight UTC), on the simulator's clock. A zero Limit
-// switches it off: no headers, no refusals.
+// Quota is Limit requests in each Window, as the live service is reported
+// to keep. Windows are aligned on the Unix epoch, so a 24 h window renews
+// at midnight UTC; a zero Limit turns it off.
 type Quota struct {
 	Limit  int
 	Window time.Duration
@@ -154,9 +152,8 @@ func (s *Sim) QuotaLeft() (left int, renews time.Time, ok bool) {
 	return 0, time.Time{}, false
 }
 
-// SpendQuota spends up to n requests of every quota window now, as another
-// app sharing the account would, and returns how many it spent of the
-// quota (Options.Quota).
+// SpendQuota spends up to n requests of every quota window, as another app
+// sharing the account would, and returns how many it spent.
 func (s *Sim) SpendQuota(n int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

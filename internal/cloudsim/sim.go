@@ -1,14 +1,11 @@
 // Package cloudsim is a faithful fake of the vendor's cloud service for
-// tests, demo mode and benchmarks: the five endpoints of the spec with their
-// answer shapes (including the live service's habits recorded in the shared
-// fixtures), the exact rate limits of the spec's table as token buckets, a
-// device state that controls change, scene lists, device events, fault
-// injection and a request log tests can read.
+// tests, demo mode and benchmarks. It serves the spec's five endpoints with
+// the live service's habits and rate limits, keeps device state, scenes and
+// events, and can inject faults.
 //
-// It is not a second implementation of the cloud model: definitions are
-// decoded by package cloud and values are checked with capability.Validate, so
-// the simulator refuses exactly what the bridge's own validation refuses.
-// Only tests, the demo wiring and cmd/cloudsim import it.
+// It reuses package cloud's decoding and capability.Validate, so it refuses
+// exactly what the bridge refuses. Only tests, the demo and cmd/cloudsim
+// import it.
 package cloudsim
 
 import (
@@ -71,18 +68,14 @@ type Options struct {
 	// oldest entries go first). Counts are never dropped.
 	LogLimit int
 
-	// Quota, when its Limit is set, is the account's request quota: every
-	// request with the right key counts, every answer to one says what is
-	// left in the API-RateLimit-* headers, and one beyond it is answered
-	// 429 with Retry-After until the window renews (quota.go). ShortQuota
-	// is a second, shorter window in the X-RateLimit-* headers. Both off
-	// by default: no headers.
+	// Quota is the account's request quota, told in the API-RateLimit-*
+	// headers and enforced with 429; ShortQuota is a shorter window in the
+	// X-RateLimit-* headers. Both are off by default.
 	Quota, ShortQuota Quota
 }
 
-// Sim is a simulated cloud account. It is an http.Handler: serve it with
-// httptest.NewServer in tests or http.Server standalone. All methods are
-// safe for concurrent use.
+// Sim is a simulated cloud account, served as an http.Handler. All methods
+// are safe for concurrent use.
 type Sim struct {
 	keyHeader   string
 	errorsAs200 bool
@@ -336,9 +329,9 @@ func (s *Sim) Value(device, instance string) (any, bool) {
 	return clone(v), ok
 }
 
-// SetValue changes a device's state as the device itself would (a button
-// pressed, a reading taken): controllable instances must pass
-// capability.Validate; a property reading set this way stays fixed.
+// SetValue changes a device's state as the device itself would, such as a
+// button press. Controllable values must pass capability.Validate; a
+// property reading set this way stops drifting.
 func (s *Sim) SetValue(device, instance string, v any) error {
 	v = capability.NormalizeValue(v)
 	s.mu.Lock()
@@ -404,9 +397,8 @@ func (s *Sim) diySceneOptions(sd *simDevice) []capability.Option {
 	return generatedDIYScenes(sd.dev.Device)
 }
 
-// effective is the definition a control value is checked against: for
-// lightScene and diyScene the device list's options plus those of the scene
-// endpoints, which are the authority for them.
+// effective is the definition a control value is checked against, with the
+// scene endpoints' options added for scenes.
 func (s *Sim) effective(sd *simDevice, c capability.Capability) capability.Capability {
 	var extra []capability.Option
 	switch c.Instance {

@@ -137,10 +137,8 @@ var driftShapes = map[string]driftShape{
 	"humidity":                   {base: 50, amp: 5, min: 0, max: 100},
 }
 
-// drift is the reading of a property at now: deterministic given the seed,
-// the device, the instance and the time since the simulator started.
-// Filter life falls by one percent a day; air quality is the band of the
-// device's PM2.5 (1 good … 4 poor); unknown properties read 0.
+// drift is the reading of a property at now, deterministic given the seed,
+// device, instance and time since start.
 func (s *Sim) drift(device, instance string, now time.Time) any {
 	elapsed := now.Sub(s.start)
 	if elapsed < 0 {
@@ -215,9 +213,8 @@ func clone(v any) any {
 	return v
 }
 
-// zeroAfter sets what the live cloud reports as 0 once instance was set
-// (the colour temperature of a light showing a colour: capability.Effects).
-// The scenes it ends need nothing: the state endpoint never reports them.
+// zeroAfter sets what the live cloud reports as 0 once instance is set,
+// such as the colour temperature of a light showing a colour.
 func (sd *simDevice) zeroAfter(instance string) {
 	_, zero := capability.Effects(sd.dev, instance)
 	for _, z := range zero {

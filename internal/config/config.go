@@ -1,19 +1,15 @@
-// Package config is the daemon's configuration: every setting comes from an
-// environment variable (parsed with caarlos0/env from an injected map, so tests
-// and -check never touch the process environment), secrets may also come from
-// files or systemd credentials, and Validate names the variable and the fix of
-// every problem at once.
+// Package config is the daemon's configuration. Every setting comes from an
+// environment variable, parsed from an injected map so tests and -check
+// never touch the process environment; secrets may also come from files or
+// systemd credentials. Validate names the variable and the fix of every
+// problem at once.
 //
-// The struct tags are the single source of truth (Config lists them): Vars
-// lists every variable with its default, meaning, option name and app schema
-// from them; config.example.env and the Home Assistant app's options are
-// generated from Vars (tests keep them in step); Validate and Set check the
-// rules the tags state; internal/settings takes its run-time options from
-// them; and String, MarshalZerologObject and Table print every setting with
-// the secrets redacted.
+// The struct tags are the one description of each setting. Vars, the
+// example file, the app's options, the run-time options and the redacted
+// printouts are all derived from them.
 //
-// It is not for flags (the -demo flag sets Config.Demo) and it does not
-// connect to anything: building clients from a Config is the bridge's job.
+// It is not for flags and connects to nothing; building clients is the
+// bridge's job.
 package config
 
 import (
@@ -33,8 +29,7 @@ import (
 // Config is every setting of the daemon. Build it with Load, set Demo from the
 // flag, then call Validate.
 //
-// Each field is the one description of its setting, in its tags, from
-// which the rest is derived (Vars):
+// Each field's tags are the one description of its setting:
 //   - env, envDefault: the variable and its default (caarlos0/env reads it);
 //   - doc: its one line of meaning (config.example.env, -help); group, on
 //     a group: the heading its settings are listed under;
@@ -50,8 +45,7 @@ import (
 //     form shows it, "-" when the app has none;
 //   - redact:"url": a password in it is hidden when it is printed.
 //
-// What a tag cannot say is a rule of its group in validate.go. Field groups
-// are for the reader; the variable names are fixed by the env tags.
+// A rule a tag cannot state is in validate.go.
 type Config struct {
 	Cloud  Cloud         `group:"Cloud API"`
 	Poll   Poll          `group:"Polling"`
@@ -63,9 +57,8 @@ type Config struct {
 	Log    Log           `group:"Logging"`
 	State  State         `group:"State directory"`
 
-	// Demo is set by the -demo flag, never from the environment: the daemon
-	// runs against its built-in simulated cloud, so CLOUD_BASE_URL and
-	// CLOUD_API_KEY are not required.
+	// Demo is set by the -demo flag, never from the environment. The daemon
+	// then runs against its built-in simulated cloud and needs no cloud settings.
 	Demo bool `env:"-"`
 
 	// Where each secret came from, for Table: "" (unset), the variable's name,
@@ -73,9 +66,8 @@ type Config struct {
 	apiKeySource    string
 	passwordSource  string
 	httpTokenSource string
-	// Variables whose value did not parse or could not be read: Validate does
-	// not report them a second time (their field holds the zero value, not the
-	// user's value). The value is the raw text for Table, "" for secrets.
+	// unparsed are the variables Load could not parse or read, so Validate
+	// does not report them again; the value is the raw text, "" for secrets.
 	unparsed map[string]string
 	// unknown are the environment's variables that look like settings but
 	// are none (UnknownVars).
@@ -104,10 +96,8 @@ type Poll struct {
 	QuietFactor        int           `env:"POLL_QUIET_FACTOR" envDefault:"4" min:"1" invalid:"is below 1: use 1 to read every device at the planned interval (adaptive polling off), or more to let quiet devices wait that many intervals" doc:"Adaptive polling: the devices that change often are read more often and quiet ones less, with as many requests in all, a quiet one at least every POLL_QUIET_FACTOR planned intervals; 1 = off (every device at the planned interval)"`
 }
 
-// Local is the vendor's LAN interface beside the cloud (docs/lan.md,
-// README "Local control"). ListenAddr and ScanTargets are text here: lan
-// parses them where the LAN client is built, and app.Validate reports their
-// problems with the rest.
+// Local is the vendor's LAN interface beside the cloud. ListenAddr and
+// ScanTargets stay text here because package lan parses them.
 type Local struct {
 	Enabled      bool          `env:"LAN_ENABLED" envDefault:"false" app:",shown" doc:"Control and read the lights that offer the vendor's LAN interface locally (true or false); turn LAN Control on for each light in the vendor's app"`
 	ListenAddr   string        `env:"LAN_LISTEN" envDefault:"0.0.0.0:4002" doc:"Address (host:port) the lights' LAN answers arrive at; they always answer to port 4002 of the sender"`
@@ -140,9 +130,8 @@ type MQTT struct {
 	KeyFile      string `env:"MQTT_KEY_FILE" doc:"PEM private key of MQTT_CERT_FILE"`
 	ClientID     string `env:"MQTT_CLIENT_ID" doc:"MQTT client id (at most 256 bytes); empty = a random id made once and kept in STATE_DIR (without STATE_DIR, a new one each run)"`
 	BaseTopic    string `env:"MQTT_BASE_TOPIC" envDefault:"cloud2mqtt" doc:"Topic every bridge topic is under; no + or #, no leading or trailing /"`
-	// QueuedCommandMaxAge: MQTT 3.1.1 gives a message no age, so what the
-	// broker kept is judged by how long the bridge was away (internal/mqtt,
-	// backlog.go).
+	// QueuedCommandMaxAge is judged by how long the bridge was away, because
+	// MQTT 3.1.1 gives a message no age.
 	QueuedCommandMaxAge time.Duration `env:"MQTT_QUEUED_COMMAND_MAX_AGE" envDefault:"2m" min:"0s" invalid:"is negative: use a duration like 2m, or 0 to carry out no command the broker kept while the bridge was offline" doc:"Commands the broker kept for the bridge while it was offline are carried out only if it was offline at most this long, else dropped with a warning (MQTT gives them no age); after a restart that needs STATE_DIR, without it they are dropped; 0 = always dropped"`
 }
 
@@ -199,15 +188,13 @@ const (
 // credentialsDirectoryVar is set by systemd for a unit with LoadCredential=.
 const credentialsDirectoryVar = "CREDENTIALS_DIRECTORY"
 
-// Load parses the environment environ (a map, such as env.ToMap(os.Environ()))
-// into a Config: the defaults of the tags, then the secrets (X, else X_FILE,
-// else the systemd credential in $CREDENTIALS_DIRECTORY). It does not call
-// Validate: set Demo first, then call it.
+// Load parses environ into a Config with the tags' defaults, reading each
+// secret from X, else X_FILE, else the systemd credential. It does not call
+// Validate; set Demo first.
 //
-// The error joins one line per variable that does not parse or secret that
-// cannot be read. Even then the returned Config holds every value that did
-// parse, so a caller may report errors.Join(err, cfg.Validate()) in one go;
-// Validate does not repeat the variables that failed here.
+// The error has one line per variable that does not parse. The Config still
+// holds every value that did, so errors.Join(err, cfg.Validate()) reports
+// all problems at once without repeats.
 func Load(environ map[string]string) (Config, error) {
 	if environ == nil {
 		// A nil Environment makes caarlos0/env read the process environment.
@@ -215,9 +202,8 @@ func Load(environ map[string]string) (Config, error) {
 	}
 	cfg := Config{unparsed: map[string]string{}, unknown: UnknownVars(environ)}
 	var problems []error
-	// A file saved with Windows line endings gives every value a trailing
-	// \r: one message for all of them, and the values read without it so
-	// that no other message blames them.
+	// A file with Windows line endings gives every value a trailing \r;
+	// say so once and read the values without it.
 	environ, crs := crVars(environ, varNames())
 	if len(crs) > 0 {
 		problems = append(problems, crError(crs))
@@ -307,16 +293,11 @@ func parseProblems(err error, environ map[string]string, unparsed map[string]str
 	return out
 }
 
-// loadSecret resolves one secret: the variable itself, else the file named
-// by fileVar, else the systemd credential. Setting both the variable and its
-// file is an error, so nobody wonders which one is used. The file's content
-// loses its trailing newlines (editors add one); nothing else is trimmed.
-//
-// Errors never carry the secret, nor the file variable's value: a key pasted
-// into X_FILE by mistake must not end up in a log line.
-//
-// A file's content wholly wrapped in quotes is taken without them, with a
-// warning, as a variable's value is.
+// loadSecret resolves one secret from the variable, else the file named by
+// fileVar, else the systemd credential; setting both variable and file is
+// an error so nobody wonders which is used. A file loses its trailing
+// newlines and wrapping quotes. Errors never show the secret or the file
+// variable's value, which may be a key pasted into the wrong variable.
 func (c *Config) loadSecret(environ map[string]string, v, fileVar, credDir, cred string) (value, source string, err error) {
 	direct, file := environ[v], environ[fileVar]
 	switch {
@@ -373,9 +354,8 @@ func readSecretFile(path string) (string, error) {
 	return s, nil
 }
 
-// Warnings are what Load took other than as written, one line each naming
-// the variable and never showing a value: a value wrapped in quotes, taken
-// without them. The daemon logs them at start.
+// Warnings are what Load took other than as written, such as a value
+// without its quotes, naming the variable but never the value.
 func (c Config) Warnings() []string { return slices.Clone(c.warnings) }
 
 // APIKeySource says where the API key came from: "" when unset, else the

@@ -12,14 +12,10 @@ import (
 // DurationHint is how a valid duration looks, for error messages.
 const DurationHint = "seconds (60) or a number with a unit (60s, 1m, 6h)"
 
-// ParseDuration reads a duration the one way the bridge reads every duration:
-// from the environment (POLL_INTERVAL=60), from options sent over MQTT
-// ({"poll_interval":"60"} or 60) and from Home Assistant's numbers. A plain
-// number is seconds ("60", "1.5"); anything else is Go's duration syntax
-// ("60s", "1m", "1h30m"). So 60, "60", "60s" and "1m" are the same.
-//
-// Blanks around the value are ignored. The error does not repeat the value:
-// callers name the setting and quote what was sent.
+// ParseDuration is how the bridge reads every duration, from the
+// environment, MQTT options and Home Assistant alike. A plain number is
+// seconds, anything else Go's syntax, so 60, "60s" and "1m" are the same.
+// The error does not repeat the value; callers name the setting and quote it.
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -82,9 +78,8 @@ func ParseDurationFor(name, value string) (time.Duration, error) {
 	return d, nil
 }
 
-// isDecimal reports whether s is a plain decimal number: an optional sign,
-// digits, at most one point (no exponent, no hex, no Inf or NaN, which
-// strconv.ParseFloat would also take).
+// isDecimal reports whether s is a plain decimal number, refusing the
+// exponents, hex, Inf and NaN that strconv.ParseFloat takes.
 func isDecimal(s string) bool {
 	if s[0] == '+' || s[0] == '-' {
 		s = s[1:]

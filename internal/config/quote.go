@@ -13,10 +13,8 @@ import (
 // token or a flood of text does not fill the log or the error topic.
 const maxShown = 64
 
-// Quote is a value as every configuration and settings error shows it:
-// quoted like %q, and when it is longer than 64 characters, its first 64
-// and how long it was: "aaaa…"… (300 characters). Never give it a secret:
-// errors about secrets do not show their value at all.
+// Quote is a value as every configuration error shows it: quoted like %q
+// and cut to 64 characters, saying how long it was. Never give it a secret.
 func Quote(value string) string {
 	n := utf8.RuneCountInString(value)
 	if n <= maxShown {
@@ -35,10 +33,8 @@ func Clip(value string) string {
 	return fmt.Sprintf("%s… (%d characters)", cutRunes(value, maxShown), n)
 }
 
-// clipQuoted cuts every quoted string (as %q writes it) of more than 64
-// characters in msg, saying how long it was: for messages of other
-// packages' parsers (LAN_LISTEN's, LAN_SCAN_TARGETS'), which quote what
-// they were given in full.
+// clipQuoted cuts every quoted string in msg to 64 characters, for other
+// packages' parse errors that quote their input in full.
 func clipQuoted(msg string) string {
 	if len(msg) <= maxShown {
 		return msg
@@ -107,10 +103,8 @@ func crError(names []string) error {
 		strings.Join(names, ", "), verb, pronoun)
 }
 
-// unquote is value without one pair of matching quotes ("…" or '…')
-// wrapped around all of it, and whether it had them: docker run --env-file
-// and systemd's EnvironmentFile= differ on quotes, and hand-written key
-// files carry them too.
+// unquote strips one pair of quotes wrapped around all of value, because
+// docker --env-file and systemd's EnvironmentFile= differ on quotes.
 func unquote(value string) (string, bool) {
 	if len(value) >= 2 && (value[0] == '"' || value[0] == '\'') && value[len(value)-1] == value[0] {
 		return value[1 : len(value)-1], true
@@ -118,9 +112,8 @@ func unquote(value string) (string, bool) {
 	return value, false
 }
 
-// quotedVars returns environ with the variables of names that are wholly
-// wrapped in quotes taken without them (a copy, when any), and a warning
-// for each. A warning never shows the value: it may be a secret.
+// quotedVars returns a copy of environ with wrapping quotes stripped, and
+// a warning for each that never shows the value, which may be a secret.
 func quotedVars(environ map[string]string, names []string) (map[string]string, []string) {
 	var warnings []string
 	out := environ
@@ -155,17 +148,15 @@ func quotedFileWarning(what string) string {
 		"write the secret alone in the file, without quotes", what)
 }
 
-// exportError is the error for a variable named "export NAME": a line
-// "export NAME=value" of a shell-style file read by docker run --env-file,
-// which takes the whole text before = as the name, so NAME is never set.
+// exportError is the error for a variable named "export NAME", which docker
+// --env-file makes of a shell line "export NAME=value", so NAME is unset.
 func exportError(raw, name string) error {
 	return fmt.Errorf("%s is set as %s: the env file has a shell line \"export %s=...\", and docker run --env-file takes \"export %s\" as the name; "+
 		"remove \"export \" from the line (env files hold NAME=value lines)", name, Quote(clipName(raw)), name, name)
 }
 
-// exportedVars lists, as errors, the variables of environ named
-// "export NAME" (any case, any blanks) where NAME is one of names and is
-// not set itself; and the names.
+// exportedVars lists as errors the "export NAME" variables whose NAME is a
+// setting not set itself, and returns those names.
 func exportedVars(environ map[string]string, names []string) ([]error, []string) {
 	known := map[string]bool{}
 	for _, n := range names {

@@ -51,9 +51,8 @@ func (s Secret) Format(f fmt.State, verb rune) {
 // MarshalText makes encoding/json and friends print the redacted form.
 func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// MarshalJSON writes the redacted settings as one object keyed by variable,
-// for code that logs or serves the config through encoding/json (URLs may
-// hold a password in their user info, which the plain fields would print).
+// MarshalJSON writes the redacted settings keyed by variable, so that a
+// password in a URL never reaches JSON output.
 func (c Config) MarshalJSON() ([]byte, error) { return rowsJSON(c.Table()) }
 
 // MarshalJSON writes the group's redacted settings, like Config's.
@@ -218,9 +217,7 @@ func (c Config) Table() [][2]string {
 }
 
 // inEffect is what the bridge uses instead of a setting's value in -demo,
-// so that the startup log and the -check report do not show an address the
-// bridge does not use (the default MQTT_URL while the demo's embedded broker
-// runs). The embedded broker's real address is logged once it listens.
+// so the log and -check do not show an address it does not use.
 func (c Config) inEffect(name string) (string, bool) {
 	if !c.Demo {
 		return "", false
@@ -271,9 +268,8 @@ func display(f field) string {
 	}
 }
 
-// redactURL hides a password in a URL's user info (tcp://user:pass@host).
-// A value that does not parse is not shown at all: url.Parse's own error
-// would repeat it, password included.
+// redactURL hides a password in a URL's user info. A value that does not
+// parse is not shown at all, since url.Parse's error would repeat it.
 func redactURL(s string) string {
 	if s == "" || !strings.Contains(s, "@") {
 		return s

@@ -5,22 +5,14 @@ import (
 	"unicode/utf8"
 )
 
-// maxSuggestDistance is how far a name may be from a known one for Closest
-// to suggest it: two edits (a doubled letter and a missing underscore,
-// POLL_INTERVALL and LOGLEVEL are one each).
+// maxSuggestDistance is how many edits Closest allows; typos such as
+// POLL_INTERVALL and LOGLEVEL are one each.
 const maxSuggestDistance = 2
 
-// Closest returns the name in known that name was most likely meant to
-// be, and whether one is close enough to suggest: at most two edits away
-// (an edit is a letter added, dropped, changed, or two swapped), case and
-// the difference between _ and - not counted. A word may also be cut short
-// or spelled out (MQTT_USER is MQTT_USERNAME, HTTP_ADRESS is HTTP_ADDR) at
-// the cost of one edit. Ties go to the earlier name in known.
-//
-// It is for every place a user types a name the bridge does not know: an
-// environment variable (POLL_INTERVALL), an option sent over MQTT
-// (pol_interval), an option of the Home Assistant app. known is compared in
-// its own spelling; the result is returned as known spells it.
+// Closest returns the name in known that name was most likely meant to be,
+// if one is at most two edits away, ignoring case and _ versus -. A word
+// cut short (MQTT_USER for MQTT_USERNAME) costs one edit; ties go to the
+// earlier name. Every place a user types an unknown name uses it.
 func Closest(name string, known []string) (string, bool) {
 	best, bestDist := "", maxSuggestDistance+1
 	n := foldName(name)
@@ -40,10 +32,8 @@ func foldName(s string) string {
 	return strings.ReplaceAll(strings.ToUpper(s), "-", "_")
 }
 
-// nameDistance is the smaller of the edit distance of the whole names and,
-// for names of as many words, the sum of their words' distances, where a
-// word cut short (or spelled out) costs one edit plus the edits between the
-// short word and the long one's start.
+// nameDistance is the smaller of the whole names' edit distance and, for
+// names of as many words, the sum of their words' distances.
 func nameDistance(a, b string) int {
 	d := editDistance(a, b)
 	wa, wb := strings.Split(a, "_"), strings.Split(b, "_")
@@ -60,10 +50,9 @@ func nameDistance(a, b string) int {
 	return sum
 }
 
-// wordDistance is the edit distance of two words, or one more than the
-// distance of the shorter to the longer one's start when that is less: USER
-// is 1 from USERNAME, ADRESS 2 from ADDR (ADR is one edit from ADDR).
-// Words shorter than three letters are not taken as cut short.
+// wordDistance is the edit distance of two words, or less when one is the
+// other cut short: USER is 1 from USERNAME. Words under three letters are
+// never taken as cut short.
 func wordDistance(a, b string) int {
 	d := editDistance(a, b)
 	short, long := a, b
@@ -81,9 +70,8 @@ func wordDistance(a, b string) int {
 	return d
 }
 
-// editDistance is the optimal string alignment distance of a and b: the
-// fewest letters inserted, deleted, substituted or swapped with their
-// neighbour. It works on runes and is quadratic: callers bound the length.
+// editDistance is the optimal string alignment distance of a and b, on
+// runes. It is quadratic, so callers bound the length.
 func editDistance(a, b string) int {
 	if a == b {
 		return 0

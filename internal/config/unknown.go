@@ -11,12 +11,9 @@ import (
 // mistake (POLL_INTERVALL, CLOUD_APIKEY), reported by UnknownVars.
 var Prefixes = []string{"CLOUD_", "MQTT_", "HA_", "HTTP_", "LAN_", "LOG_", "POLL_", "STATE_", "LIMIT_", "DEVICE_", "SCENE_"}
 
-// notSettings are the variables the daemon reads that are not settings
-// (systemd's, the Home Assistant Supervisor's, Go's, the HTTP proxy's and
-// the developers' profiling build), with the systemd ones a unit may set
-// for other services: none of them is ever reported as a mistake. Only
-// those a prefix or a near name would flag need to be here; the rest are
-// listed so the test proves them quiet.
+// notSettings are variables the daemon or its surroundings use that are not
+// settings, such as systemd's, the Supervisor's and Go's, so they are never
+// reported as mistakes.
 var notSettings = []string{
 	// systemd: StateDirectory=, LoadCredential= and the other directories,
 	// journal and notification sockets, the watchdog, socket activation.
@@ -38,9 +35,8 @@ var notSettings = []string{
 // CLOUD_SDK_ is the Google Cloud SDK's (its images set CLOUD_SDK_VERSION).
 var notSettingPrefixes = []string{"ADDON_", "GO", "C2M_", "CLOUD2MQTT_", "CLOUD_SDK_", "HA_CHECK_", "SYSTEMD_", "LC_", "XDG_"}
 
-// UnknownVar is a variable of the environment that looks like a setting but
-// is none, so the daemon ignores it: it starts with one of Prefixes, or it
-// is within two edits of a setting's name (LOGLEVEL).
+// UnknownVar is a variable that looks like a setting but is none, so the
+// daemon ignores it: it has one of Prefixes or is near a setting's name.
 type UnknownVar struct {
 	Name       string // the variable as set (at most 64 characters shown)
 	Suggestion string // the setting it is closest to, "" when none is close
@@ -52,9 +48,8 @@ type UnknownVar struct {
 	Family []string
 }
 
-// String is the one message for the variable, the same at start (a
-// warning) and in -check (a FAIL line). It never shows the value, which
-// may be a secret set under a wrong name (CLOUD_APIKEY).
+// String is the message for the variable, at start and in -check. It never
+// shows the value, which may be a secret under a wrong name.
 func (u UnknownVar) String() string {
 	msg := fmt.Sprintf("%s is not a setting of cloud2mqtt and is ignored", clipName(u.Name))
 	switch {

@@ -91,10 +91,9 @@ var (
 	durationType = reflect.TypeFor[time.Duration]()
 )
 
-// walk visits the leaf settings of a Config or of one of its groups (or of
-// a pointer to one, to set them) in declaration order. Fields tagged env:"-"
-// and unexported ones are skipped. A tag that does not read is a mistake in
-// this package's source: it panics, so that every test fails on it.
+// walk visits the leaf settings of a Config or one of its groups in
+// declaration order, skipping env:"-" and unexported fields. A bad tag is a
+// mistake in this source, so it panics and every test fails.
 func walk(x any) []field {
 	var out []field
 	var visit func(v reflect.Value, group string)
@@ -199,9 +198,8 @@ func kindOf(t reflect.Type) Kind {
 // (60s, 1h30m), as ParseDuration reads them.
 const appDuration = `match(^[0-9]+(\.[0-9]+)?((ms|s|m|h)([0-9]+(\.[0-9]+)?(ms|s|m|h))*)?$)`
 
-// appSchema is a setting's type in the app's schema from its app tag
-// ("-": none; a type before the comma: that type; ",shown": the app's form
-// shows it, else it ends in ?) and otherwise from its kind and rule.
+// appSchema is a setting's type in the app's schema, from its app tag or
+// else from its kind and rule.
 func appSchema(tag string, kind Kind, r rule) string {
 	schema, flag, _ := strings.Cut(tag, ",")
 	if schema == "-" {
@@ -233,9 +231,8 @@ func appSchema(tag string, kind Kind, r rule) string {
 	return schema
 }
 
-// fieldVars maps each Go field name to its variable, to name the variable in
-// caarlos0/env's parse errors (which carry only the field name). Field names
-// are unique across the groups; a test keeps them so.
+// fieldVars maps each Go field name to its variable, because caarlos0/env's
+// parse errors name only the field. A test keeps field names unique.
 func fieldVars() map[string]string {
 	m := map[string]string{}
 	for _, f := range walk(Config{}) {

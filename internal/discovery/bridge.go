@@ -24,40 +24,30 @@ type BridgeStats struct {
 	// DevicesOnline and DevicesTotal count the account's devices.
 	DevicesOnline int `json:"devices_online"`
 	DevicesTotal  int `json:"devices_total"`
-	// RateLimited is true while the bridge is held back: a 429 in the
-	// last minute, or the daily quota spent. It is the "Rate limited"
-	// problem sensor.
+	// RateLimited is true while the bridge is held back by a recent 429 or a
+	// spent quota; it is the "Rate limited" problem sensor.
 	RateLimited bool `json:"rate_limited"`
 	// QuotaLeft is what is left of the daily quota today; null without a
 	// daily limit.
 	QuotaLeft *int `json:"quota_left"`
-	// CloudConnected is false while the cloud is out of reach or answers
-	// only errors (as /healthz says), null until a request had an
-	// outcome. It is the "Cloud" connectivity sensor.
+	// CloudConnected is false while the cloud is unreachable or answers only
+	// errors, null until a request had an outcome; it is the "Cloud" sensor.
 	CloudConnected *bool `json:"cloud_connected"`
-	// The account's quota as the bridge knows it: the window that binds
-	// (the cloud's own, learned from its answers' rate-limit headers, or
-	// CLOUD_DAILY_LIMIT, the smaller winning). QuotaLimit is the requests
-	// the window allows, QuotaRemaining those left, QuotaReset when it
-	// renews, QuotaSource "learned" or "configured"; all null while no
+	// The account's binding quota window, learned from the cloud's headers or
+	// configured by CLOUD_DAILY_LIMIT, whichever is smaller; all null while no
 	// quota is known.
 	QuotaLimit     *int       `json:"quota_limit"`
 	QuotaRemaining *int       `json:"quota_remaining"`
 	QuotaReset     *time.Time `json:"quota_reset"`
 	QuotaSource    *string    `json:"quota_source"`
-	// QuotaFits says whether the requests at the pace of the last ten
-	// minutes fit what is left until the quota renews (null until that
-	// pace is measured); QuotaRunsOut is when what is left runs out at
-	// that pace when they do not.
+	// QuotaFits says whether the last ten minutes' pace fits what is left of
+	// the quota, and QuotaRunsOut when it runs out if not.
 	QuotaFits    *bool      `json:"quota_fits"`
 	QuotaRunsOut *time.Time `json:"quota_runs_out"`
 }
 
-// BridgeInfo is the JSON the bridge publishes, retained, on
-// <base>/bridge/info: the settings in use. The controls of the bridge's
-// device (log level, poll interval) and each device's poll interval read
-// it; they change the settings through <base>/bridge/request/options and
-// <base>/bridge/request/device/options.
+// BridgeInfo is the retained JSON on <base>/bridge/info: the settings in
+// use, which the bridge's controls in Home Assistant read.
 type BridgeInfo struct {
 	Version  string   `json:"version"`
 	LogLevel string   `json:"log_level"` // one of LogLevels
@@ -104,14 +94,10 @@ const (
 	MaxPollSeconds = 86400
 )
 
-// BridgeConfigs returns the discovery messages of the bridge itself: a
-// device (BridgeID) with diagnostic sensors over BridgeStats, controls of
-// its settings over BridgeInfo, and buttons for its requests, all available
-// while the bridge is (<base>/bridge/state). Without a daily limit
-// (cfg.DailyLimit 0) the "Quota left today" sensor's topic maps to an empty
-// payload, which removes a sensor retained by an earlier run with a limit;
-// so do the topics of the account's quota entities while no quota is known
-// (cfg.QuotaKnown false and no daily limit).
+// BridgeConfigs returns the discovery messages of the bridge's own device:
+// diagnostic sensors, setting controls and request buttons. Entities that
+// do not apply map to an empty payload, which removes one an earlier run
+// left retained.
 func BridgeConfigs(cfg Config) map[string][]byte {
 	cfg = cfg.withDefaults()
 	l := cfg.Layout
@@ -166,10 +152,8 @@ func BridgeConfigs(cfg Config) map[string][]byte {
 		out[cfg.ConfigTopic("sensor", cfg.BridgeID, "quota_left")] = []byte{}
 	}
 
-	// The account's quota, learned or configured: its entities exist once
-	// one is known (they would stay unknown forever on a cloud that tells
-	// none); until then their topics map to empty payloads, which remove
-	// what an earlier run that knew one left retained.
+	// Quota entities exist only once a quota is known; on a cloud that tells
+	// none they would stay unknown forever.
 	if cfg.DailyLimit > 0 || cfg.QuotaKnown {
 		sensor("quota_limit", "Cloud quota", map[string]any{"icon": "mdi:speedometer"})
 		sensor("quota_remaining", "Cloud quota left", map[string]any{
@@ -272,9 +256,8 @@ func pollNumber(p map[string]any) map[string]any {
 	return p
 }
 
-// EventPayload is the message the bridge publishes on <base>/<id>/event for
-// one device event: {"event_type": name, "instance": ..., "value": ...,
-// "message": ...}. The event entities of Configs read exactly this.
+// EventPayload is the message published on <base>/<id>/event for one
+// device event, in the form the event entities of Configs read.
 func EventPayload(instance string, o capability.EventOption) []byte {
 	p := map[string]any{"event_type": o.Name, "instance": instance, "value": o.Value}
 	if o.Message != "" {

@@ -67,10 +67,9 @@ type workMode struct {
 	hasSpeed    bool
 }
 
-// workModeOf analyses a work_mode capability. Every choice's value is a
-// complete cloud value {workMode, modeValue}: modeValue is the mode's
-// default, else its first option, else its range minimum, so a choice never
-// depends on the bridge filling gaps.
+// workModeOf analyses a work_mode capability. Every choice carries a
+// complete {workMode, modeValue}, so it never depends on the bridge filling
+// gaps.
 func workModeOf(c capability.Capability) (workMode, bool) {
 	wm := workMode{instance: c.Instance}
 	modeField, ok := c.Parameters.Field("workMode")
@@ -221,12 +220,9 @@ func enumCommandTemplate(cs []choice) string {
 	return commandMap(cs) + "{{ m[value] | tojson }}"
 }
 
-// enumStateTemplate renders the label of the instance's reported value,
-// "None" (unknown) when it is missing or not one of the options. Scalar
-// values are looked up by their string form; when an option's value is an
-// object (the scenes of a device without a light: {paramId, id}), the
-// template compares the reported value with each option's instead (Jinja
-// compares objects member by member), first match wins.
+// enumStateTemplate renders the label of the instance's reported value, or
+// "None" (unknown). Object values, such as the scenes of a device without a
+// light, are compared whole because a lookup by string form never matches.
 func enumStateTemplate(instance string, cs []choice) string {
 	for _, c := range cs {
 		if c.key == "" {
@@ -243,8 +239,7 @@ func enumStateTemplate(instance string, cs []choice) string {
 }
 
 // workModeStateTemplate renders the label of the reported {workMode,
-// modeValue}: the exact pair first, then the mode alone; "None" otherwise
-// (and for the speed mode of a fan, whose level is the percentage).
+// modeValue}, matching the exact pair first and then the mode alone.
 func workModeStateTemplate(instance string, cs []choice) string {
 	return stateMap(cs) +
 		"{% set v = " + stateGet(instance) + " %}" +

@@ -1,29 +1,16 @@
 // Package discovery maps the cloud's capability definitions onto Home
-// Assistant's MQTT discovery: one retained config message per entity, the
-// Home Assistant specific state projection of lights (JSON schema), and the
-// decoding of Home Assistant's light commands into (instance, value) pairs.
+// Assistant's MQTT discovery: one retained config per entity, the JSON state
+// of lights, and the decoding of Home Assistant's light commands. It is pure
+// mapping, with no broker, goroutines or state of its own; the bridge
+// publishes what it returns.
 //
-// It is pure mapping: it knows the topic layout (internal/topic) and the
-// capability model (internal/capability) but no broker, no goroutines and
-// no state of its own. The bridge's Mirror calls Configs (BridgeConfigs for
-// the bridge's own device) whenever a definition changes and publishes the
-// configs that changed, with an empty retained payload for each that went
-// away; it projects LightState after every state change and hands
-// DecodeLight/DecodeSegment the payloads Home Assistant sends.
-//
-// Entities read the device's retained state object (<base>/<id>/state, keyed
-// by instance, values in cloud form) with value templates, and command
-// through <base>/<id>/set/<instance> with plain values, reshaped by command
-// templates where Home Assistant's payload is not the cloud's (climate modes,
-// fan percentages, work modes), or through <base>/<id>/set with a partial
-// struct (music auto colour and colour). Only lights use their own state and
-// command topics (<base>/<id>/light, <base>/<id>/light/set), because Home
-// Assistant's JSON light schema wants one object with all of a light's state.
-//
-// The bridge is operated from Home Assistant too: its own device and every
-// device carry controls that read <base>/bridge/info (BridgeInfo) or
-// <base>/bridge/stats (BridgeStats) and send requests on
-// <base>/bridge/request/<action>.
+// Entities read the device's retained state object (<base>/<id>/state) with
+// value templates and command through <base>/<id>/set/<instance>, reshaped
+// by command templates where Home Assistant's payload is not the cloud's.
+// Only lights have their own state and command topics, because Home
+// Assistant's JSON light schema wants all of a light's state in one object.
+// The bridge's own controls read bridge/info and bridge/stats and send
+// requests on bridge/request/<action>.
 package discovery
 
 import (
@@ -51,22 +38,19 @@ type Config struct {
 	// Version is the bridge's version, shown as the origin's sw_version and
 	// the bridge device's software version.
 	Version string
-	// BridgeID is the bridge's own device id in Home Assistant, the
-	// via_device of every device (default "<base>_bridge", so two bridges
-	// with different base topics never share a device).
+	// BridgeID is the bridge's own device id and the via_device of every
+	// device. It defaults to "<base>_bridge" so two bridges never share one.
 	BridgeID string
 	// Manufacturer of the devices (default DefaultManufacturer).
 	Manufacturer string
 	// SupportURL is the origin's support_url; omitted when empty.
 	SupportURL string
-	// DailyLimit is the account's daily request quota (CLOUD_DAILY_LIMIT);
-	// 0 means none. The bridge's "Quota left today" sensor exists only with
-	// a limit.
+	// DailyLimit is the account's daily request quota (CLOUD_DAILY_LIMIT), 0
+	// for none; the "Quota left today" sensor exists only with a limit.
 	DailyLimit int
-	// QuotaKnown says the bridge knows the account's quota (it learned it
-	// from the cloud's rate-limit headers); a DailyLimit counts as known
-	// too. The bridge's six entities of the quota (quota_* of BridgeStats)
-	// exist only then: with none known they would stay unknown forever.
+	// QuotaKnown says the bridge has learned the account's quota from the
+	// cloud's headers. The quota entities exist only then, or with a
+	// DailyLimit, since otherwise they would stay unknown forever.
 	QuotaKnown bool
 	// Local is LAN_ENABLED: the lights the LAN may reach get a "Connection"
 	// sensor (local.go).
@@ -96,17 +80,14 @@ func (c Config) ConfigTopic(component, node, object string) string {
 	return c.Prefix + "/" + component + "/" + node + "/" + object + "/config"
 }
 
-// Configs returns every discovery message of a device: config topic →
-// retained JSON payload, one single-component message per entity. The
-// device's scene capabilities (lightScene, diyScene) must already hold the
-// options of the scene endpoints. The result depends only on cfg and dev, so
-// comparing it with the previous result (Diff) tells what to publish.
+// Configs returns every discovery message of a device, config topic to
+// retained JSON payload, one per entity. The scene capabilities must already
+// hold the scene endpoints' options. The result depends only on cfg and
+// dev, so Diff against the previous result tells what to publish.
 //
-// Home Assistant's device is named dev.Name (the SKU when it is empty). To
-// show a name the user chose instead of the cloud's, pass a copy of the
-// device with Name set to it: ids, unique_ids, entity ids and topics derive
-// from the SKU and device id only, so a rename changes nothing else and Home
-// Assistant keeps the entities, their history and the user's customisations.
+// The device is named dev.Name (the SKU when empty). Ids and topics derive
+// from the SKU and device id only, so a rename keeps the entities and their
+// history in Home Assistant.
 func Configs(cfg Config, dev capability.Device) map[string][]byte {
 	cfg = cfg.withDefaults()
 	id := topic.DeviceID(dev.SKU, dev.Device)
@@ -186,9 +167,8 @@ func marshal(v any) []byte {
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		// Payloads are built from strings, numbers, bools, maps and slices
-		// only; an error here is a programming error we surface as an
-		// empty object rather than a panic.
+		// Payloads hold only plain JSON types, so an error is a programming
+		// error; an empty object is safer than a panic.
 		return []byte("{}")
 	}
 	return bytes.TrimRight(b.Bytes(), "\n")
@@ -209,9 +189,8 @@ func jval(v any) string {
 	return string(marshal(v))
 }
 
-// stateGet is the Jinja expression of an instance's value in the state JSON;
-// None (rendered "None", which Home Assistant reads as unknown) when the
-// cloud did not report it.
+// stateGet is the Jinja expression of an instance's value in the state
+// JSON; it renders None, which Home Assistant shows as unknown, if absent.
 func stateGet(instance string) string {
 	return "value_json.get(" + jstr(instance) + ")"
 }

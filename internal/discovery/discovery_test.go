@@ -166,9 +166,7 @@ func TestEveryEntity(t *testing.T) {
 		switch {
 		case parts[2] == cfg.withDefaults().BridgeID, parts[3] == roleOnline,
 			parts[3] == "poll_interval", parts[3] == "read_now":
-			// the bridge's own entities, the connectivity sensor and the
-			// device's controls of the bridge must stay available while
-			// the device is offline
+			// These stay available while the device is offline.
 			want = want[:1]
 		}
 		if strings.Join(topics, " ") != strings.Join(want, " ") {
@@ -352,10 +350,8 @@ func validRange(d capability.Device, c Command) string {
 	return ""
 }
 
-// A scene select of a device without a light has object values: its state
-// template must find them (a lookup by string form never would), and Home
-// Assistant must get "None" for anything else. Checked against a real Home
-// Assistant by tools/ha-e2e.
+// A scene select of a device without a light has object values, which its
+// state template must find; anything else renders "None".
 func TestSelectStateOfObjectValues(t *testing.T) {
 	box := capability.Device{SKU: "H6604", Device: "CC", Type: "devices.types.box", Capabilities: []capability.Capability{
 		onOffCap(capability.TypeOnOff, capability.InstancePower),

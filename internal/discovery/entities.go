@@ -24,10 +24,8 @@ func entities(cfg Config, dev capability.Device, id string) []*entity {
 	}
 	for _, c := range dev.Capabilities {
 		if p.owned[c.Instance] {
-			// An appliance's power folded into its climate, humidifier or
-			// fan entity is also a switch of its own: automations and
-			// dashboards toggle appliances as switches. (A light's power is
-			// the light's on/off and stays there.)
+			// Automations and dashboards toggle appliances as switches, so a
+			// power folded into another entity gets a switch too.
 			if c.Instance == capability.InstancePower && p.powerOwner != "" && p.powerOwner != roleLight {
 				b.powerSwitch(c)
 			}
@@ -484,13 +482,10 @@ func (b *builder) connectivity() {
 	}})
 }
 
-// operate: the device's controls of the bridge, disabled by default (most
-// users never need them, and every enabled entity costs Home Assistant a
-// little): its own poll interval, read from <base>/bridge/info (the
-// bridge's interval while it has none of its own) and set through
-// <base>/bridge/request/device/options; and "Read now" on <base>/<id>/get.
-// Both concern the bridge, not the device, so they stay available while the
-// device is offline (a read is how to find out it is back).
+// operate adds the device's poll interval and "Read now" controls. They are
+// disabled by default because most users never need them, and stay
+// available while the device is offline because a read is how to find out
+// it is back.
 func (b *builder) operate() {
 	l := b.cfg.Layout
 	id := jstr(b.id)

@@ -12,20 +12,9 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// Colour temperature scheme: mireds, the unit every Home Assistant release
-// reads in the JSON schema when a config does not set color_temp_kelvin
-// (2025.1 does not know that flag and would take kelvin for mireds). Light
-// configs carry min/max_mireds (rounded inwards, so every mired value Home
-// Assistant may send is inside the device's range).
-//   - LightState reports color_temp in mireds with three decimals, chosen so
-//     that Home Assistant's conversion (floor(1e6/mireds)) gives back the
-//     device's exact kelvin.
-//   - Home Assistant sends whole mireds, floor(1e6/K) of the kelvin the user
-//     chose; DecodeLight picks the roundest kelvin that gives those mireds
-//     (4000 K → 250 → 4000 K, 2700 K → 370 → 2700 K).
-//
-// DecodeLight also takes kelvin from other publishers: a value above
-// miredKelvinSplit is kelvin (no light reaches 1000 K, 1000 mireds).
+// Colour temperature is in mireds, because Home Assistant 2025.1 takes
+// kelvin for mireds. DecodeLight also takes kelvin from other publishers:
+// no light reaches 1000 K or 1000 mireds, so a larger value is kelvin.
 const miredKelvinSplit = 1000
 
 // Command is one control to send: the instance and its value, in cloud form
@@ -47,9 +36,8 @@ func lightEntity(cfg Config, id string, l *lightPlan) *entity {
 		"transition":            false,
 	}
 	if l.brightness != nil {
-		// Home Assistant sends and reads brightness in 0..scale; the cloud's
-		// maximum makes it the cloud value itself (below the minimum, which
-		// Home Assistant does not know, DecodeLight refuses it).
+		// With the cloud's maximum as the scale, Home Assistant's brightness is
+		// the cloud value itself.
 		p["brightness_scale"] = l.brightness.Max
 	}
 	if r := l.ct; r != nil {
@@ -67,18 +55,12 @@ func lightEntity(cfg Config, id string, l *lightPlan) *entity {
 	return &entity{component: "light", role: l.role, payload: p}
 }
 
-// LightState projects a device's values (cloud form, keyed by instance) onto
-// the JSON state of its Home Assistant light (<base>/<id>/light): state,
-// brightness, color_mode, color, color_temp (mireds, see miredsOf) and
-// effect. ok is false
-// when the device has no JSON light. Offline, the values are historical and
-// the state is unknown ({"state": null}).
-//
-// The colour mode is color_temp when the device reports a colour
-// temperature above zero (the cloud reports 0 while a colour is shown), else
-// rgb. The active scene is never reported by the cloud; the effect is the
-// scene found in values (the bridge's optimistic record of the last one
-// set) and null otherwise.
+// LightState projects a device's values onto the JSON state of its Home
+// Assistant light; ok is false when the device has no light. Offline, the
+// state is unknown. The colour mode is color_temp while the colour
+// temperature is above zero, because the cloud reports 0 while a colour
+// shows. The cloud never reports the active scene, so the effect is the
+// last one the bridge set.
 func LightState(dev capability.Device, values map[string]any, online bool) ([]byte, bool) {
 	l := lightOf(dev)
 	if l == nil {
@@ -181,19 +163,12 @@ func parseLightCommand(payload []byte) (lightCommand, error) {
 	return c, nil
 }
 
-// DecodeLight turns a Home Assistant JSON light command into the controls to
-// send, in order: power on first (when the command says ON), then
-// brightness, colour or colour temperature, then the effect. "OFF" is
-// power off alone, whatever else the command holds. Brightness and colour
-// temperature are rounded to the device's step; colour temperature is
-// accepted in kelvin or mireds (see miredKelvinSplit). A value outside the
-// device's range (or a colour component outside 0..255) refuses the whole
-// command with the words set/<instance> uses, as that path refuses it:
-// Home Assistant never sends one (brightness_scale is the maximum, the
-// mired bounds lie inside the range), so it comes from a person or another
-// publisher, who is told the range rather than have it changed quietly.
-// Transition and flash are ignored: the cloud has neither. Errors are in
-// the user's words (the bridge answers them on <id>/error).
+// DecodeLight turns a Home Assistant JSON light command into the controls
+// to send: power on, then brightness, colour or colour temperature, then
+// the effect; "OFF" is power off alone. Values are rounded to the device's
+// step. A value out of range refuses the whole command, because Home
+// Assistant never sends one and whoever did should be told the range
+// rather than have it changed quietly. Transition and flash are ignored.
 func DecodeLight(dev capability.Device, payload []byte) ([]Command, error) {
 	l := lightOf(dev)
 	if l == nil {
@@ -278,10 +253,8 @@ func miredsOf(k int64) float64 {
 }
 
 // kelvinOfMireds turns mireds from Home Assistant into kelvin. Whole mireds
-// m come from floor(1e6/K), so K was in (1e6/(m+1), 1e6/m]: the result is
-// the roundest kelvin of that interval (a multiple of 100, 50, 10, 5, else
-// 1), which recovers what the user chose whenever that was a round number.
-// Fractional mireds are converted exactly.
+// stand for an interval of kelvin, and its roundest value is most likely
+// what the user chose; fractional mireds are converted exactly.
 func kelvinOfMireds(m float64) float64 {
 	if m != math.Trunc(m) {
 		return 1e6 / m
@@ -296,11 +269,8 @@ func kelvinOfMireds(m float64) float64 {
 	return 1e6 / m
 }
 
-// kelvinIn is kelvinOfMireds within r where the mireds allow it: whole
-// mireds stand for every kelvin of (1e6/(m+1), 1e6/m], and when that
-// interval reaches into r but its roundest kelvin lies outside, the bound
-// of r inside it is meant (Home Assistant's mired bounds are rounded
-// inwards from r's: each of them reaches into r).
+// kelvinIn is kelvinOfMireds kept within r: when the mireds' interval
+// reaches into r but its roundest kelvin lies outside, r's bound is meant.
 func kelvinIn(m float64, r capability.Range) float64 {
 	k := kelvinOfMireds(m)
 	if m != math.Trunc(m) {
@@ -339,11 +309,9 @@ func number(n json.Number, what string) (float64, error) {
 	return f, nil
 }
 
-// rangeValue is v, a number Home Assistant sent for the instance, as its
-// cloud value: whole, on the nearest step of r counted from the minimum (a
-// step past the maximum taken back). Outside r it is refused as
-// set/<instance> refuses it (capability.Validate), or, when v was converted
-// from what was sent (shown: "600 mireds"), in the same words naming both.
+// rangeValue is v, a number Home Assistant sent, on the nearest step of r.
+// Outside r it is refused in set/<instance>'s words, naming what was sent
+// when v was converted from it.
 func rangeValue(dev capability.Device, instance string, v float64, r capability.Range, shown string) (any, error) {
 	if k, ok := stepped(v, r); ok {
 		return k, nil
@@ -368,9 +336,7 @@ func rangeValue(dev capability.Device, instance string, v float64, r capability.
 	return nil, fmt.Errorf("%s %v is outside %d..%d", instance, v, r.Min, r.Max) // not reached: n is outside r
 }
 
-// stepped is v whole and on the nearest step of r counted from its
-// minimum (a step past the maximum taken back); ok is false when v is
-// outside r.
+// stepped is v on the nearest step of r; ok is false when v is outside r.
 func stepped(v float64, r capability.Range) (n int64, ok bool) {
 	v = math.Round(v)
 	if v < float64(r.Min) || v > float64(r.Max) {
@@ -477,11 +443,9 @@ func accepts(c *capability.Capability, segment int) bool {
 }
 
 // DecodeSegment turns a Home Assistant JSON light command for one segment
-// (from <base>/<id>/segment/<n>/set) into segment controls:
-// segmentedColorRgb {segment: [n], rgb} for a colour and segmentedBrightness
-// {segment: [n], brightness} for a brightness. "OFF" is brightness 0 (or
-// black where the device has no segment brightness); a bare "ON" is full
-// brightness (or white): segments have no power of their own.
+// into segment colour and brightness controls. Segments have no power of
+// their own, so "OFF" is brightness 0 (or black) and a bare "ON" full
+// brightness (or white).
 func DecodeSegment(dev capability.Device, segment int, payload []byte) ([]Command, error) {
 	sp := segmentPlanOf(dev)
 	if sp == nil {
@@ -555,9 +519,8 @@ func DecodeSegment(dev capability.Device, segment int, payload []byte) ([]Comman
 	return out, nil
 }
 
-// segmentBrightness is v as a segment's brightness: on the nearest step
-// of r inside it, or refused as segmentedBrightness refuses it on
-// set/segmentedBrightness.
+// segmentBrightness is v on the nearest step of r, or refused as
+// set/segmentedBrightness refuses it.
 func segmentBrightness(c capability.Capability, r capability.Range, v float64, seg []any) (int64, error) {
 	if n, ok := stepped(v, r); ok {
 		return n, nil

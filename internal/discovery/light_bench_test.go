@@ -6,9 +6,8 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// BenchmarkLightState is one light state payload, as the bridge builds it
-// on every state change of every light: the lights of the shared fixtures
-// and the demo catalogue (scenes merged), in turn.
+// BenchmarkLightState builds one light state payload, as the bridge does on
+// every state change, for the fixture and demo lights in turn.
 func BenchmarkLightState(b *testing.B) {
 	var lights []capability.Device
 	for _, s := range sources(b) {

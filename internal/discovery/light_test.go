@@ -325,10 +325,8 @@ func TestMiredsRoundTrip(t *testing.T) {
 	}
 }
 
-// TestLightStateFollowsTheDefinition: the light's analysis is kept per
-// device definition; a new definition of the same device (the scene lists
-// refreshed: a new []Capability) is analysed anew, so a scene added since
-// is named as the effect, and one removed no longer is.
+// TestLightStateFollowsTheDefinition: a new definition of the same device
+// is analysed anew, so the effect follows scenes added and removed.
 func TestLightStateFollowsTheDefinition(t *testing.T) {
 	values := map[string]any{"powerSwitch": int64(1), "lightScene": int64(4242)}
 	lamp := colourLamp()

@@ -1,10 +1,8 @@
 package discovery
 
-// connection: whether the bridge reaches the light over the LAN ("local")
-// or through the cloud ("cloud"), from "connection" in the device's state
-// (Config.Local, LAN_ENABLED=true), for the lights the LAN may control
-// (capability.LocalEligible). It stays available while the device is
-// unavailable: "cloud" then says how it would be reached.
+// connection adds the "Connection" sensor, "local" or "cloud", for lights
+// the LAN may control. It stays available while the device is not, to say
+// how it would be reached.
 func (b *builder) connection() {
 	b.add(&entity{component: "sensor", role: "connection", bridgeOnly: true, payload: map[string]any{
 		"name":            "Connection",

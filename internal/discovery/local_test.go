@@ -9,10 +9,8 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// TestConnectionSensor: with LAN control on, each light gets a diagnostic
-// "Connection" sensor reading "local" or "cloud" from its state; devices
-// the LAN cannot reach (no power, brightness, colour or white) get none,
-// and without LAN control nothing changes.
+// TestConnectionSensor: with LAN control on, each light the LAN can reach
+// gets a "Connection" sensor; without it nothing changes.
 func TestConnectionSensor(t *testing.T) {
 	cfg := testConfig()
 	cfg.Local = true

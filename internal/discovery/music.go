@@ -54,21 +54,12 @@ func (b *builder) music(c capability.Capability) {
 	b.musicColour(c)
 }
 
-// musicColour: where the music mode has an on/off autoColor member, the
-// automatic colour as a switch, and (with an rgb member) the colour used
-// when it is off as a light. Both send a partial music mode on <id>/set
-// ({"musicMode":{"autoColor":1}}), which the bridge completes with the last
-// known value like the select's. Both are config entities: a service call
-// on an area or a device leaves them out, so "turn off the living room"
-// does not switch a lamp into music mode.
-//
-// The colour is a template-schema light because its command templates can
-// write exactly that partial struct to <id>/set, and its state templates
-// read the rgb member from <id>/state; a JSON-schema light would need a
-// state and command topic of its own served by the bridge. The light is on
-// while the chosen colour is in use (autoColor off): turning it on with a
-// colour sends {"autoColor":0,"rgb":...}, turning it off returns to
-// automatic colours.
+// musicColour adds the music mode's automatic colour as a switch and its
+// fixed colour as a light, both sending a partial music mode on <id>/set.
+// They are config entities so that "turn off the living room" does not
+// switch a lamp into music mode. The colour is a template light because a
+// JSON light would need state and command topics of its own; it is on while
+// the fixed colour is in use.
 func (b *builder) musicColour(c capability.Capability) {
 	af, ok := c.Parameters.Field("autoColor")
 	if !ok {

@@ -151,9 +151,8 @@ func TestBridgeOperateEntities(t *testing.T) {
 	}
 }
 
-// TestQuotaSensorOnlyWithDailyLimit: without a limit the quota sensor's
-// topic carries an empty payload (a removal of what an earlier run with a
-// limit left retained); with one it is a diagnostic measurement.
+// TestQuotaSensorOnlyWithDailyLimit: without a limit the quota sensor is
+// removed with an empty payload; with one it is a diagnostic measurement.
 func TestQuotaSensorOnlyWithDailyLimit(t *testing.T) {
 	cfg := testConfig()
 	tp := cfg.ConfigTopic("sensor", "cloud2mqtt_bridge", "quota_left")

@@ -96,13 +96,9 @@ func intRange(c capability.Capability) *capability.Range {
 	return &r
 }
 
-// lightKey names one device definition: the lights of one model share one
-// []Capability (capability.DeviceDecoder), and a device with scenes keeps
-// its merged one until they change. A definition is never changed in place
-// once handed out (the registry builds a new one), so the first
-// capability's address, the length and the type name what analyse reads.
-// The weak pointer keeps no definition alive; a definition collected and a
-// new one at the same address get different weak pointers.
+// lightKey names one device definition. Definitions are never changed in
+// place, so the first capability's address, the length and the type
+// identify one; the weak pointer keeps none alive.
 type lightKey struct {
 	caps weak.Pointer[capability.Capability]
 	n    int
@@ -113,9 +109,8 @@ type lightKey struct {
 // an entry goes when its definition is collected.
 var lightPlans sync.Map
 
-// lightOf is analyse(dev).light, worked out once per device definition:
-// LightState runs on every state change of every light, and DecodeLight on
-// every command, with the same few definitions.
+// lightOf is analyse(dev).light, cached per definition because it runs on
+// every state change and command with the same few definitions.
 func lightOf(dev capability.Device) *lightPlan {
 	if len(dev.Capabilities) == 0 {
 		return nil // analyse finds no light without capabilities
@@ -217,10 +212,8 @@ func newLightPlan(p *plan, role string, name any, power string, withEffects bool
 	return l
 }
 
-// effectList gathers the scene options of a light as effects: static and
-// dynamic light scenes, then DIY scenes, then snapshots. Names are unique
-// (case-insensitively): a later duplicate is marked with its kind, then
-// numbered.
+// effectList gathers a light's scenes, DIY scenes and snapshots as effects.
+// Names must be unique, so a later duplicate gets its kind, then a number.
 func effectList(dev capability.Device) []effect {
 	var out []effect
 	used := map[string]bool{}

@@ -22,10 +22,8 @@ func readsQuota(t *testing.T, p []byte) bool {
 	return false
 }
 
-// TestQuotaEntitiesOnlyWithAQuota: the bridge's six entities of the
-// account's quota exist once a quota is known, learned or configured;
-// without one their topics carry empty payloads (removals of what an
-// earlier run left retained), and no other entity reads the quota.
+// TestQuotaEntitiesOnlyWithAQuota: the quota entities exist once a quota is
+// known and are removed with empty payloads otherwise.
 func TestQuotaEntitiesOnlyWithAQuota(t *testing.T) {
 	base := testConfig()
 	id := base.withDefaults().BridgeID

@@ -10,12 +10,9 @@ import (
 	"cloud2mqtt/internal/lansim"
 )
 
-// BenchmarkCommand measures the LAN layer's share of the issue's
-// MQTT-to-datagram goal over loopback: from Send to the command's datagram
-// taken in at the simulated device (datagram-p50/p99-µs), and to the
-// confirming status answer (confirmed-p50/p99-µs). Pacing is off, so the
-// loop measures the path, not the pace: one command alone never waits for
-// it (the burst lets a command and its status request out at once).
+// BenchmarkCommand measures the LAN layer's share of a command's latency
+// over loopback: from Send to the datagram at the simulated device, and to
+// the confirming status answer. Pacing is off so the path is measured.
 //
 //	go test -run XXX -bench Command -benchtime 2000x ./internal/lan
 func BenchmarkCommand(b *testing.B) {

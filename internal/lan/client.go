@@ -1,24 +1,17 @@
-// Package lan speaks the vendor's local UDP interface (docs/lan.md): it
-// finds lights by a scan, matches them to the cloud's devices by id,
-// switches them (turn, brightness, colorwc) and reads their status, each
-// command confirmed by a status request. It knows the cloud's instances
-// and value forms (capability) but nothing of the registry, the scheduler
-// or MQTT: the bridge decides what goes over the LAN and what to the cloud.
+// Package lan speaks the vendor's local UDP interface. It finds lights by a
+// scan, matches them to the cloud's devices by id, sends them commands
+// (turn, brightness, colorwc) and reads their status, confirming each
+// command with a status request. It knows capability values but not the
+// registry, the scheduler or MQTT; the bridge decides what goes over the LAN.
 //
-// Safety (guard.go): the client sends only to its scan targets and to the
-// addresses that answered a scan; it accepts scan answers only in the
-// window after its own scan (from the targets' addresses unless a group or
-// broadcast address was scanned) and status answers only from a located
-// device's address; everything else is counted and dropped, and logged at
-// most once a second per source address. A located device moves to an
-// address that answers a scan in its name only when its known address no
-// longer answers a status request: something else on the network claiming
-// its id is refused and logged, with both addresses, once a minute. Scan
-// answers that come before the first device list are kept until it does
-// (a bounded number); two addresses answering for one id before it is
-// located (before the list, or in the scan window that first locates it)
-// make neither trusted: the device stays off the LAN until the client is
-// made again (a restart).
+// The network is treated as hostile (guard.go). The client sends only to
+// its scan targets and to addresses that answered a scan, and accepts scan
+// answers only just after its own scan and status answers only from a
+// located device's address. Everything else is counted, dropped and logged
+// at most once a second per source. A located device moves to a new address
+// only when its known address stops answering, so another host claiming its
+// id is refused. If two addresses claim one id before it is located, neither
+// is trusted and the device stays on the cloud until the next restart.
 package lan
 
 import (
@@ -37,52 +30,44 @@ import (
 	"cloud2mqtt/internal/clock"
 )
 
-// Config configures a Client. The zero value of every member but Logger
-// is the production default.
+// Config configures a Client. The zero value of every field but Logger is
+// the production default.
 type Config struct {
-	// Listen is the address answers arrive at (LAN_LISTEN); the devices
-	// answer to port 4002 of the address a request came from, and every
-	// request is sent from this socket.
+	// Listen is the address answers arrive at (LAN_LISTEN). Every request is
+	// sent from this socket because devices answer to port 4002 of the sender.
 	Listen string
 	// Targets are where scans go (LAN_SCAN_TARGETS); default the group.
 	Targets []Target
-	// ScanPort is the port of targets that name none (4001); CommandPort
-	// the devices' port for commands and status requests (4003). Tests set
-	// free loopback ports.
+	// ScanPort is the port for targets that name none (4001) and CommandPort
+	// the devices' port for commands and status requests (4003).
 	ScanPort, CommandPort int
-	// ConfirmTimeout is how long one try waits for a status answer
-	// (300 ms); Tries how many tries a command or a status read makes (3),
-	// so a silent device is given up after about a second.
+	// ConfirmTimeout is how long one try waits for a status answer (300 ms)
+	// and Tries how many tries are made (3), so a silent device is given up
+	// after about a second.
 	ConfirmTimeout time.Duration
 	Tries          int
-	// Pace and PaceBurst space the datagrams sent to one device (devices
-	// drop bursts): at most PaceBurst at once, then one every Pace
-	// (defaults 50 ms and 4: a command with its status request, twice,
-	// goes out at once). A negative Pace switches pacing off.
+	// Pace and PaceBurst space the datagrams to one device, because devices
+	// drop bursts. The defaults (50 ms, 4) let a command and its status
+	// request go out twice at once; a negative Pace turns pacing off.
 	Pace      time.Duration
 	PaceBurst int
 	Logger    zerolog.Logger
-	// OnDevice hears a device found, moved, or changing reachability (from
-	// the reader, or from the Send or Status call that found it silent); it
-	// must not block or call the client either.
+	// OnDevice hears a device found, moved or changing reachability. It must
+	// not block or call the client.
 	OnDevice func(d Device)
-	// Clock is the client's time: scan windows, confirmation timeouts,
-	// pacing, the scan and poll rounds and the log limits (nil:
-	// clock.Real). Tests jump it (clocktest) over a silent device's
-	// timeouts instead of shortening them; it hears the client's work in
-	// hand (work.go), so that a jump waits for what is on its way.
+	// Clock times everything the client waits for (nil: clock.Real). It is
+	// told of the client's work in hand (work.go), so a test can jump it over
+	// a silent device's timeouts without racing datagrams still on their way.
 	Clock clock.Clock
 }
 
-// Timings no setting changes (docs/lan.md): tests jump Config.Clock over
-// them.
+// Timings no setting changes; tests jump Config.Clock over them.
 const (
 	// scanAnswerWindow is how long after a scan its answers are accepted.
 	scanAnswerWindow = 3 * time.Second
-	// conflictLogEvery spaces the warnings about a device whose id is
-	// claimed by a second address (per device); rejectLogEvery the log
-	// lines about dropped datagrams (per source address, at any level:
-	// each line counts the ones left out).
+	// conflictLogEvery spaces the warnings about a second address claiming a
+	// device's id (per device); rejectLogEvery the lines about dropped
+	// datagrams (per source, each counting those left out).
 	conflictLogEvery = time.Minute
 	rejectLogEvery   = time.Second
 )
@@ -116,10 +101,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Errors a caller decides on: ErrNotLocal and ErrNoAnswer mean "use the
-// cloud" (the second also marked the device unreachable locally until its
-// next scan or status answer); ErrNotConfirmed means the device answers
-// but does not show the command (the cloud may still manage it).
+// Errors a caller decides on. ErrNotLocal and ErrNoAnswer mean "use the
+// cloud"; ErrNoAnswer also marks the device unreachable until it answers
+// again. ErrNotConfirmed means the device answers but does not show the
+// command, so the cloud may still manage it.
 var (
 	ErrNotLocal     = errors.New("not reachable over the LAN")
 	ErrNoAnswer     = errors.New("no status answer")
@@ -128,13 +113,10 @@ var (
 )
 
 // Stats count what the client sent and what it dropped. Contested counts
-// scan answers that claimed a located device's id from another address
-// while its known address still answered (refused); Moved the devices
-// that moved because their known address had gone silent. Early counts
-// scan answers kept because they came before the first device list;
-// Disputed the scan answers refused for a device that two addresses
-// claimed before it was located (the second address's first answer and
-// every answer after it).
+// refused claims on a located device's id from another address, Moved the
+// devices whose known address went silent, Early the scan answers kept
+// until the first device list, and Disputed the answers refused for an id
+// two addresses claimed before it was located.
 type Stats struct {
 	Sent, Received                                      uint64
 	Malformed, Oversized, Unsolicited, Spoofed, Unknown uint64
@@ -248,8 +230,8 @@ func (c *Client) Stats() Stats {
 	return c.stats
 }
 
-// readBuffer holds any UDP datagram whole: one over MaxDatagram is dropped
-// as oversized, and reported (clock.Arrived) as it was sent.
+// readBuffer holds any UDP datagram whole, so one over MaxDatagram is seen
+// and dropped as oversized rather than read truncated.
 const readBuffer = 1 << 16
 
 // read receives datagrams until Close. Each is work in hand until handle
@@ -280,8 +262,8 @@ func (c *Client) read() {
 	}
 }
 
-// handle decodes one datagram and hands it on; callbacks and log lines run
-// after the lock is released, in arrival order (one reader).
+// handle decodes one datagram and hands it on. Callbacks and log lines run
+// after the lock is released, in arrival order.
 func (c *Client) handle(b []byte, from netip.AddrPort) {
 	a, err := DecodeAnswer(b)
 	var notify func()
@@ -306,16 +288,16 @@ func (c *Client) handle(b []byte, from netip.AddrPort) {
 	trace(event)
 }
 
-// dropLocked counts a dropped datagram and returns its log line, when the
-// source's limit lets it through (rejectLogEvery).
+// dropLocked counts a dropped datagram and returns its log line, if the
+// source's log limit allows one.
 func (c *Client) dropLocked(counter *uint64, event string, from netip.Addr, why string) (string, func()) {
 	*counter++
 	return event, c.rejectLineLocked(from, event, why)
 }
 
-// rejectLineLocked is the debug line about something a source sent that was
-// refused, or nil when that source had its line in the last rejectLogEvery.
-// The line counts the refusals left out since the source's last line.
+// rejectLineLocked returns the debug line for a refused datagram, or nil
+// if the source was logged within rejectLogEvery. The line counts the
+// refusals left out since.
 func (c *Client) rejectLineLocked(from netip.Addr, event, why string) func() {
 	ok, left, shared := c.rejects.allow(from, c.cfg.Clock.Now())
 	if !ok {

@@ -102,9 +102,8 @@ func (n *testNet) found(t *testing.T) {
 	}
 }
 
-// settle lets the scan window that found the lights close: another
-// address answering for one of them later is a claim the guard weighs
-// (guard.go), not a dispute of a light just found.
+// settle closes the scan window that found the lights, so a later answer
+// from another address is a claim the guard weighs, not a dispute.
 func (n *testNet) settle() { n.clk.Advance(lan.ScanAnswerWindow + time.Millisecond) }
 
 func (n *testNet) nextDevice(t *testing.T) lan.Device {
@@ -356,10 +355,8 @@ func TestSendsOnlyToScanTargetsAndAnsweringAddresses(t *testing.T) {
 	n.found(t)
 	n.settle()
 
-	// The strip goes silent; a "device" at the spare (scanned) address
-	// answers the scan in the strip's name, naming the trap's address as
-	// its own. (While the strip answered, the claim would be refused:
-	// guard_test.go.)
+	// The strip goes silent and a "device" at the spare address answers the
+	// scan in its name, giving the trap's address as its own.
 	if err := n.sim.SetOff(strip, true); err != nil {
 		t.Fatal(err)
 	}
@@ -393,17 +390,15 @@ func TestSendsOnlyToScanTargetsAndAnsweringAddresses(t *testing.T) {
 	if n, _, err := trap.ReadFromUDPAddrPort(buf); err == nil {
 		t.Errorf("the trap address, named in a scan answer but never answering, received %q", buf[:n])
 	}
-	// The strip's old address is no longer one the client listens to.
+	// The client no longer listens to the strip's old address.
 	if d, _ := n.client.Device(strip); d.Addr != spareAddr {
 		t.Errorf("strip: %+v", d)
 	}
 }
 
-// jumpWhileWaiting jumps clk by d whenever something waits on one of its
-// timers, until the returned stop is called (it returns once the jumping
-// has stopped): waits for a silent address pass at once instead of taking
-// their ConfirmTimeout each. Only while nothing else waits on the clock
-// (no RunScans, RunPolls, no answer awaited).
+// jumpWhileWaiting jumps clk by d whenever something waits on it, until
+// stop is called, so waits for a silent address pass at once. Use it only
+// while nothing else waits on the clock.
 func jumpWhileWaiting(clk *clocktest.Clock, d time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -417,8 +412,7 @@ func jumpWhileWaiting(clk *clocktest.Clock, d time.Duration) (stop func()) {
 }
 
 // TestDeviceMovesToANewAddress: a light answering a scan from a new
-// address moves there once its known address no longer answers (three
-// unanswered status requests of a second each, jumped over).
+// address moves there once its known address stops answering.
 func TestDeviceMovesToANewAddress(t *testing.T) {
 	clk := clocktest.New()
 	n := newNet(t, lan.Config{Clock: clk})
@@ -487,9 +481,8 @@ func TestListenPortTakenSaysWhatToDo(t *testing.T) {
 	}
 }
 
-// TestPaceIsOnTheClock: a device's datagrams are paced on Config.Clock (at
-// most 4 at once, then one every 50 ms): on a frozen clock the fifth and
-// the sixth wait until the clock moves on.
+// TestPaceIsOnTheClock: a device's datagrams are paced on Config.Clock, so
+// on a frozen clock the fifth and sixth wait until the clock moves.
 func TestPaceIsOnTheClock(t *testing.T) {
 	clk := clocktest.NewFrozen(time.Unix(1_800_000_000, 0))
 	n := newNet(t, lan.Config{Clock: clk})

@@ -12,9 +12,8 @@ import (
 )
 
 // Scan sends the scan to every target and opens the window in which
-// answers are accepted. It does not wait for answers: they arrive at the
-// reader (OnDevice, Devices). Targets that could not be resolved or sent
-// to are returned joined; the others were scanned.
+// answers are accepted; answers arrive through OnDevice. Targets that could
+// not be resolved or sent to are returned as joined errors.
 func (c *Client) Scan(ctx context.Context) error {
 	r, errs := resolve(ctx, c.cfg.Targets, c.cfg.ScanPort, localBroadcasts)
 	c.mu.Lock()
@@ -37,8 +36,8 @@ func (c *Client) Scan(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Discover scans and waits for answers (the -check's scan), then lists the
-// devices found: for wait at most, less once every known device answered.
+// Discover scans, waits up to wait (less once every known device answered)
+// and lists the devices found; -check uses it.
 func (c *Client) Discover(ctx context.Context, wait time.Duration) ([]Device, error) {
 	err := c.Scan(ctx)
 	t := c.cfg.Clock.NewTimer(wait)
@@ -74,11 +73,8 @@ func (c *Client) allFound() bool {
 }
 
 // RunScans scans at once and then at every whole multiple of interval
-// since the zero time (on the clock) until ctx ends, logging failures; the
-// caller owns the goroutine. An interval under 1 s is 1 s. Whole multiples
-// of the interval fall on the poller's read grid whenever the grid divides
-// the interval (it does at the defaults): the rounds share the wake-ups of
-// the cloud reads instead of adding their own.
+// (at least 1 s) until ctx ends. Aligning to whole multiples lets the scans
+// share the poller's wake-ups instead of adding their own.
 func (c *Client) RunScans(ctx context.Context, interval time.Duration) {
 	every := max(interval, time.Second)
 	t := c.cfg.Clock.NewTimer(every)
@@ -98,16 +94,10 @@ func (c *Client) RunScans(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// RunPolls reads every found device's status at every whole multiple of
-// interval since the zero time (on the clock, as RunScans) until ctx ends,
-// the devices of a round at once; the caller owns the goroutine. An
-// interval under 100 ms is 100 ms. read does one device's read with
-// Status; the router's takes the registry's sequence number before calling
-// Status, so that a read sent before a command cannot overwrite the
-// command's value. A device that does not answer is marked unreachable by
-// Status (one try while it already is, so a silent device costs one
-// datagram a round). A read is work in hand (clock.Busy) until the next
-// round is set, except while a Status called with its ctx waits.
+// RunPolls calls read for every found device at every whole multiple of
+// interval (at least 100 ms) until ctx ends, a round's devices at once.
+// A device already unreachable gets one try, so a silent one costs one
+// datagram a round.
 func (c *Client) RunPolls(ctx context.Context, interval time.Duration, read func(ctx context.Context, id string)) {
 	every := max(interval, 100*time.Millisecond)
 	t := c.cfg.Clock.NewTimer(every)
@@ -156,9 +146,8 @@ func (c *Client) located(id string) (*device, bool, error) {
 	return d, d.Reachable, nil
 }
 
-// Status reads the device's status: a status request and its answer, up to
-// Tries tries of ConfirmTimeout each (one while the device is marked
-// unreachable). No answer marks it unreachable and returns ErrNoAnswer.
+// Status reads the device's status, with one try while it is marked
+// unreachable. No answer marks it unreachable and returns ErrNoAnswer.
 func (c *Client) Status(ctx context.Context, id string) (Status, error) {
 	ctx, end := c.working(ctx, "lan: a status read of "+id)
 	defer end()
@@ -178,14 +167,11 @@ func (c *Client) Status(ctx context.Context, id string) (Status, error) {
 	return Status{}, fmt.Errorf("lan: read %s: %w in %d tries", id, ErrNoAnswer, tries)
 }
 
-// Send sends the commands to the device, then a status request, and
-// returns the status that shows them all. A try that gets no answer, or
-// only answers that do not show the commands, sends them again (they set
-// absolute values, so a repeat is harmless). ErrNotLocal: the device is
-// not found or marked unreachable, nothing was sent; ErrNoAnswer: no answer
-// in Tries tries, the device is now marked unreachable; ErrNotConfirmed:
-// answers came but none showed the commands (the last one is returned).
-// One device's commands are sent one Send at a time.
+// Send sends the commands and a status request, and returns the status
+// that shows them all. An unconfirmed try is repeated, which is harmless
+// because commands set absolute values. It returns ErrNotLocal when nothing
+// was sent, ErrNoAnswer when the device stayed silent and ErrNotConfirmed
+// (with the last status) when no answer showed the commands.
 func (c *Client) Send(ctx context.Context, id string, cmds ...Command) (Status, error) {
 	if len(cmds) == 0 {
 		return Status{}, errors.New("lan: send: no command")
@@ -243,8 +229,8 @@ func (c *Client) Send(ctx context.Context, id string, cmds ...Command) (Status, 
 	return Status{}, fmt.Errorf("lan: %s %v: %w in %d tries", id, cmds, ErrNoAnswer, c.cfg.Tries)
 }
 
-// working is ctx with the task its waits let go of: the caller's (a poll's
-// read, the dispatcher's), or one held for this call until end.
+// working is ctx carrying the task that waits let go of: the caller's, or
+// one held for this call until end is called.
 func (c *Client) working(ctx context.Context, what string) (_ context.Context, end func()) {
 	if taskOf(ctx) != nil {
 		return ctx, func() {}
@@ -280,9 +266,8 @@ func (c *Client) count(n *uint64) {
 	c.mu.Unlock()
 }
 
-// inbox is a waiter's status answers: handed over on ch, each in hand
-// until taken; kept are those taken while the waiter paced (left in ch,
-// their work would keep the clock the pace waits on from moving).
+// inbox holds a waiter's status answers. Those that come while it paces are
+// moved to kept, so their work in hand does not stop a test's clock.
 type inbox struct {
 	ch   chan answer
 	kept []Status
@@ -325,10 +310,8 @@ func (c *Client) listen(d *device) (*inbox, func()) {
 }
 
 // confirm asks for the status and waits one ConfirmTimeout for an answer
-// that shows the commands. An answer that does not (a device still busy
-// with the command, or an answer to an older request) is asked again once
-// a fifth of the timeout later, twice at most; got says whether any answer
-// came, s is the last one.
+// that shows the commands. A device may still be busy or answering an older
+// request, so a non-matching answer is asked again up to twice.
 func (c *Client) confirm(ctx context.Context, d *device, in *inbox, cmds []Command) (s Status, got, ok bool, err error) {
 	if _, err := c.paced(ctx, d, in, c.stateMsg); err != nil {
 		return Status{}, false, false, err
@@ -439,9 +422,8 @@ func (c *Client) paced(ctx context.Context, d *device, in *inbox, msg []byte) (n
 	return dest, c.send(dest, msg)
 }
 
-// pace waits for the device's pace on the clock: clock.Wait, but with the
-// caller's task let go while the timer is armed (a test jumps the wait),
-// and the answers that come meanwhile kept for after.
+// pace waits for the device's pace. It lets go of the caller's task while
+// waiting so a test can jump the clock, and keeps answers that come meanwhile.
 func (c *Client) pace(ctx context.Context, d *device, in *inbox) (err error) {
 	now := c.cfg.Clock.Now()
 	r := d.pace.ReserveN(now, 1) // OK: the burst is at least 1

@@ -34,11 +34,9 @@ type device struct {
 	busy    chan struct{} // one command at a time per device
 	waiters map[chan answer]struct{}
 
-	// The guard's (guard.go): a probe of the known address under way, when
-	// the last one started, the warnings' limit (conflicts and disputes),
-	// the end of the scan window that located it from no address (fresh),
-	// and the two addresses that claimed it before it was located
-	// (disputed; valid: it is never located again).
+	// The guard's state (guard.go): the probe under way, the warning limit,
+	// the end of the window that first located it, and the two addresses
+	// that disputed it.
 	probing       bool
 	probed        time.Time
 	conflictAt    time.Time
@@ -51,12 +49,9 @@ type device struct {
 // scan answers must not grow memory.
 const maxUnknownLogged = 256
 
-// SetKnown replaces the ids scan answers are matched against (the cloud's
-// device list). Matching ignores case. A device no longer known is
-// forgotten; devices already found keep their address. The first call
-// takes the scan answers that came before it (guard.go, early): a device
-// that answered from one address is located at once (OnDevice hears it
-// before SetKnown returns), one that answered from two is disputed.
+// SetKnown replaces the ids scan answers are matched against, ignoring
+// case. Devices not in ids are forgotten; found ones keep their address.
+// The first call also applies the scan answers that came before it.
 func (c *Client) SetKnown(ids []string) {
 	c.mu.Lock()
 	notice := c.setKnownLocked(ids)
@@ -119,14 +114,9 @@ func (c *Client) Reachable(id string) bool {
 	return ok && d.Reachable
 }
 
-// onScanLocked takes a scan answer from an address: accepted only in the
-// window of the client's own scan and from an address it allows, and only
-// for a known id (before the first device list, every id's is kept for
-// the list to decide). A device found for the first time (or that lost its
-// address) is located at once; one located elsewhere is contested
-// (guard.go): it moves only when its known address no longer answers. One
-// that another address answers for in the window that first located it,
-// or that is disputed already, is not located (guard.go).
+// onScanLocked takes a scan answer, accepted only in the client's scan
+// window, from an allowed address and for a known id. A new device is
+// located at once; one located elsewhere is contested (guard.go).
 func (c *Client) onScanLocked(a ScanAnswer, from netip.Addr) (string, func()) {
 	now := c.cfg.Clock.Now()
 	w := c.window
@@ -195,11 +185,9 @@ func (c *Client) unknownLineLocked(a ScanAnswer, from netip.Addr) func() {
 	}
 }
 
-// locateLocked puts the device at the address its scan answer came from
-// (the same address, a first find, or a move the guard allowed); a device
-// that had that address before loses it. now is when the answer came.
-// Found from no address, the device is fresh until the current scan
-// window closes: another address answering for it meanwhile disputes it.
+// locateLocked puts the device at the address its scan answer came from;
+// a device that had that address loses it. A first find stays open to
+// dispute until the scan window closes.
 func (c *Client) locateLocked(d *device, a ScanAnswer, from netip.Addr, now time.Time) (string, func()) {
 	before := d.Device
 	var moved *device

@@ -9,11 +9,9 @@ import (
 )
 
 // Dispatcher sends commands given as cloud instances and values, one Send
-// at a time per device, coalescing as the cloud's scheduler does: commands
-// that arrive while a device's Send is in flight wait, a newer value for
-// the same setting replaces a waiting one (a colour and a white are one
-// setting: the newer wins; capability.LocalControl.Slot), and everything
-// waiting goes out together in the next Send with one status request.
+// at a time per device, coalescing as the cloud's scheduler does. A newer
+// value for a waiting setting replaces it (a colour and a white are one
+// setting), and all waiting commands go out in the next Send together.
 type Dispatcher struct {
 	c   *Client
 	ctx context.Context
@@ -37,13 +35,10 @@ func NewDispatcher(c *Client) *Dispatcher {
 	return &Dispatcher{c: c, ctx: ctx, end: end, pending: map[string][]*job{}, running: map[string]bool{}}
 }
 
-// Submit queues a command for the device if it can go over the LAN now:
-// the instance and value have a LAN form (CommandFor) and the device is
-// reachable. When it returns false nothing was queued and the caller sends
-// the command to the cloud. report is called exactly once, from another
-// goroutine: with the status that shows the command, with
-// capability.ErrSuperseded, or with the Send's error (the caller then sends
-// it to the cloud).
+// Submit queues a command if it has a LAN form and the device is
+// reachable; false means the caller sends it to the cloud. report is called
+// once, from another goroutine, with the confirming status,
+// capability.ErrSuperseded, or the Send's error (then use the cloud).
 func (q *Dispatcher) Submit(id, instance string, value any, report func(Status, error)) bool {
 	cmd, ok := CommandFor(instance, value)
 	if !ok || !q.c.Reachable(id) {
@@ -82,8 +77,8 @@ func (q *Dispatcher) Submit(id, instance string, value any, report func(Status, 
 	return true
 }
 
-// run sends the device's waiting commands until none wait: work in hand
-// (tk) but while a Send waits.
+// run sends the device's waiting commands until none wait. It holds work
+// in hand except while a Send waits.
 func (q *Dispatcher) run(id string, tk *task) {
 	defer q.wg.Done()
 	defer tk.end()

@@ -16,10 +16,8 @@ import (
 	"cloud2mqtt/internal/lansim"
 )
 
-// firstScan is issue 40 §2's stage: the lamp on lampAddr, a forger on
-// forgerAddr answering scans in the lamp's name, and a client on a test
-// clock that scans both by unicast and has no device list yet (a fresh
-// install, a container without its volume).
+// firstScan is a fresh install: a lamp, a forger answering scans in the
+// lamp's name, and a client that scans both and has no device list yet.
 type firstScan struct {
 	clk     *clocktest.Clock
 	sim     *lansim.Sim
@@ -63,9 +61,7 @@ func newFirstScan(t *testing.T, clk *clocktest.Clock) *firstScan {
 	return n
 }
 
-// scan scans and waits until the client has handled every answer, by its
-// own account (the datagrams on their way and in hand are work on the
-// clock).
+// scan scans and waits until the client has handled every answer.
 func (n *firstScan) scan(t *testing.T, when string) {
 	t.Helper()
 	if err := n.client.Scan(context.Background()); err != nil {
@@ -97,16 +93,9 @@ func (n *firstScan) forgerGotNothing(t *testing.T) {
 	}
 }
 
-// TestForgerInTheFirstScan is issue 40 §2's attack: the forger answers
-// every scan in the lamp's name from the start, faster than the lamp.
-// Before, the lamp's answers to the first scan (before the device list)
-// were dropped as unknown, the forger's first answer after the list
-// located the lamp at the forger's address, and the guard then refused
-// the lamp's own answers: commands and reads went to the forger. Now
-// the answers before the list are kept; two addresses for one id before
-// an address is known (before the list, or in the scan that first finds
-// it) make neither trusted: the lamp stays on the cloud, and both
-// addresses are logged, once a minute.
+// TestForgerInTheFirstScan: a forger answering every scan in the lamp's
+// name from the start, faster than the lamp, is never trusted. Neither
+// address is, so the lamp stays on the cloud and both are logged.
 func TestForgerInTheFirstScan(t *testing.T) {
 	id := strings.ToLower(lamp)
 	cases := []struct {
@@ -199,10 +188,9 @@ func TestLightAnsweringBeforeTheListIsUsedAtOnce(t *testing.T) {
 	}
 }
 
-// TestEarlyAnswersAreBounded: before the device list, answers in other
-// names (a network answering in a thousand) are kept for lan.MaxEarly
-// ids; the rest are dropped as unknown and logged once a second per
-// source. The ids kept first still decide once the list arrives.
+// TestEarlyAnswersAreBounded: before the device list, answers are kept for
+// at most lan.MaxEarly ids and the rest dropped, and the ids kept still
+// decide once the list arrives.
 func TestEarlyAnswersAreBounded(t *testing.T) {
 	// A frozen clock: the scan's window stays open however long the flood.
 	n := newFirstScan(t, clocktest.NewFrozen(time.Unix(1_800_000_000, 0)))

@@ -142,11 +142,9 @@ func FuzzClientDatagram(f *testing.F) {
 	})
 }
 
-// FuzzFirstScan: whatever arrives before the device list, from the
-// device's address or from another scanned address, the early answers
-// stay bounded, and the list never locates the device at the other
-// address: the device's own answer locates it, unless the other address
-// answered in its name too (then neither is trusted).
+// FuzzFirstScan: whatever arrives before the device list, the early
+// answers stay bounded and the device is never located at another
+// address than its own.
 func FuzzFirstScan(f *testing.F) {
 	for _, s := range answerSeeds {
 		f.Add([]byte(s), true)

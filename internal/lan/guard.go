@@ -1,10 +1,9 @@
 package lan
 
-// What guards the client against the rest of the network (docs/lan.md,
-// "What is guarded"): a device's address is not taken over by whatever
-// answers a scan in its name, a device two addresses claim before it is
-// located is not located at all, and nothing a stranger sends can make the
-// log grow faster than a line a second per source address.
+// The guards against the rest of the network: a scan answer in a device's
+// name cannot take over its address, a device two addresses claim before
+// it is located stays on the cloud, and no source can log faster than a
+// line a second.
 
 import (
 	"context"
@@ -21,12 +20,9 @@ type claim struct {
 }
 
 // contestLocked takes a scan answer for a device located at another
-// address. The device moves only when its known address no longer
-// answers: unless that address answered since this scan went out (or was
-// probed for it already), a status request goes there first, from a
-// goroutine of the client's (probe), and the claim waits for its outcome.
-// A claim while a probe is under way, or against an address that answers,
-// is refused: counted (Contested) and logged once a conflictLogEvery.
+// address. The device moves only if its known address stays silent to a
+// status probe; a claim against an answering address, or during a probe,
+// is refused, counted and logged.
 func (c *Client) contestLocked(d *device, a ScanAnswer, from netip.Addr, now time.Time) (string, func()) {
 	if !d.probing && !d.Seen.After(c.scanned) && d.probed.Before(c.scanned) {
 		d.probing, d.probed = true, now
@@ -41,9 +37,8 @@ func (c *Client) contestLocked(d *device, a ScanAnswer, from netip.Addr, now tim
 	return "contested", c.conflictLineLocked(d, from)
 }
 
-// probe asks the device's known address for its status (Tries tries of
-// ConfirmTimeout): an answer keeps the device there and refuses the claim;
-// silence moves it to the claiming address, which answered the scan.
+// probe asks the device's known address for its status. An answer keeps
+// the device there; silence moves it to the claiming address.
 func (c *Client) probe(d *device, cl claim, tk *task) {
 	defer c.wg.Done()
 	defer tk.end()
@@ -72,9 +67,8 @@ func (c *Client) probe(d *device, cl claim, tk *task) {
 	trace(event)
 }
 
-// ask sends status requests to the device's known address, up to tries
-// tries of ConfirmTimeout each, and returns the first answer; answered is
-// false when none came.
+// ask sends up to tries status requests to the device's known address and
+// returns the first answer; answered is false when none came.
 func (c *Client) ask(ctx context.Context, d *device, tries int) (s Status, answered bool, err error) {
 	in, done := c.listen(d)
 	defer done()
@@ -96,8 +90,7 @@ func (c *Client) ask(ctx context.Context, d *device, tries int) (s Status, answe
 }
 
 // warnLocked says whether a warning about the device may be logged now
-// (one a conflictLogEvery, conflicts and disputes alike), and how many
-// were left out since the last one.
+// and how many were left out since the last one.
 func (c *Client) warnLocked(d *device) (ok bool, left uint64) {
 	now := c.cfg.Clock.Now()
 	if !d.conflictAt.IsZero() && now.Sub(d.conflictAt) < conflictLogEvery {
@@ -129,18 +122,14 @@ func (c *Client) conflictLineLocked(d *device, other netip.Addr) func() {
 	}
 }
 
-// The first scan window. Until the first device list comes (SetKnown), a
-// scan answer cannot be matched: it is kept, for at most maxEarly ids, and
-// the list decides. An id that one address answered for is located at
-// once; one that two addresses answered for is disputed, as is a device
-// that another address answers for in the scan window that first located
-// it (fresh): with no address known yet, nothing says which one is the
-// device, so neither is trusted and the device stays on the cloud.
+// The first scan window. Scan answers that come before the first device
+// list are kept until it decides. When two addresses answer for an id that
+// has no known address yet, nothing says which is the device, so neither
+// is trusted and the device stays on the cloud.
 
-// maxEarly bounds the ids whose scan answers are kept before the first
-// device list: a network can answer in any number of names. Answers for
-// ids beyond it are dropped as unknown; the scan the router sends when
-// the list arrives finds those devices (then under the fresh rule).
+// maxEarly bounds the ids kept before the first device list, because a
+// network can answer in any number of names; the scan sent with the list
+// finds the rest.
 const maxEarly = 256
 
 // earlyAnswer is a scan answer for an id that came before the first
@@ -149,8 +138,8 @@ type earlyAnswer struct {
 	answer ScanAnswer
 	from   netip.Addr
 	at     time.Time
-	// other is the first other address that answered in the id's name:
-	// valid, the id is disputed.
+	// other is the first other address that answered in the id's name;
+	// when valid, the id is disputed.
 	other netip.Addr
 }
 
@@ -174,9 +163,8 @@ func (c *Client) keepEarlyLocked(a ScanAnswer, from netip.Addr, now time.Time) (
 	return "early", nil
 }
 
-// takeEarlyLocked applies the answers kept before the first device list
-// and forgets them: each known id answered for from one address is
-// located there, one answered for from two is disputed.
+// takeEarlyLocked applies the answers kept before the first device list:
+// an id claimed by one address is located there, by two is disputed.
 func (c *Client) takeEarlyLocked() func() {
 	keys := make([]string, 0, len(c.early))
 	for k := range c.early {
@@ -202,10 +190,9 @@ func (c *Client) takeEarlyLocked() func() {
 	return join(notices...)
 }
 
-// disputeLocked marks the device disputed by two addresses, a (the first,
-// its address if it was located) and b: it loses its address, is never
-// located again (until the client is made again, or SetKnown forgets it),
-// and the warning names both.
+// disputeLocked marks the device disputed by addresses a and b. It loses
+// its address and is not located again until the client is made anew or
+// SetKnown forgets it.
 func (c *Client) disputeLocked(d *device, a, b netip.Addr) func() {
 	before := d.Device
 	if c.byAddr[d.Addr] == d {
@@ -241,14 +228,12 @@ func (c *Client) disputeLineLocked(d *device, from netip.Addr) func() {
 	}
 }
 
-// maxSources bounds the source addresses the datagram log limit
-// remembers: a flood from more addresses (spoofed ones) shares one line a
-// rejectLogEvery among the rest.
+// maxSources bounds the sources the log limit remembers; a flood from more
+// (spoofed) addresses shares one line among the rest.
 const maxSources = 1024
 
-// rejectLog limits the log lines about refused datagrams: one per source
-// address each rejectLogEvery, at any level, each counting the ones left
-// out since the last. Guarded by Client.mu.
+// rejectLog limits the lines about refused datagrams to one per source per
+// rejectLogEvery, each counting those left out. Guarded by Client.mu.
 type rejectLog struct {
 	every time.Duration
 	by    map[netip.Addr]*rejectSource // the invalid Addr: every source beyond maxSources
@@ -260,9 +245,9 @@ type rejectSource struct {
 	left uint64
 }
 
-// allow says whether a line about a datagram from this source may be
-// logged now, and how many were left out before it; shared says the source
-// is counted with every source beyond maxSources.
+// allow says whether a line about this source may be logged now and how
+// many were left out; shared means it is counted with the sources beyond
+// maxSources.
 func (r *rejectLog) allow(from netip.Addr, now time.Time) (ok bool, left uint64, shared bool) {
 	if r.by == nil {
 		r.by = map[netip.Addr]*rejectSource{}

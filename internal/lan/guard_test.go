@@ -17,9 +17,7 @@ import (
 	"cloud2mqtt/internal/lansim"
 )
 
-// forgerAddr is where the attacker answers: an address of its own on the
-// LAN, which a scan to the multicast group reaches as it reaches the
-// lights (the tests scan it by unicast instead).
+// forgerAddr is the attacker's own address on the LAN, scanned by unicast.
 var forgerAddr = netip.MustParseAddr("127.0.0.99")
 
 // logLines collects a client's log lines.
@@ -65,13 +63,9 @@ func startForger(t *testing.T, n *testNet) *lansim.Sim {
 	return f
 }
 
-// TestForgerCannotTakeOverALight is the attack of issue 28 §1: something
-// on the LAN answers every scan in a known light's name. Before, the light
-// moved to the forger's address at its first answer: the forger got the
-// light's commands and its status was taken for the light's. Now the
-// light's known address is asked first; it answers, so it keeps its
-// commands and reads, and the conflict is logged once a minute with both
-// addresses, the next line counting those left out.
+// TestForgerCannotTakeOverALight: something answering every scan in a
+// known light's name does not get its commands while the light's known
+// address answers; the conflict is logged once a minute with both addresses.
 func TestForgerCannotTakeOverALight(t *testing.T) {
 	logs := &logLines{}
 	clk := clocktest.New()
@@ -156,10 +150,8 @@ func TestMovedLightIsFollowedWithinOneScan(t *testing.T) {
 	}
 }
 
-// TestDatagramFloodLogsOnceASecondPerSource: garbage, oversized, spoofed
-// and unsolicited datagrams are counted each, but logged (at debug, the
-// level that wrote 10 MB/s during a flood) once a second per
-// source address, the next line counting those left out.
+// TestDatagramFloodLogsOnceASecondPerSource: every refused datagram is
+// counted, but a flood logs one line a second per source.
 func TestDatagramFloodLogsOnceASecondPerSource(t *testing.T) {
 	logs := &logLines{}
 	// A frozen clock: however long the flood takes on a loaded machine,

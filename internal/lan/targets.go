@@ -86,10 +86,9 @@ func parseTarget(s string) (Target, error) {
 	return t, nil
 }
 
-// checkHost refuses a host that is neither an IP address nor a host name
-// (letters, digits, hyphens, underscores, dots), so that a mistake is told
-// at start and not as a failed look-up on every scan. Each refusal says
-// what the value looks like and what to write instead.
+// checkHost refuses a host that is neither an IP address nor a host name,
+// so a mistake is reported at start rather than as a failed look-up on
+// every scan.
 func checkHost(host string) error {
 	if _, err := netip.ParseAddr(host); err == nil {
 		return nil
@@ -126,9 +125,8 @@ func cidrError(p netip.Prefix) error {
 	return fmt.Errorf("is a network, not an address: list the lights' addresses separated by commas, or use its broadcast address %s", netip.AddrFrom4(b))
 }
 
-// isHostName reports whether s is a DNS name: dot-separated labels of
-// letters, digits, hyphens and underscores (some DHCP servers hand those
-// out), a final dot allowed.
+// isHostName reports whether s is a DNS name. Underscores are allowed
+// because some DHCP servers hand them out.
 func isHostName(s string) bool {
 	s = strings.TrimSuffix(s, ".")
 	if s == "" || len(s) > 253 {

@@ -7,12 +7,9 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// CommandFor is the LAN command for a cloud instance and its value in the
-// normalised form (capability.Normalize: int64 for whole numbers), as the
-// LAN's table (capability.LocalFor) says: the instance's kind and the
-// values it takes. ok is false when the instance or the value has no LAN
-// form (the command then goes to the cloud): a brightness of 0, a
-// temperature of 0, a value out of the protocol's range.
+// CommandFor is the LAN command for a cloud instance and its normalised
+// value, as the LAN's table says. ok is false when there is no LAN form,
+// such as a brightness of 0, and the command then goes to the cloud.
 func CommandFor(instance string, value any) (Command, bool) {
 	row, ok := capability.LocalFor(instance)
 	if !ok {
@@ -68,12 +65,9 @@ func wholeNumber(v any) (int64, bool) {
 	return 0, false
 }
 
-// Values are the status in the cloud's instances and value forms, one for
-// each row of the LAN's table the answer has (powerSwitch 0/1, brightness
-// 1–100, colorRgb r<<16|g<<8|b, colorTemperatureK with 0 while a colour
-// shows — as the cloud reports them), ready to lay over a device's state.
-// Members the answer left out are absent; so is a brightness of 0, which
-// the cloud's range (1–100) cannot hold.
+// Values are the status in the cloud's instances and value forms, ready to
+// lay over a device's state. A brightness of 0 is left out because the
+// cloud's range (1–100) cannot hold it.
 func (s Status) Values() map[string]any {
 	m := make(map[string]any, len(controls))
 	for _, row := range controls {
@@ -106,10 +100,9 @@ func (s Status) value(k capability.LocalKind) (int64, bool) {
 	return 0, false
 }
 
-// Shows reports whether the status shows what the commands asked for, in
-// order (a later colorwc replaces an earlier one). A brightness may differ
-// by one (devices round), a white by 1 % (devices step their whites); a
-// colour must be exact. A member the device leaves out cannot confirm.
+// Shows reports whether the status shows what the commands asked for. A
+// brightness may be off by one and a white by 1 %, because devices round
+// and step them; a colour must be exact.
 func (s Status) Shows(cmds ...Command) bool {
 	want := expectation(cmds)
 	if want.power != nil && s.On != *want.power {

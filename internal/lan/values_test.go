@@ -42,11 +42,8 @@ func TestCommandFor(t *testing.T) {
 	}
 }
 
-// TestTableInStep: the codec carries out every row of the LAN's table
-// (capability.LocalControls) over the row's whole range and refuses the
-// values just outside it, and a full status answer reports every row: the
-// table never promises what the wire refuses, and a row added without its
-// kind's codec fails here.
+// TestTableInStep: the codec carries every row of the LAN's table over its
+// whole range, so the table never promises what the wire refuses.
 func TestTableInStep(t *testing.T) {
 	full := Status{On: true, Brightness: 40, HasBrightness: true, Color: RGB{255, 136, 0}, HasColor: true, Kelvin: 2700, HasKelvin: true}
 	values := full.Values()

@@ -241,9 +241,9 @@ func parseEnvelope(b []byte) (string, json.RawMessage, error) {
 	return *env.Msg.Cmd, data, nil
 }
 
-// DecodeAnswer decodes a datagram sent to the client: a scan answer or a
-// status answer. Anything else (requests included, which a client can hear
-// from another client) is an error wrapping ErrMalformed or ErrOversized.
+// DecodeAnswer decodes a scan or status answer. Anything else, including
+// another client's requests, is an error wrapping ErrMalformed or
+// ErrOversized.
 func DecodeAnswer(b []byte) (Answer, error) {
 	cmd, data, err := parseEnvelope(b)
 	if err != nil {
@@ -415,8 +415,7 @@ type Request struct {
 }
 
 // DecodeRequest decodes a datagram sent to a device, as strictly as
-// DecodeAnswer: a scan's account_topic must be "reserve", a command's
-// values in range.
+// DecodeAnswer.
 func DecodeRequest(b []byte) (Request, error) {
 	cmd, data, err := parseEnvelope(b)
 	if err != nil {

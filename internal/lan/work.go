@@ -9,11 +9,9 @@ import (
 // Work in hand (clock.Busy and its kin): a test clock jumps only when none
 // is, so the client reports its datagrams and its waits' wake-ups.
 
-// task is the work in hand of a goroutine that waits between its steps (a
-// poll's read, a probe, a device's Sends): held while it runs, let go while
-// it waits on the clock or for an answer, so that the wait can be jumped.
-// What wakes it (a timer's value, an answer) holds work until it has taken
-// its own again (wake). A nil task does nothing; a task is one goroutine's.
+// task is the work in hand of one goroutine that waits between steps. It is
+// let go while the goroutine waits, so a test can jump the clock over the
+// wait. A nil task does nothing.
 type task struct {
 	clk  clock.Clock
 	what string

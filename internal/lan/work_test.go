@@ -12,9 +12,8 @@ import (
 	"cloud2mqtt/internal/lansim"
 )
 
-// Work in hand (clock.Busy and its kin): a test that jumps the clock only
-// when none is (clocktest.WaitIdle) must not jump a read's timeout while
-// its answer is on its way or being handled.
+// Work in hand keeps a test from jumping a read's timeout while its answer
+// is on its way or being handled.
 
 // newWorkNet is the lamp and a client that found it, on one frozen clock
 // that both report their work to; the scan's work is done.
@@ -102,10 +101,8 @@ func TestStatusIsWorkInHandUntilAnswered(t *testing.T) {
 	clk.IdleWithin(t, 10*time.Second, "after the answer")
 }
 
-// TestPollIsWorkInHandUntilRead: a poll round is work in hand from its
-// timer's tick until its read returns, the answer handed on (here: a read
-// that holds on after Status returned), but not while the read waits on
-// the clock for a lamp that does not answer.
+// TestPollIsWorkInHandUntilRead: a poll round is work in hand until its read
+// returns, except while it waits on the clock for a silent lamp.
 func TestPollIsWorkInHandUntilRead(t *testing.T) {
 	clk, sim, c := newWorkNet(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -158,10 +155,8 @@ func TestPollIsWorkInHandUntilRead(t *testing.T) {
 	clk.IdleWithin(t, 10*time.Second, "after the poll gave up")
 }
 
-// TestDatagramToNobodyIsNoWork: a datagram to an address nobody listens
-// at is no work in hand: a scan of it leaves the clock idle, and a status
-// read of a lamp that moved away waits on the clock alone, so that its
-// timeouts can be jumped.
+// TestDatagramToNobodyIsNoWork: a datagram to an address nobody listens at
+// is no work in hand, so its timeouts can be jumped.
 func TestDatagramToNobodyIsNoWork(t *testing.T) {
 	clk, sim, c := newWorkNet(t)
 	lone, err := lan.New(lan.Config{Listen: "127.0.0.1:0", Targets: []lan.Target{{Host: spareAddr.String(), Port: sim.ScanPort()}}, Clock: clk})

@@ -102,8 +102,7 @@ func (d *device) read(conn *net.UDPConn, scanSide bool) {
 }
 
 // receive takes one datagram in, unless the device is off or loses it, and
-// acts on it now or after the delay. done ends the datagram's work in hand
-// (clock.Arrived): once it is dropped or acted on (its answer sent).
+// acts on it now or after the delay; done ends its work in hand.
 func (d *device) receive(conn *net.UDPConn, b []byte, from netip.AddrPort, scanSide bool, done func()) {
 	later := false
 	defer func() {
@@ -292,9 +291,8 @@ func (s *Sim) State(id string) (lan.Status, error) {
 	return d.status(), nil
 }
 
-// Switch changes the device from outside (the vendor's app, a wall
-// switch): f edits its status. A linked device's change goes to the store,
-// member by member.
+// Switch changes the device from outside, as the vendor's app or a wall
+// switch would; f edits its status.
 func (s *Sim) Switch(id string, f func(*lan.Status)) error {
 	d, err := s.lookup(id)
 	if err != nil {

@@ -1,16 +1,12 @@
 // Package lansim simulates lights that offer the vendor's LAN interface,
-// for tests, benchmarks and the demo: each device listens on a loopback
-// address of its own (127.0.0.2, 127.0.0.3, …; on Linux all of 127/8
-// reaches this host) and answers scan, devStatus, turn, brightness and
-// colorwc as internal/lan's wire format says. Devices can lose, delay or
-// repeat datagrams, be switched from outside (as the vendor's app or a
-// wall switch would), stop answering, and move to another address. A
-// device may keep its state in the cloud simulator (Options.Cloud), so a
-// change made over the LAN shows in the cloud's state and the other way.
+// for tests, benchmarks and the demo. Each device listens on a loopback
+// address of its own (on Linux all of 127/8 reaches this host) and speaks
+// internal/lan's wire format. Devices can lose, delay or repeat datagrams,
+// be switched from outside, go silent and move. A device may keep its state
+// in the cloud simulator, so LAN and cloud changes show on both sides.
 //
-// It sends only to the address a request came from: it never scans and
-// never touches a group address. Only tests, the demo wiring and
-// cmd/lansim use it.
+// It answers only the address a request came from and never scans. Only
+// tests, the demo and cmd/lansim use it.
 package lansim
 
 import (
@@ -29,9 +25,7 @@ import (
 	"cloud2mqtt/internal/lan"
 )
 
-// Store is where linked devices keep their state: *cloudsim.Sim is one.
-// Value reads an instance's value in the cloud's form; SetLocal applies a
-// LAN command's value as the device would.
+// Store is where linked devices keep their state, such as *cloudsim.Sim.
 type Store interface {
 	Value(device, instance string) (any, bool)
 	SetLocal(device, instance string, v any) error
@@ -50,10 +44,9 @@ type Options struct {
 	// Seed makes SetLoss reproducible.
 	Seed   uint64
 	Logger zerolog.Logger
-	// Clock hears the devices' work in hand (clock.Listening, Arrived,
-	// Sent): a test clock (clocktest) then counts a request until its
-	// answer is sent or dropped. Nil: nothing is reported. The simulated
-	// delay (SetDelay) runs on the system's time regardless.
+	// Clock is told of the devices' work in hand, so a test clock counts a
+	// request until its answer is sent or dropped; nil reports nothing. The
+	// simulated delay runs on the system's time regardless.
 	Clock clock.Clock
 }
 
@@ -95,9 +88,8 @@ type Sim struct {
 	closed    bool
 }
 
-// New starts the devices. With free ports asked for, a port the first
-// device got but another's address has taken already (another test's
-// simulator) makes it start over on new ports.
+// New starts the devices. If another test's simulator has taken a free
+// port on one device's address, it starts over on new ports.
 func New(opts Options, specs ...Spec) (*Sim, error) {
 	for attempt := 0; ; attempt++ {
 		s, err := start(opts, specs)

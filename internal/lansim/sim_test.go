@@ -239,10 +239,8 @@ func TestLossyDeviceLosesItsShare(t *testing.T) {
 	}
 }
 
-// TestDeviceWorkInHand: with Options.Clock, a datagram on its way to a
-// device is work in hand until the device takes it in, moves or stops; a
-// datagram it drops (switched off) ends there; a delayed answer is in hand
-// through its delay, and dropped with it when the device stops.
+// TestDeviceWorkInHand: a datagram on its way to a device, and a delayed
+// answer, are work in hand until taken in, answered or dropped.
 func TestDeviceWorkInHand(t *testing.T) {
 	clk := clocktest.NewFrozen(time.Unix(1_800_000_000, 0))
 	first, moved := netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")

@@ -1,14 +1,9 @@
 // Package local routes the bridge's work between the vendor's LAN interface
-// and the cloud (docs/lan.md): it owns the LAN client, finds the cloud's
-// lights on the LAN by scan, reads their state there every LAN poll into
-// the registry, sends their commands there (what the LAN can do per
-// instance is capability's table, capability.LocalControls), and tells the
-// registry and the poller where each light is reached. Everything the LAN
-// cannot do stays with the cloud.
-//
-// It knows the registry's and the poller's methods through small interfaces
-// and nothing of MQTT or the scheduler: the bridge asks Command first and
-// sends to the cloud whatever it declines or fails.
+// and the cloud. It owns the LAN client, finds the cloud's lights on the
+// LAN, reads and commands them there, and tells the registry and the poller
+// where each light is reached. Everything the LAN cannot do stays with the
+// cloud: the bridge asks Command first and sends to the cloud whatever it
+// declines or fails. It knows nothing of MQTT or the scheduler.
 package local
 
 import (
@@ -39,15 +34,12 @@ type Reads interface {
 
 // Config configures a Router.
 type Config struct {
-	// Client is the LAN client's configuration (LAN_LISTEN,
-	// LAN_SCAN_TARGETS; the demo and tests set ports). Its Clock is the
-	// router's time too: the router keeps none of its own (its scan and
-	// poll rounds are the client's RunScans and RunPolls).
+	// Client is the LAN client's configuration; its Clock is the router's
+	// time too.
 	Client lan.Config
-	// ScanInterval (LAN_SCAN_INTERVAL) is how often the LAN is scanned; it
-	// is also how often the cloud reads a local light that has instances
-	// the LAN lacks. PollInterval (LAN_POLL_INTERVAL) is how often each
-	// local light's status is read over the LAN.
+	// ScanInterval is how often the LAN is scanned, and how often the cloud
+	// reads a local light's instances the LAN lacks. PollInterval is how
+	// often each local light is read over the LAN.
 	ScanInterval, PollInterval time.Duration
 	Logger                     zerolog.Logger
 }
@@ -109,9 +101,8 @@ func (r *Router) SetDevices(all []capability.Device) {
 	}
 }
 
-// Run scans at once and every ScanInterval, reads the local lights every
-// PollInterval, and applies device lists, until ctx ends; then it stops the
-// client (commands in flight report and go to the cloud).
+// Run scans, reads the local lights and applies device lists until ctx
+// ends, then stops the client; commands in flight then go to the cloud.
 func (r *Router) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { r.client.RunScans(ctx, r.cfg.ScanInterval) })
@@ -125,10 +116,8 @@ func (r *Router) Run(ctx context.Context) {
 		case <-r.kick.C():
 			taken := r.kick.Take()
 			if r.applyList() {
-				// New lights not found yet (the client keeps the answers
-				// to the scans before the first list, so a light that
-				// answered one is found already): scan for them now rather
-				// than at the next round.
+				// Scan now for new lights not found yet, rather than at the
+				// next round.
 				if err := r.client.Scan(ctx); err != nil && ctx.Err() == nil {
 					r.log.Warn().Err(err).Msg("LAN scan incomplete")
 				}
@@ -149,10 +138,9 @@ func (r *Router) Close() {
 	_ = r.client.Close()
 }
 
-// applyList takes the latest device list: the lights the LAN may control
-// (capability.LocalEligible) become known to the client and eligible in the registry. It reports
-// whether a light was added that the client has not found (by the answers
-// it kept from before the first list, or since).
+// applyList makes the lights the LAN may control in the latest device list
+// known to the client and eligible in the registry. It reports whether a
+// light was added that the client has not found.
 func (r *Router) applyList() bool {
 	r.mu.Lock()
 	list, ok := r.next, r.pending
@@ -197,10 +185,8 @@ func (r *Router) applyList() bool {
 	return missing
 }
 
-// cloudOnly says whether the cloud reports instances of the device that
-// the LAN lacks (toggles, work modes, sensors): then the cloud still reads
-// it, every ScanInterval. Online is the LAN's to tell; scene, segment and
-// music instances are never reported by the cloud.
+// cloudOnly says whether the cloud reports instances the LAN lacks, such
+// as toggles or sensors, so the cloud must still read the device.
 func cloudOnly(d capability.Device) bool {
 	for _, c := range d.Capabilities {
 		switch {
@@ -261,13 +247,10 @@ func (r *Router) read(ctx context.Context, id string) {
 	store.ApplyLocal(d.Key(), st.Values(), seq)
 }
 
-// Command sends one instance's value over the LAN when it can go there now
-// (an instance of the LAN's table, capability.LocalFor, of a light
-// reachable locally) and returns true; report is then called once, from
-// another goroutine: nil once a status answer shows it (the registry has
-// the answer's values), capability.ErrSuperseded when a newer value took
-// its place, or the error after which the caller sends it to the cloud.
-// False: nothing was sent; the cloud's turn.
+// Command sends one instance's value over the LAN if it can go there now
+// and returns true; false means nothing was sent and the cloud's turn.
+// report is called once, from another goroutine: nil once confirmed,
+// capability.ErrSuperseded, or an error after which the caller uses the cloud.
 func (r *Router) Command(k capability.Key, instance string, value any, report func(error)) bool {
 	r.mu.Lock()
 	id, ok := r.byKey[k]

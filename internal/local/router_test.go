@@ -78,12 +78,9 @@ func light(id string, extra ...capability.Capability) capability.Device {
 	return capability.Device{SKU: "H6008", Device: id, Type: capability.DeviceLight, Capabilities: append(caps, extra...)}
 }
 
-// TestRouter: lights found by a unicast scan are located in the registry
-// and local in the poller (read by the cloud only when they have a toggle),
-// a command is confirmed over the LAN and its status laid into the
-// registry, and a light that stops answering is given back to the cloud.
-// The work in hand, which a test clock counts, ends each time, and holds
-// while a command's outcome is reported.
+// TestRouter: lights found by a scan become local, a command is confirmed
+// over the LAN into the registry, and a light that stops answering goes
+// back to the cloud.
 func TestRouter(t *testing.T) {
 	quiet := light("AA:BB:CC:DD:EE:FF:00:01")
 	toggle := light("AA:BB:CC:DD:EE:FF:00:02", capability.Capability{Type: capability.TypeToggle, Instance: "gradientToggle",
@@ -200,10 +197,9 @@ func TestRouter(t *testing.T) {
 	}
 }
 
-// TestRouterUsesTheAnswersBeforeTheList: the first scan goes before the
-// cloud's device list; the lights that answered it are local as soon as
-// the list arrives, and the router scans again only for a light not found
-// yet (here one not on the LAN).
+// TestRouterUsesTheAnswersBeforeTheList: lights that answered the scan
+// before the device list are local as soon as it arrives, and the router
+// scans again only for lights not found yet.
 func TestRouterUsesTheAnswersBeforeTheList(t *testing.T) {
 	a, b := light("AA:BB:CC:DD:EE:FF:00:01"), light("AA:BB:CC:DD:EE:FF:00:02")
 	offLAN := light("AA:BB:CC:DD:EE:FF:00:03")

@@ -4,16 +4,14 @@ import "cloud2mqtt/internal/capability"
 
 // Location is where a device is reached, as the LAN router sets it.
 type Location struct {
-	// Eligible: LAN control is on and the device may be controlled over
-	// the LAN (capability.LocalEligible), so it may be found locally (Home
-	// Assistant's "Connection" sensor shows for it).
+	// Eligible is true when LAN control is on and the device could be found
+	// on the LAN; Home Assistant then shows its "Connection" sensor.
 	Eligible bool
 	// Addr is the address its scan answer came from; "" while the LAN has
 	// not found it.
 	Addr string
-	// Local: reachable over the LAN now. Its instances in the LAN's table
-	// (capability.IsLocal) come from the LAN and its availability follows
-	// the LAN.
+	// Local is true while the device is reachable over the LAN; its LAN
+	// instances and its availability then come from the LAN.
 	Local bool
 }
 
@@ -30,11 +28,9 @@ func (l Location) Connection() string {
 	}
 }
 
-// ApplyLocal lays a status read over the LAN (sent when Seq was sentSeq)
-// over the device's state: only the instances given that the device has,
-// with ApplyState's rule for optimistic values; its other instances keep
-// what the cloud said. The device answered, so it is reachable and
-// online: its availability follows the LAN while the cloud is out of reach.
+// ApplyLocal lays a LAN status read sent at sentSeq over the device's
+// state, keeping newer optimistic values as ApplyState does. The device
+// answered, so it is shown available even while the cloud is unreachable.
 func (r *Registry) ApplyLocal(k capability.Key, values map[string]any, sentSeq uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

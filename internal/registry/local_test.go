@@ -7,9 +7,8 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// TestApplyLocal: a LAN status lays its values over the cloud's (the
-// others stay), keeps optimistic values a status sent before the command
-// cannot know of, and makes the device available.
+// TestApplyLocal: a LAN status lays its values over the cloud's, keeps
+// newer optimistic values and makes the device available.
 func TestApplyLocal(t *testing.T) {
 	r, s := newRegistry()
 	k := light("A").Key()

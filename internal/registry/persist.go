@@ -8,9 +8,8 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// Saved is what the registry keeps across restarts (in the state
-// directory): the device list with its definitions, scene lists and each
-// device's last known state.
+// Saved is what the registry keeps in the state directory across restarts:
+// the device list, scene lists and each device's last known state.
 type Saved struct {
 	// At is when it was taken: SavedValues taken later win at Restore.
 	At      time.Time     `json:"at,omitzero"`
@@ -42,10 +41,8 @@ func (r *Registry) Save() Saved {
 	return s
 }
 
-// SavedValues are the devices' last known values alone: the state
-// directory writes them within seconds of a change, and the whole of Saved
-// (definitions and scene lists, megabytes for a large account) only when
-// the list or the scenes changed, or now and then.
+// SavedValues are the devices' last known values alone, small enough to
+// write within seconds of a change; the whole of Saved can be megabytes.
 type SavedValues struct {
 	At      time.Time    `json:"at"`
 	Devices []SavedState `json:"devices"`
@@ -75,10 +72,9 @@ type savedStateOut struct {
 	At     time.Time      `json:"last_read"`
 }
 
-// WriteValues writes SavedValues, encoded as JSON, of the devices read so
-// far to w. Each device's entry is encoded when it changed and kept: at
-// 1000 devices the file is about 200 kB, and encoding it whole every few
-// seconds cost more than the rest of an idle bridge.
+// WriteValues writes the SavedValues of the devices read so far to w as
+// JSON. Each entry is encoded once per change and kept, because encoding
+// all of them every few seconds costs more than the rest of an idle bridge.
 func (r *Registry) WriteValues(w io.Writer) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -205,11 +201,9 @@ func (r *Registry) Unsaved() bool {
 	return r.changes != r.saved
 }
 
-// Restore fills an empty registry with what a previous run saved, before
-// the cloud has answered, and tells the observers as if the cloud had: the
-// device list, scenes and last known states are published at once. The
-// cloud's answers then replace them. It counts as the first device list.
-// Devices without sku or id, and values that are not JSON, are left out.
+// Restore fills an empty registry with what a previous run saved and tells
+// the observers as if the cloud had answered, so everything is published at
+// once; it counts as the first device list. The cloud's answers replace it.
 func (r *Registry) Restore(s Saved) {
 	var list []capability.Device
 	seen := map[capability.Key]bool{}

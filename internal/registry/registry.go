@@ -3,11 +3,9 @@
 // values set optimistically by commands until a read confirms them, scene
 // lists and availability. It is the only store of device state.
 //
-// The poller decides when to read and writes what it reads here; the
-// bridge's command path writes optimistic values here. Every change goes
-// straight to the observers New was given (Observer: the MQTT side, the
-// status page, the LAN router, the stats and the state directory), in
-// order. The registry knows nothing of MQTT, topics or timing.
+// The poller writes what it reads here and the command path writes
+// optimistic values. Every change goes straight to the observers New was
+// given, in order. The registry knows nothing of MQTT, topics or timing.
 package registry
 
 import (
@@ -24,9 +22,8 @@ import (
 	"cloud2mqtt/internal/clock"
 )
 
-// View is one device as the registry knows it, handed to the observers. Values
-// is the registry's own map: read it during the call, never keep or modify
-// it.
+// View is one device as the registry knows it, handed to the observers.
+// Values is the registry's own map, so read it only during the call.
 type View struct {
 	// Device is the device as listed, with the scene endpoints' lists
 	// merged into its lightScene and diyScene options.
@@ -82,9 +79,7 @@ type Registry struct {
 	now        func() time.Time // the clock's Now (clock.go)
 
 	changes, saved uint64 // changes made, and how many of them Save has seen
-	// listChanges counts the changes of the list, definitions and scene
-	// lists (listSaved: as Save saw them); valuesSaved is changes as
-	// SaveValues saw them.
+	// Change counters, so Save and SaveValues write only when something changed.
 	listChanges, listSaved, valuesSaved uint64
 }
 
@@ -92,9 +87,8 @@ type Registry struct {
 // to the observers, in the order given (Observer has the contract).
 func New(log zerolog.Logger, obs ...Observer) *Registry { return NewOn(nil, log, obs...) }
 
-// NewOn is New on the clock c (nil: clock.Real): when a device's values
-// were last read (Stats' OldestState) and the instants of what Save and the
-// state files say. The registry keeps no timers.
+// NewOn is New with the clock c (nil: clock.Real), used for read ages and
+// the times in the state files. The registry keeps no timers.
 func NewOn(c clock.Clock, log zerolog.Logger, obs ...Observer) *Registry {
 	return &Registry{tell: obs, log: log, devices: make(map[capability.Key]*device), listedC: make(chan struct{}), now: clock.Or(c).Now}
 }
@@ -174,9 +168,9 @@ func (r *Registry) Seq() uint64 {
 	return r.seq
 }
 
-// ApplyState stores a good read of the device, sent when Seq was sentSeq,
-// and tells the observers when anything changed. Values set optimistically after the read
-// was sent are kept: the read cannot know of them.
+// ApplyState stores a good read sent when Seq was sentSeq and tells the
+// observers of any change. Optimistic values set after the read was sent
+// are kept, because the read cannot know of them.
 func (r *Registry) ApplyState(k capability.Key, st State, sentSeq uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -209,10 +203,9 @@ func (r *Registry) ApplyState(k capability.Key, st State, sentSeq uint64) {
 	r.readDone(d, online, changed, availabilityChanged)
 }
 
-// takeRead lays one value of a read sent when Seq was sentSeq over the
-// device's: a read sent before an optimistic value cannot know of it (the
-// confirming read decides); a new or different value (every value when
-// force) is stored, and takeRead is true. Called with r.mu held.
+// takeRead stores one value of a read sent at sentSeq and reports whether
+// it changed anything. A read older than an optimistic value leaves it for
+// the next read to confirm. Called with r.mu held.
 func (d *device) takeRead(inst string, v any, sentSeq uint64, force bool) bool {
 	if seq, ok := d.optimistic[inst]; ok {
 		if sentSeq < seq {
@@ -227,9 +220,8 @@ func (d *device) takeRead(inst string, v any, sentSeq uint64, force bool) bool {
 	return false
 }
 
-// readDone records a good read (the cloud's or the LAN's) and tells the
-// observers when a value (changed) or the availability changed. Called
-// with r.mu held.
+// readDone records a good read from the cloud or the LAN and tells the
+// observers if values or availability changed. Called with r.mu held.
 func (r *Registry) readDone(d *device, online, changed, availabilityChanged bool) {
 	d.read, d.online, d.reachable = true, online, true
 	d.lastRead = r.now()
@@ -255,10 +247,10 @@ func (r *Registry) MarkUnreachable(k capability.Key, err error) {
 	r.tell.unreachable(d.view(), err)
 }
 
-// MarkStateless records that the cloud keeps no state for the device (its
-// state reads answer "devices not exist": a group made in the vendor's
-// app, which accepts commands). It is shown available, with the values last
-// sent to it (SetOptimistic) as its state, until a read works (ApplyState).
+// MarkStateless records that the cloud keeps no state for the device, as
+// for a group made in the vendor's app that accepts commands but answers
+// reads with "devices not exist". It shows as available with the values
+// last sent to it until a read works.
 func (r *Registry) MarkStateless(k capability.Key) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -276,11 +268,9 @@ func (r *Registry) MarkStateless(k capability.Key) {
 	r.tell.state(d.view())
 }
 
-// SetOptimistic records a value the cloud accepted for a command, as if
-// read, and tells the observers. A later read that agrees changes nothing; one
-// that disagrees reports the correction; a read already in flight cannot
-// overwrite it. What the value does to the device's other values
-// (capability.Effects: a colour ends a scene) is applied with it.
+// SetOptimistic records a value the cloud accepted for a command as if it
+// had been read, with its effects on other values (a colour ends a scene).
+// A read already in flight cannot overwrite it; a later read corrects it.
 func (r *Registry) SetOptimistic(k capability.Key, instance string, value any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -311,10 +301,9 @@ func (r *Registry) SetOptimistic(k capability.Key, instance string, value any) {
 	}
 }
 
-// SetScenes stores a scene round's lists (ok false: that fetch failed or
-// the device has no such capability, and the stored list stays) and tells
-// the observers when they changed. The lists are kept, never modified, and
-// shared with the observers: a large account has thousands of scenes.
+// SetScenes stores a device's scene lists and tells the observers if they
+// changed; a list whose ok is false keeps the stored one. The lists are
+// shared, never copied or modified, because an account can have thousands.
 func (r *Registry) SetScenes(k capability.Key, light []capability.Option, lightOK bool, diy []capability.Option, diyOK bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -411,9 +400,8 @@ type Stats struct {
 	Online      int // read, online and reachable
 	Offline     int // whose last read said offline
 	Unreachable int // whose reads keep failing
-	// OldestState is how long ago the device read longest ago was last
-	// read successfully (a device never read counts from when it was
-	// listed); 0 with no devices.
+	// OldestState is the age of the stalest successful read (a device never
+	// read counts from when it was listed); 0 with no devices.
 	OldestState time.Duration
 }
 
@@ -440,9 +428,9 @@ func (r *Registry) Stats() Stats {
 	return st
 }
 
-// mergeScenes returns the device with the scene endpoints' options as the
-// options of its lightScene and diyScene capabilities. The scene endpoint is
-// the authority where it answered: the device list often has none.
+// mergeScenes puts the scene endpoints' options into the device's
+// lightScene and diyScene capabilities, because the device list often
+// has none.
 func mergeScenes(d capability.Device, light, diy []capability.Option) capability.Device {
 	if len(light) == 0 && len(diy) == 0 {
 		return d

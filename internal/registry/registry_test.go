@@ -269,9 +269,8 @@ func TestColourEndsScenes(t *testing.T) {
 	if _, ok := v["lightScene"]; ok || !capability.Equal(v[capability.InstanceColorTemperatureK], int64(0)) || !capability.Equal(v["colorRgb"], int64(0xff0000)) {
 		t.Errorf("values after a colour: %v", v)
 	}
-	// The read in flight answers with the white still showing: Home
-	// Assistant would switch back to colour temperature mode (seen in a
-	// real Home Assistant until the next read).
+	// The read in flight still shows the white; publishing it would switch
+	// Home Assistant back to colour temperature mode.
 	r.ApplyState(a.Key(), state(true, map[string]any{capability.InstanceColorRGB: 0xffffff, capability.InstanceColorTemperatureK: 4000}), inFlight)
 	if got := s.take(); len(got) != 0 {
 		t.Errorf("a read sent before the colour command changed %+v", got)
@@ -447,9 +446,9 @@ func (s *firstListSink) Devices(all, added, removed []capability.Device) {
 	s.sink.Devices(all, added, removed)
 }
 
-// TestFirstListWakesAfterTheSink: a command held at start is released when
-// the first list is in; by then the publishing side must know the devices,
-// or the command is answered "unknown device".
+// TestFirstListWakesAfterTheSink: a command held at start is released only
+// after the publishing side knows the devices, or it would be answered
+// "unknown device".
 func TestFirstListWakesAfterTheSink(t *testing.T) {
 	s := &firstListSink{}
 	o := s.observer()

@@ -7,11 +7,9 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// Lights of one model have the same scene list, and each light's list is
-// read and decoded on its own: a large household held one copy per light,
-// most of its live heap (docs/benchmarks.md). sceneLists lets devices share
-// one copy of equal lists. It holds them weakly, so a list no device uses
-// any more is collected.
+// sceneLists lets lights of one model share one copy of their equal scene
+// lists, which as copies were most of a large household's heap. It holds
+// them weakly, so a list no device uses is collected.
 type sceneLists struct {
 	byNames map[uint64][]weak.Pointer[sceneList]
 	sweepAt int // sweep dead entries when the map grows past this

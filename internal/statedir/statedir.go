@@ -1,11 +1,8 @@
-// Package statedir keeps small JSON files in the bridge's state directory
-// (STATE_DIR) across restarts: written atomically (a temporary file,
-// fsync, rename, fsync of the directory), readable by the bridge's user
-// only, each in an envelope naming its format and version so that a file
-// from another program or a later version is recognised and ignored.
-//
-// It never holds a secret: callers store devices, states, counts and
-// settings, never the API key.
+// Package statedir keeps JSON files in the bridge's state directory
+// (STATE_DIR) across restarts. Files are written atomically, readable by
+// the bridge's user only, and wrapped in an envelope naming their format
+// and version, so a file from another program or version is recognised.
+// It never holds a secret.
 package statedir
 
 import (
@@ -63,9 +60,8 @@ func (d Dir) WriteRaw(name, format string, version int, data []byte) error {
 	})
 }
 
-// WriteTo is Write of data that write encodes as JSON straight into the
-// file (the caller vouches for it), so that a large file is never whole
-// in memory; atomic, like Write.
+// WriteTo is Write with write encoding JSON straight into the file, so a
+// large file is never whole in memory.
 func (d Dir) WriteTo(name, format string, version int, write func(w io.Writer) error) error {
 	if d == "" {
 		return ErrOff
@@ -161,10 +157,9 @@ func (d Dir) versionOf(name, format string) (int, bool) {
 	return version, haveVersion && gotFormat == format
 }
 
-// Read decodes the file name of the directory into v. A missing file is
-// an error wrapping fs.ErrNotExist; a file that is not JSON, not of this
-// format or of another version is an error saying so, and v is left as it
-// was: callers log it as a warning and go on without the file.
+// Read decodes the file name into v. A missing file wraps fs.ErrNotExist;
+// a file of another format or version is an error saying so, which callers
+// log as a warning and go on without the file.
 func (d Dir) Read(name, format string, version int, v any) error {
 	if d == "" {
 		return ErrOff

@@ -6,11 +6,9 @@ import (
 	"testing"
 )
 
-// DeviceLists returns the recorded device-list answers of the cloud, the
-// files list_devices*.json in dir (as ReadFixture: relative to the calling
-// test's package directory), byte for byte and in name order. It hands out
-// bytes, not devices: capability's own tests use it, and a testkit that
-// imported capability would be an import cycle for them.
+// DeviceLists returns the recorded device-list answers, list_devices*.json
+// in dir, in name order. It returns bytes, not devices, because importing
+// capability would make an import cycle for capability's own tests.
 func DeviceLists(tb testing.TB, dir string) [][]byte {
 	tb.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "list_devices*.json"))

@@ -2,10 +2,8 @@ package topic
 
 import "strings"
 
-// Matches is MQTT's filter matching: "+" one level, a trailing "#" the
-// level before it and every level below, no wildcard at the first level
-// for a topic starting with "$". It allocates nothing: it runs for every
-// publish.
+// Matches reports whether topic t matches an MQTT filter. It allocates
+// nothing because it runs for every publish.
 func Matches(filter, t string) bool {
 	if strings.HasPrefix(t, "$") && (strings.HasPrefix(filter, "+") || strings.HasPrefix(filter, "#")) {
 		return false

@@ -1,22 +1,19 @@
 package topic
 
-// The bridge's own topics: everything under the base but the command
-// topics (Inbound) is published by the bridge alone, and the retained
-// topics that say whether the bridge and each device are there are watched
-// by it, so that another client's overwrite does not stand.
+// The bridge's own topics: only the bridge publishes under the base, except
+// on the command topics, and it watches its availability topics so another
+// client's overwrite does not stand.
 
 import "strings"
 
 // Reserved is the filter of the topics only the bridge may publish to,
-// except those of Inbound, where users, Home Assistant and flows send
-// commands and requests: the embedded broker's rule and the mosquitto ACL's
-// (deploy/mosquitto).
+// except those of Inbound; the embedded broker and the mosquitto ACL
+// enforce it.
 func (l Layout) Reserved() string { return l.Base + "/#" }
 
-// Watched lists the filters of the bridge's own retained topics it
-// subscribes to, to publish the truth again when another client overwrote
-// one: its state and every device's availability, which Home Assistant
-// shows until they change again (rarely, unlike a device's state).
+// Watched lists the bridge's retained availability topics, which it watches
+// to correct another client's overwrite; Home Assistant would show a wrong
+// value until they next change, which is rarely.
 func (l Layout) Watched() []string {
 	return []string{l.BridgeState(), l.Base + "/+/availability"}
 }

@@ -2,9 +2,8 @@ package topic
 
 import "testing"
 
-// TestReservedHoldsEveryTopicTheBridgePublishes: the filter the brokers
-// reserve to the bridge covers all it publishes under the base and the
-// command topics too (which Inbound opens again); Watched is among its own.
+// TestReservedHoldsEveryTopicTheBridgePublishes: the reserved filter covers
+// everything the bridge publishes, and Watched is within it.
 func TestReservedHoldsEveryTopicTheBridgePublishes(t *testing.T) {
 	l := New("c2m")
 	own := []string{l.State("d"), l.Availability("d"), l.Error("d"), l.Event("d"), l.Light("d"),

@@ -36,9 +36,8 @@ type Route struct {
 // takes commands on: outside the base, or one of its own outbound topics.
 var ErrNotInbound = errors.New("topic: not a command or request topic of the bridge")
 
-// RouteError is a topic under the base that looks like a command for a
-// device but cannot be one (extra levels, a segment that is not a number).
-// ID is the device the answer goes to (<id>/error).
+// RouteError is a topic that looks like a device command but cannot be one,
+// such as one with extra levels. ID is the device whose error topic answers.
 type RouteError struct {
 	ID    string
 	Topic string
@@ -49,10 +48,9 @@ func (e *RouteError) Error() string {
 	return "topic " + strconv.Quote(e.Topic) + ": " + e.Msg
 }
 
-// Inbound lists the topic filters the bridge subscribes to. They are wider
-// than the command topics (a trailing #) so that a command sent to a topic
-// with extra levels (…/set/brightness/x) is answered with an error rather
-// than ignored; none of them matches a topic the bridge publishes.
+// Inbound lists the topic filters the bridge subscribes to. They end in #
+// so a command with extra levels is answered with an error rather than
+// ignored; none matches a topic the bridge publishes.
 func (l Layout) Inbound() []string {
 	return []string{
 		l.Base + "/+/set/#", // set, set/<instance>, and anything deeper
@@ -64,8 +62,7 @@ func (l Layout) Inbound() []string {
 }
 
 // Route parses an inbound topic. It returns ErrNotInbound for a topic the
-// bridge takes no commands on (outside the base, or an outbound topic such
-// as <id>/state), and a *RouteError for a command topic that is malformed.
+// bridge takes no commands on and a *RouteError for a malformed one.
 func (l Layout) Route(t string) (Route, error) {
 	r, ok := strings.CutPrefix(t, l.Base+"/")
 	if !ok {

@@ -24,12 +24,9 @@
 //	<base>/<id>/light/set               Home Assistant light (JSON schema) commands
 //	<base>/<id>/segment/<n>/set         Home Assistant per-segment light commands
 //
-// Inbound topics (commands and requests) are taken apart by Layout.Route,
-// and Layout.Inbound lists the filters the bridge subscribes to (route.go).
-// Every other topic under the base is the bridge's own: only it publishes
-// there (Layout.Reserved, own.go), and it watches the retained ones that
-// say whether it and its devices are there (Layout.Watched). It does not
-// know about brokers or payloads.
+// Layout.Route parses inbound topics. Every other topic under the base is
+// the bridge's own (Layout.Reserved). The package knows nothing of brokers
+// or payloads.
 package topic
 
 import (
@@ -63,9 +60,8 @@ func (l Layout) BridgeDevices() string { return l.Base + "/bridge/devices" }
 // BridgeStats is the retained topic of the bridge's counters.
 func (l Layout) BridgeStats() string { return l.Base + "/bridge/stats" }
 
-// BridgeInfo is the retained topic of the bridge's settings in use (log
-// level, poll interval, per-device overrides): what Home Assistant's
-// controls of those settings show as their state.
+// BridgeInfo is the retained topic of the settings in use, which Home
+// Assistant's setting controls show as their state.
 func (l Layout) BridgeInfo() string { return l.Base + "/bridge/info" }
 
 // BridgeLogging is the topic the bridge's log lines go to, not retained.
@@ -100,23 +96,19 @@ func (l Layout) BridgeOptions() string { return l.BridgeRequest(ActionOptions) }
 // settings: {"device":"<id>","options":{"poll_interval":"120s"}}.
 func (l Layout) BridgeDeviceOptions() string { return l.BridgeRequest(ActionDeviceOptions) }
 
-// BridgeResponse is the topic the answer to action goes to. The bridge
-// answers only the actions it knows there; any other on
-// BridgeResponseUnknown.
+// BridgeResponse is the topic the answer to a known action goes to.
 func (l Layout) BridgeResponse(action string) string { return l.Base + "/bridge/response/" + action }
 
-// ActionUnknown names the response topic of every request whose action the
-// bridge does not know: a topic made of what the sender chose would let
-// any client make the bridge publish to topics of its choosing.
+// ActionUnknown names the response topic for every unknown action, so no
+// client can make the bridge publish to a topic of its choosing.
 const ActionUnknown = "unknown"
 
 // BridgeResponseUnknown is where a request for an action the bridge does
 // not know is answered (the action, shortened, in the payload).
 func (l Layout) BridgeResponseUnknown() string { return l.BridgeResponse(ActionUnknown) }
 
-// BridgeError carries the rejections of commands for an id no device has
-// (the id, shortened, in the payload): a device's own rejections go to its
-// Error topic, and the bridge makes no topic of an id it does not know.
+// BridgeError carries rejections of commands for unknown ids, with the id
+// in the payload, because the bridge makes no topic of an id it does not know.
 func (l Layout) BridgeError() string { return l.Base + "/bridge/error" }
 
 // State is a device's retained JSON state.
@@ -151,12 +143,9 @@ func (l Layout) SegmentSet(id string, segment int) string {
 	return l.Base + "/" + id + "/segment/" + strconv.Itoa(segment) + "/set"
 }
 
-// DeviceID forms a device's topic id from its model and device id: the SKU
-// and the device id lowercased, with every character outside [a-z0-9]
-// dropped from the device id, joined by "_" ("H6072" and
-// "AA:BB:CC:DD:EE:FF:00:11" give "h6072_aabbccddeeff0011"). It depends only
-// on what the cloud uses to address the device, so it is stable across
-// renames, and it uses only [A-Za-z0-9_-].
+// DeviceID forms a device's topic id from its SKU and device id, such as
+// "h6072_aabbccddeeff0011". It depends only on how the cloud addresses the
+// device, so it is stable across renames.
 func DeviceID(sku, device string) string {
 	clean := func(s string, keepDash bool) string {
 		var b strings.Builder
