@@ -321,7 +321,8 @@ func (c *Config) loadSecret(environ map[string]string, v, fileVar, credDir, cred
 	case credDir != "":
 		path := filepath.Join(credDir, cred)
 		s, err := readSecretFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
+		// An empty credential is none: the unit's stand-in for an api_key file the user did not make.
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errEmptySecret) {
 			return "", "", nil
 		}
 		if err != nil {
@@ -336,6 +337,8 @@ func (c *Config) loadSecret(environ map[string]string, v, fileVar, credDir, cred
 	return "", "", nil
 }
 
+var errEmptySecret = errors.New("the file is empty")
+
 // readSecretFile reads a secret file, trimmed of its trailing line breaks.
 // Its errors do not repeat the path.
 func readSecretFile(path string) (string, error) {
@@ -349,7 +352,7 @@ func readSecretFile(path string) (string, error) {
 	}
 	s := strings.TrimRight(string(b), "\r\n")
 	if s == "" {
-		return "", errors.New("the file is empty")
+		return "", errEmptySecret
 	}
 	return s, nil
 }

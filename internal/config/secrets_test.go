@@ -87,6 +87,7 @@ func TestSecretsFromFilesAndCredentials(t *testing.T) {
 		{name: "credential directory without the optional password", environ: map[string]string{"CREDENTIALS_DIRECTORY": t.TempDir(), "CLOUD_API_KEY": "k"},
 			wantKey: "k", wantPW: "", keySrc: "CLOUD_API_KEY", pwSrc: ""},
 		{name: "no secrets anywhere", environ: map[string]string{}},
+		{name: "the unit's empty stand-in credential is no key", environ: map[string]string{"CREDENTIALS_DIRECTORY": writeCredDir(t, "cloud_api_key", "\n")}},
 		{name: "variable and file both set", environ: map[string]string{"CLOUD_API_KEY": "key-var-both", "CLOUD_API_KEY_FILE": keyFile, "MQTT_PASSWORD": "pw-var-both", "MQTT_PASSWORD_FILE": pwFile},
 			wantErr:           []string{"CLOUD_API_KEY and CLOUD_API_KEY_FILE are both set: set only one of them", "MQTT_PASSWORD and MQTT_PASSWORD_FILE are both set"},
 			errMustNotContain: []string{"key-var-both", "pw-var-both", "key-from-file"}},
@@ -159,4 +160,12 @@ func mkdir(t *testing.T, dir string) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// writeCredDir makes a credentials directory holding one credential.
+func writeCredDir(t *testing.T, name, content string) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, name), content)
+	return dir
 }
