@@ -10,9 +10,9 @@ import (
 	"cloud2mqtt/internal/config"
 )
 
-// TestDurationOptionsAsTheREADMESays: in the app, as in the environment,
+// TestDurationOptionsReadAsInTheEnvironment: in the app, as in the environment,
 // 60, "60", "60s" and "1m" are all one minute.
-func TestDurationOptionsAsTheREADMESays(t *testing.T) {
+func TestDurationOptionsReadAsInTheEnvironment(t *testing.T) {
 	var schema string
 	for _, v := range config.Vars() {
 		if v.Name == "POLL_INTERVAL" {
