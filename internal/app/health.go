@@ -172,8 +172,7 @@ func cloudFailing(h scheduler.CloudHealth, now time.Time) (bool, string) {
 	if cloud.Reached(h.Err) {
 		what = "the cloud answers only errors"
 	}
-	since := now.Sub(h.FailingSince).Round(time.Second)
-	reason := fmt.Sprintf("%s: %d requests failed in the last %s, none succeeded", what, h.Failures, since)
+	reason := what + ": " + failedRun(h.Failures, now.Sub(h.FailingSince))
 	if h.Err != nil {
 		reason += ": " + h.Err.Error()
 	}
@@ -181,6 +180,21 @@ func cloudFailing(h scheduler.CloudHealth, now time.Time) (bool, string) {
 		reason += "; last answer at " + h.LastAnswer.UTC().Format(time.RFC3339)
 	}
 	return true, reason
+}
+
+// failedRun says how many requests failed in a row over how long: "3
+// requests failed in the last 2m0s, none succeeded". Failures that came
+// within a second (requests that never reached the cloud fail at once)
+// are "in the last second", not "in the last 0s".
+func failedRun(n int, over time.Duration) string {
+	what := fmt.Sprintf("%d requests failed", n)
+	if n == 1 {
+		what = "1 request failed"
+	}
+	if over < time.Second {
+		return what + " in the last second, none succeeded"
+	}
+	return fmt.Sprintf("%s in the last %s, none succeeded", what, over.Round(time.Second))
 }
 
 // cloudConnected is the bridge's Cloud sensor: nil before any request has

@@ -195,19 +195,41 @@ func (m *Mirror) removeLocked(k capability.Key) []message {
 	return msgs
 }
 
-// keyOf finds a device by topic id or "sku/device".
+// keyOf finds a device by topic id or "sku/device", in whatever case
+// the user typed it when one device alone matches.
 func (m *Mirror) keyOf(ref string) (capability.Key, string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e, ok := m.devices[ref]; ok {
 		return e.key, e.id, true
 	}
-	if sku, dev, ok := strings.Cut(ref, "/"); ok {
-		if id, ok := m.byKey[capability.Key{SKU: sku, Device: dev}]; ok {
-			return m.devices[id].key, id, true
+	// A topic id is lowercase (topic.DeviceID): "H6072_AABB…" typed as
+	// the cloud writes it names the same device.
+	if e, ok := m.devices[strings.ToLower(ref)]; ok {
+		return e.key, e.id, true
+	}
+	sku, dev, ok := strings.Cut(ref, "/")
+	if !ok {
+		return capability.Key{}, "", false
+	}
+	if id, ok := m.byKey[capability.Key{SKU: sku, Device: dev}]; ok {
+		return m.devices[id].key, id, true
+	}
+	// "sku/device" in another case than the cloud's: taken when one
+	// device alone matches.
+	var found string
+	for k, id := range m.byKey {
+		if strings.EqualFold(k.SKU, sku) && strings.EqualFold(k.Device, dev) {
+			if found != "" {
+				return capability.Key{}, "", false
+			}
+			found = id
 		}
 	}
-	return capability.Key{}, "", false
+	if found == "" {
+		return capability.Key{}, "", false
+	}
+	return m.devices[found].key, found, true
 }
 
 // deviceJSON is one element of <base>/bridge/devices.

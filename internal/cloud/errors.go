@@ -26,6 +26,10 @@ const (
 	// ErrTransient: 5xx, timeouts, resets, and answers that are not the JSON
 	// we expect. The same request may succeed later.
 	ErrTransient
+	// ErrScheme: the scheme of CLOUD_BASE_URL does not match the server
+	// (https:// to a plain HTTP port, http:// to a TLS one). Never
+	// retried: only a change of CLOUD_BASE_URL helps (IsSchemeMismatch).
+	ErrScheme
 )
 
 // String names the kind for logs and metrics labels.
@@ -41,6 +45,8 @@ func (k ErrorKind) String() string {
 		return "not found"
 	case ErrTransient:
 		return "transient"
+	case ErrScheme:
+		return "wrong scheme"
 	}
 	return fmt.Sprintf("unknown(%d)", int(k))
 }
@@ -71,6 +77,8 @@ type APIError struct {
 	// keyHint is what a refused key's hint says to check (the client's:
 	// where its key came from, the header it goes in); "" is hintKey.
 	keyHint string
+	// fix is a scheme mismatch's hint: the CLOUD_BASE_URL to set.
+	fix string
 }
 
 // Error reads like "cloud: control H6072/AA:BB:…: brightness: parameter value

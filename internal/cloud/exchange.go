@@ -145,6 +145,9 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 	resp, err := c.transport.RoundTrip(req)
 	if err != nil {
 		c.counted(cl, 0)
+		if e := c.schemeOfTransport(cl, err); e != nil && ctx.Err() == nil {
+			return answer{}, e // failed before anything reached a server that speaks it
+		}
 		err = c.transportError(ctx, cl, 0, err)
 		if wrote.Load() {
 			err = &sentError{err}
@@ -174,7 +177,11 @@ func (c *Client) exchange(ctx context.Context, cl call, payload any) (answer, er
 		return answer{}, c.transportError(ctx, cl, resp.StatusCode, err)
 	}
 	c.log.Debug().Str("endpoint", cl.ep.name).Str("sku", cl.sku).Str("device", cl.device).
-		Int("status", resp.StatusCode).Int("bytes", len(data)).Dur("elapsed", time.Since(start)).Msg("cloud request")
+		Int("status", resp.StatusCode).Int("bytes", len(data)).Dur("elapsed", time.Since(start).Round(10*time.Microsecond)).Msg("cloud request")
+	if e := c.schemeOfAnswer(cl, resp.StatusCode, data); e != nil {
+		putBodyBuffer(buf)
+		return answer{}, e
+	}
 	if int64(len(data)) > c.maxBody {
 		putBodyBuffer(buf)
 		e := cl.fail(ErrTransient, fmt.Sprintf("the answer is larger than %d bytes and was not read", c.maxBody), nil)

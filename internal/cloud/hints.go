@@ -31,6 +31,8 @@ func (e *APIError) hint() string {
 			return e.keyHint
 		}
 		return hintKey
+	case ErrScheme:
+		return e.fix
 	case ErrRateLimited:
 		if w, spent := e.Limits.Spent(); spent {
 			s := "the account's request quota is spent"

@@ -3,8 +3,11 @@
 // syslog priority under systemd's journal, one JSON object per line
 // otherwise (Docker, log shippers).
 //
-// It sets no zerolog globals, so two loggers (two bridges in one test) do not
-// interfere. Redact is a last line of defence against secrets in log lines;
+// It sets one zerolog global, the same for every logger of the process:
+// a duration field is written as Go's duration text with its unit
+// ("holdoff":"1m0s", "elapsed":"1.2ms"), never as a bare number of
+// milliseconds. Everything else is per logger, so two loggers (two bridges
+// in one test) do not interfere. Redact is a last line of defence against secrets in log lines;
 // the config and the clients redact their own.
 package logging
 
@@ -18,6 +21,14 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 )
+
+// init makes every .Dur field of the process read as "1m0s": zerolog
+// keeps the format in a global (read when an event is written), so it is
+// set once, before any logger exists, by every binary that builds its
+// logger here.
+func init() {
+	zerolog.DurationFieldFormat = zerolog.DurationFormatString
+}
 
 // The LOG_FORMAT values.
 const (

@@ -176,3 +176,19 @@ func TestIsTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestDurationsCarryTheirUnit (issue 41 §5): a duration field reads
+// "1m0s", not 60000 (zerolog's default milliseconds).
+func TestDurationsCarryTheirUnit(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := NewFor(&buf, "info", FormatJSON, Where{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Warn().Dur("holdoff", time.Minute).Dur("elapsed", 1200*time.Microsecond).Msg("x")
+	for _, want := range []string{`"holdoff":"1m0s"`, `"elapsed":"1.2ms"`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("log line %s lacks %s", buf.String(), want)
+		}
+	}
+}

@@ -71,14 +71,14 @@ func (h *cloudHealth) heldUntil(until time.Time) {
 }
 
 // countLocked counts a request that was on the wire (sent at sent), if it
-// reached the cloud, against the day's budget and the quota, and what its
-// outcome says of the cloud.
-func (s *Scheduler) countLocked(ep endpoint, now, sent time.Time, err error) {
+// reached the cloud, against the day's budget and the quota (and its pace
+// when paced), and what its outcome says of the cloud.
+func (s *Scheduler) countLocked(ep endpoint, now, sent time.Time, err error, paced bool) {
 	s.counts.cloud.observe(now, ep, err)
 	if !cloud.Reached(err) {
 		return
 	}
-	s.quota.count(now, sent)
+	s.quota.count(now, sent, paced)
 	s.counts.requests[ep]++
 	if day := dayOf(now); day != s.counts.day {
 		s.counts.day, s.counts.requestsToday = day, 0

@@ -386,7 +386,7 @@ func (s *Scheduler) sendCommand(ctx context.Context, c *command) {
 	d := c.dev
 	d.busy[epControl] = false
 	s.requestsInFlight--
-	s.countLocked(epControl, now, c.lastSent, err)
+	s.countLocked(epControl, now, c.lastSent, err, true)
 	retry, err := s.settleLocked(now, epControl, d, &c.attempt, err, d.buckets[epControl], s.control)
 	var report func()
 	if retry {
@@ -471,7 +471,9 @@ func (s *Scheduler) sendRead(ctx context.Context, r *read) {
 		s.requestsInFlight--
 		s.readsInFlight--
 	}
-	s.countLocked(r.ep, now, r.lastSent, err)
+	// A first read is no part of the pace: a start's (or a new device's)
+	// burst of them is no hourly rate.
+	s.countLocked(r.ep, now, r.lastSent, err, r.priority != PriorityFirst)
 	retry, err := s.settleLocked(now, r.ep, d, &r.attempt, err, d.buckets[r.ep])
 	var waiters []func(any, error)
 	var held *Hold

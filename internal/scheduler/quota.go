@@ -89,7 +89,8 @@ type Quota struct {
 	HeldErr   error
 	// Pace is the requests a second that reached the cloud over the last
 	// PaceOver (up to ten minutes); 0 with PaceOver 0 until a minute of
-	// them was seen.
+	// them was seen. First reads (PriorityFirst: a start's burst, a new
+	// device's first) are left out: they are no hourly rate.
 	Pace     float64
 	PaceOver time.Duration
 }
@@ -201,9 +202,12 @@ func (w *quotaWindow) observe(name string, r cloud.RateLimit, at time.Time) {
 	w.Renewed = false
 }
 
-// count counts a request that reached the cloud at now, sent at sent.
-func (m *quotaModel) count(now, sent time.Time) {
-	m.pace.add(now)
+// count counts a request that reached the cloud at now, sent at sent;
+// in the pace only when paced (not a first read).
+func (m *quotaModel) count(now, sent time.Time, paced bool) {
+	if paced {
+		m.pace.add(now)
+	}
 	for i := range m.w {
 		if w := &m.w[i]; w.HasRemaining && sent.After(w.Observed) {
 			w.since++

@@ -170,8 +170,11 @@ type Scheduler struct {
 
 	authUntil time.Time
 	authErr   error
-	lastSweep time.Time
-	quota     quotaModel // quota.go
+	// schemeSaid: a scheme mismatch of CLOUD_BASE_URL was logged since
+	// the last success (it is logged once, with its fix).
+	schemeSaid bool
+	lastSweep  time.Time
+	quota      quotaModel // quota.go
 
 	counts counters
 }

@@ -21,6 +21,7 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 		}
 		a.rateLimited = 0
 		s.keyAcceptedLocked(a.lastSent)
+		s.schemeSaid = false
 		return false, nil
 	}
 	ev := func(e *zerolog.Event) *zerolog.Event {
@@ -72,6 +73,16 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 		}
 		s.authUntil = now.Add(AuthHoldoff)
 		s.authErr = err
+		s.counts.failures++
+		return false, err
+	case cloud.IsSchemeMismatch(err):
+		// CLOUD_BASE_URL's scheme does not match the server: no retry
+		// helps, and every request says the same, so the fix is logged
+		// once (until a request succeeds).
+		if !s.schemeSaid {
+			s.schemeSaid = true
+			s.log.Error().Err(err).Msg("scheduler: the cloud's address has the wrong scheme; every request fails until CLOUD_BASE_URL is changed (said once)")
+		}
 		s.counts.failures++
 		return false, err
 	case cloud.IsRejected(err):

@@ -36,13 +36,13 @@ type stream struct {
 
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	if _, ok := w.(http.Flusher); !ok {
-		writeError(w, http.StatusInternalServerError, "web: this server cannot stream events")
+		writeError(w, http.StatusInternalServerError, "this server cannot stream events")
 		return
 	}
 	client, ingress := clientOf(r), viaIngress(r)
 	if why := h.slots.open(client, ingress); why != "" {
 		h.refuse(w, r, &refusal{status: http.StatusServiceUnavailable, retry: h.opt.Fallback,
-			msg: "web: " + why + "; close a page, or read /api/devices (the page does so by itself)"})
+			msg: why + "; close a page, or read /api/devices (the page does so by itself)"})
 		return
 	}
 	defer h.slots.release(client, ingress)

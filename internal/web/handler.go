@@ -171,10 +171,10 @@ func (h *Handler) routes() {
 	m.HandleFunc("POST /api/actions/{action}", h.action)
 	m.HandleFunc("/api/actions/{action}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "web: actions are POSTs")
+		writeError(w, http.StatusMethodNotAllowed, "actions are POSTs")
 	})
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "web: no such API endpoint "+r.URL.Path+"; see docs/web.md")
+		writeError(w, http.StatusNotFound, "no such API endpoint "+r.URL.Path+"; see docs/web.md")
 	})
 }
 
@@ -185,7 +185,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setSecurityHeaders(w, false)
 	if r.URL.Path != "/healthz" && !h.hosts.allows(r.Host) {
 		h.refuse(w, r, &refusal{status: http.StatusMisdirectedRequest,
-			msg: "web: this bridge does not answer to the name " + quote(clip(hostOnly(r.Host), 64)) +
+			msg: "this bridge does not answer to the name " + quote(clip(hostOnly(r.Host), 64)) +
 				": open it by its address, this machine's name or localhost, or add the name to HTTP_HOSTS (e.g. a reverse proxy's)"})
 		return
 	}
@@ -221,7 +221,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err := enc.Encode(v); err != nil {
 		status = http.StatusInternalServerError
 		buf.Reset()
-		buf.WriteString(`{"status":"error","error":"web: cannot encode the answer"}` + "\n")
+		buf.WriteString(`{"status":"error","error":"cannot encode the answer"}` + "\n")
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -286,7 +286,7 @@ func (h *Handler) devices(w http.ResponseWriter, _ *http.Request) {
 func (h *Handler) device(w http.ResponseWriter, r *http.Request) {
 	d, ok := h.opt.Source.Device(r.PathValue("id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "web: no device has the id "+quote(r.PathValue("id"))+"; the ids are those of /api/devices")
+		writeError(w, http.StatusNotFound, "no device has the id "+quote(r.PathValue("id"))+"; the ids are those of /api/devices")
 		return
 	}
 	if d.Values == nil {
@@ -371,14 +371,14 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.guard.token == "" {
-		writeError(w, http.StatusBadRequest, "web: there is nothing to log in to: HTTP_TOKEN is not set")
+		writeError(w, http.StatusBadRequest, "there is nothing to log in to: HTTP_TOKEN is not set")
 		return
 	}
 	var body loginJSON
 	if !h.decodeBody(w, r, &body) {
 		return
 	}
-	if ref := h.checkToken(r, body.Token, "web: wrong token: it is the HTTP_TOKEN the bridge runs with"); ref != nil {
+	if ref := h.checkToken(r, body.Token, "wrong token: it is the HTTP_TOKEN the bridge runs with"); ref != nil {
 		h.refuse(w, r, ref)
 		return
 	}
@@ -447,7 +447,7 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
 	}
 	a := h.opt.Actions
 	if a == nil {
-		writeError(w, http.StatusNotImplemented, "web: this bridge offers no actions here")
+		writeError(w, http.StatusNotImplemented, "this bridge offers no actions here")
 		return
 	}
 	var body actionJSON
@@ -484,7 +484,7 @@ func (h *Handler) action(w http.ResponseWriter, r *http.Request) {
 	case actionRepublish:
 		err = a.RepublishDiscovery()
 	default:
-		writeError(w, http.StatusNotFound, "web: unknown action "+quote(name)+"; the actions are "+
+		writeError(w, http.StatusNotFound, "unknown action "+quote(name)+"; the actions are "+
 			strings.Join([]string{actionRead, actionEnabled, actionPollInterval, actionRefresh, actionRepublish}, ", "))
 		return
 	}

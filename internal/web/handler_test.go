@@ -184,7 +184,7 @@ func TestDevicesAPI(t *testing.T) {
 		t.Errorf("a device without values has values {}: %v", plug["values"])
 	}
 	w := e.do("GET", "/api/devices/cellar", "", nil)
-	if w.Code != 404 || !strings.Contains(w.Body.String(), `"error":"web: no device has the id \"cellar\"`) {
+	if w.Code != 404 || !strings.Contains(w.Body.String(), `"error":"no device has the id \"cellar\"`) {
 		t.Errorf("unknown device: %d %s", w.Code, w.Body)
 	}
 }

@@ -40,7 +40,7 @@ func (h *Handler) Ingress(peer netip.Addr) http.Handler {
 		setSecurityHeaders(w, true)
 		if ap, err := netip.ParseAddrPort(r.RemoteAddr); err != nil || ap.Addr().Unmap().WithZone("") != peer {
 			h.refuse(w, r, &refusal{status: http.StatusForbidden,
-				msg: "web: this port is Home Assistant's ingress: it answers only the Supervisor's proxy (" + peer.String() +
+				msg: "this port is Home Assistant's ingress: it answers only the Supervisor's proxy (" + peer.String() +
 					"); open the page from Home Assistant's sidebar, or set HTTP_ADDR (the app's http_addr) for direct access"})
 			return
 		}

@@ -232,7 +232,7 @@ func (h *Handler) tokenOK(r *http.Request) (bool, *refusal) {
 	if !has || h.guard.token == "" {
 		return false, nil
 	}
-	if ref := h.checkToken(r, v, "web: wrong bearer token: send Authorization: Bearer <HTTP_TOKEN>, the token the bridge runs with"); ref != nil {
+	if ref := h.checkToken(r, v, "wrong bearer token: send Authorization: Bearer <HTTP_TOKEN>, the token the bridge runs with"); ref != nil {
 		return false, ref
 	}
 	return true, nil
@@ -248,10 +248,10 @@ func (h *Handler) checkToken(r *http.Request, token, wrong string) *refusal {
 	switch {
 	case wait > 0 && all:
 		return &refusal{status: http.StatusTooManyRequests, retry: wait,
-			msg: fmt.Sprintf("web: too many wrong tokens from many addresses: this address may try again in %s s", retryAfter(wait))}
+			msg: fmt.Sprintf("too many wrong tokens from many addresses: this address may try again in %s s", retryAfter(wait))}
 	case wait > 0:
 		return &refusal{status: http.StatusTooManyRequests, retry: wait,
-			msg: fmt.Sprintf("web: too many wrong tokens from this address: try again in %s s", retryAfter(wait))}
+			msg: fmt.Sprintf("too many wrong tokens from this address: try again in %s s", retryAfter(wait))}
 	case !right:
 		return &refusal{status: http.StatusUnauthorized, msg: wrong}
 	}
@@ -263,7 +263,7 @@ func (h *Handler) checkToken(r *http.Request, token, wrong string) *refusal {
 func (h *Handler) checkPost(r *http.Request, login bool) *refusal {
 	g := h.guard
 	if !sameOrigin(r) {
-		return &refusal{status: http.StatusForbidden, msg: "web: cross-origin request refused"}
+		return &refusal{status: http.StatusForbidden, msg: "cross-origin request refused"}
 	}
 	if !jsonType(r.Header.Get("Content-Type")) {
 		return &refusal{status: http.StatusUnsupportedMediaType, msg: `web: send a JSON body with Content-Type: application/json, e.g. {"device":"<id>"}`}
@@ -273,17 +273,17 @@ func (h *Handler) checkPost(r *http.Request, login bool) *refusal {
 		return ref
 	}
 	if !authed && !equalSecret(r.Header.Get(csrfHeader), g.csrf) {
-		return &refusal{status: http.StatusForbidden, msg: "web: missing or wrong " + csrfHeader + " header: read csrf_token from GET /api/session (or send Authorization: Bearer <HTTP_TOKEN>)"}
+		return &refusal{status: http.StatusForbidden, msg: "missing or wrong " + csrfHeader + " header: read csrf_token from GET /api/session (or send Authorization: Bearer <HTTP_TOKEN>)"}
 	}
 	if login {
 		return nil
 	}
 	switch g.access(r) {
 	case accessOff:
-		return &refusal{status: http.StatusForbidden, msg: "web: actions are off: " + g.offReason(r)}
+		return &refusal{status: http.StatusForbidden, msg: "actions are off: " + g.offReason(r)}
 	case accessToken:
 		if !authed && !g.loggedIn(r) {
-			return &refusal{status: http.StatusUnauthorized, msg: "web: actions need HTTP_TOKEN: log in on the page, or send Authorization: Bearer <HTTP_TOKEN>"}
+			return &refusal{status: http.StatusUnauthorized, msg: "actions need HTTP_TOKEN: log in on the page, or send Authorization: Bearer <HTTP_TOKEN>"}
 		}
 	}
 	return nil

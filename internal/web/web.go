@@ -68,7 +68,7 @@ type Actions interface {
 }
 
 // ErrUnknownDevice is what Actions return for an id that names no device.
-var ErrUnknownDevice = errors.New("web: no device has this id; the ids are those of /api/devices")
+var ErrUnknownDevice = errors.New("no device has this id; the ids are those of /api/devices")
 
 // Device is one row of the devices table (/api/devices).
 type Device struct {
