@@ -158,7 +158,7 @@ func (b *Bridge) rejectAs(id string, known bool, dev capability.Device, instance
 	}
 	if logIt {
 		e := b.log.Warn().Str("device", rj.dev).Str("instance", clip(instance, maxEchoedValue)).Int("code", errorCode(err)).
-			Str("error", clip(userText(err), maxErrorText))
+			Str("error", clip(UserText(err), maxErrorText))
 		if unlogged > 0 {
 			e = e.Int("unlogged_before", unlogged)
 		}
@@ -186,7 +186,7 @@ func (b *Bridge) summarize(key string) {
 // the summary of n rejections.
 func (b *Bridge) answer(rj rejection, n int) {
 	e := errorJSON{Instance: clip(rj.instance, maxEchoedValue), Value: clipValue(rj.value),
-		Error: clip(userText(rj.err), maxErrorText), Code: errorCode(rj.err)}
+		Error: clip(UserText(rj.err), maxErrorText), Code: errorCode(rj.err)}
 	if n > 0 {
 		e.Rejected = n
 		e.Error = strconv.Itoa(n) + " commands rejected in a burst, answered in this one message; the last: " + e.Error
@@ -219,11 +219,11 @@ func (r readFailure) Unwrap() error { return r.error }
 var goPrefixes = []string{"bridge: ", "capability: ", "cloud: ", "discovery: ", "lan: ", "local: ",
 	"poller: ", "registry: ", "scheduler: ", "settings: "}
 
-// userText is an error as a user reads it on <id>/error, on
+// UserText is an error as a user reads it on <id>/error, on
 // bridge/response and in the log line of a rejection: its text without
 // our packages' prefixes, at its start or after another part's ": ", "; "
 // or "(" (a wrapped error's). The error itself keeps them.
-func userText(err error) string {
+func UserText(err error) string {
 	if _, ok := err.(*capability.ValueError); ok {
 		return err.Error() // the value language's own words: no prefix
 	}

@@ -63,7 +63,7 @@ func (b *Bridge) reply(action string, req requestJSON, err error) {
 
 func responseOf(req requestJSON, data any, err error) responseJSON {
 	if err != nil {
-		return responseJSON{Status: "error", Error: userText(err), Transaction: req.Transaction}
+		return responseJSON{Status: "error", Error: UserText(err), Transaction: req.Transaction}
 	}
 	return responseJSON{Status: "ok", Data: data, Transaction: req.Transaction}
 }

@@ -187,17 +187,17 @@ func TestErrorsInPlainWords(t *testing.T) {
 	}
 	for _, err := range []error{scheduler.ErrOverloaded, scheduler.ErrAuthHoldoff, tooLarge(1 << 20),
 		fmt.Errorf("scheduler: held (%w)", errors.New("cloud: state: 429; retry")), readFailure{errors.New("poller: read: cloud: timeout")}} {
-		got := userText(err)
+		got := UserText(err)
 		for _, p := range goPrefixes {
 			if strings.HasPrefix(got, p) || strings.Contains(got, ": "+p) || strings.Contains(got, "("+p) {
-				t.Errorf("userText(%q) = %q", err, got)
+				t.Errorf("UserText(%q) = %q", err, got)
 			}
 		}
 	}
 	// A value error is the value language's words, a quoted value and all.
 	ve := &capability.ValueError{Category: capability.CategoryRange, Instance: "workMode", Msg: `"cloud: x" is not an option`}
-	if got := userText(ve); got != ve.Error() {
-		t.Errorf("userText(%q) = %q", ve, got)
+	if got := UserText(ve); got != ve.Error() {
+		t.Errorf("UserText(%q) = %q", ve, got)
 	}
 }
 

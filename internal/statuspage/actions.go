@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/bridge"
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/poller"
 	"cloud2mqtt/internal/settings"
@@ -38,14 +39,14 @@ func (a *actions) ReadNow(id string) error {
 	err = a.Poller.ReadNow(k.SKU, k.Device, func(err error) {
 		if err != nil {
 			a.log.Warn().Err(err).Str("device", k.String()).Msg("read on request failed")
-			a.errs.ReadFailed(k, err.Error())
+			a.errs.ReadFailed(k, bridge.UserText(err))
 		}
 	})
 	switch {
 	case errors.Is(err, poller.ErrDisabled):
 		return fmt.Errorf("%s is disabled: enable it to read it", id)
 	case errors.Is(err, poller.ErrUnknownDevice):
-		return fmt.Errorf("%w: %v", web.ErrUnknownDevice, err)
+		return web.ErrUnknownDevice // the list changed since the id was found
 	}
 	return err
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"cloud2mqtt/internal/bridge"
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/poller"
 	"cloud2mqtt/internal/registry"
@@ -113,7 +114,7 @@ func (p *Page) AddLog(record []byte) { p.problems.AddJSON(record) }
 func (p *Page) Observer() registry.Observer {
 	return registry.Observer{Unreachable: func(v registry.View, err error) {
 		if err != nil {
-			p.errs.ReadFailed(v.Device.Key(), err.Error())
+			p.errs.ReadFailed(v.Device.Key(), bridge.UserText(err))
 		}
 	}}
 }

@@ -80,11 +80,11 @@ func TestDeviceErrorsFed(t *testing.T) {
 	}
 
 	// The registry tells the page the read error that made the device
-	// unreachable.
+	// unreachable, without our packages' prefixes.
 	reg := registry.New(zerolog.Nop(), p.Observer())
 	reg.SetDevices([]capability.Device{{SKU: "H6008", Device: "AA", Name: "Lamp"}})
 	reg.MarkUnreachable(k, errString("cloud: state H6008/AA: timeout"))
-	if got := p.errs.Last(k, false, time.Time{}); got != "cloud: state H6008/AA: timeout" {
+	if got := p.errs.Last(k, false, time.Time{}); got != "state H6008/AA: timeout" {
 		t.Errorf("unreachable: %q", got)
 	}
 }
