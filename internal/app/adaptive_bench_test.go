@@ -37,11 +37,13 @@ import (
 //	ADAPTIVE_BENCH=1 go test -run TestAdaptivePollingBenchmark -v ./internal/app
 //
 // runs spans of 15 minutes (ADAPTIVE_BENCH_SPAN=1h: of an hour) and checks
-// the goal: on the warm span the median delay at most half of the
-// plain plan's and no device's 90th percentile beyond what the floor
-// allows; requests within 2 % over both spans; no 429.
-// Without ADAPTIVE_BENCH the spans are 5 minutes, and only what holds that
-// early is checked: no 429, the busy devices' changes shown sooner.
+// the goal on the first span, from a start with nothing learned:
+// the median delay at most half of the plain plan's and no device beyond
+// what the floor allows (in either span); requests within 2 % over both
+// spans; no 429. ADAPTIVE_BENCH_SEED=n runs another
+// schedule of changes. Without ADAPTIVE_BENCH the spans are 5 minutes, and
+// only what holds that early is checked: no 429, the busy devices'
+// changes shown sooner in the second span.
 func TestAdaptivePollingBenchmark(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a daemon per mode, an hour on its clock")
@@ -69,7 +71,10 @@ func TestAdaptivePollingBenchmark(t *testing.T) {
 			t.Logf("  %-18s %16s %16s %16s %9d %5d", factor, r.all, r.busy, r.quiet, r.requests, r.refused)
 		}
 	}
-	plain, shared := runs["1"][1], runs["4"][1]
+	// The goal is the issue's: the first span, from a start with nothing
+	// learned. The warm span is shown for what the bridge does once it
+	// learned.
+	plain, shared := runs["1"][0], runs["4"][0]
 	for _, r := range []adaptiveRun{plain, shared} {
 		worst, at := time.Duration(0), ""
 		for id, p90 := range r.perDevice {
@@ -77,36 +82,54 @@ func TestAdaptivePollingBenchmark(t *testing.T) {
 				worst, at = p90, id
 			}
 		}
-		t.Logf("POLL_QUIET_FACTOR=%s, warm span: the worst device's p90 %v (%s)", r.mode, worst.Round(time.Second), at)
+		t.Logf("POLL_QUIET_FACTOR=%s, cold span: the worst device's p90 %v (%s)", r.mode, worst.Round(time.Second), at)
 	}
-	for _, r := range []adaptiveRun{plain, shared} {
+	for _, r := range runs["1"] {
 		if r.refused > 0 {
-			t.Errorf("POLL_QUIET_FACTOR=%s: %d requests refused (429)", r.mode, r.refused)
+			t.Errorf("POLL_QUIET_FACTOR=1: %d requests refused (429)", r.refused)
 		}
 	}
-	if shared.busy.p50 >= plain.busy.p50 {
-		t.Errorf("busy devices' median delay %v shared, %v plain: want shorter", shared.busy.p50, plain.busy.p50)
+	for _, r := range runs["4"] {
+		if r.refused > 0 {
+			t.Errorf("POLL_QUIET_FACTOR=4: %d requests refused (429)", r.refused)
+		}
+	}
+	if w, p := runs["4"][1].busy.p50, runs["1"][1].busy.p50; w >= p {
+		t.Errorf("busy devices' median delay in the second span %v shared, %v plain: want shorter", w, p)
 	}
 	if !full {
 		return
 	}
-	// Requests over both spans: within one span, where reads at other
-	// intervals fall beside its edges moves a few percent of them into
-	// or out of it (a span of 15 min holds 150 reads; each device read at
-	// a share of its own gains or loses one at each edge).
+	// Requests: the plan reads as often as the plain plan at every look
+	// and keeps an account of what its reads spent against it
+	// (poller.owing), so that over the run the counts agree within 2 %.
+	// Over the first span alone they are shown, not checked: most quiet
+	// devices are read once or twice in it, at a floor of 12 min, and
+	// whether a read falls just before or after the span's end is a read
+	// each (from -2 % to +4 % over eight schedules of changes).
 	if p, s := runs["1"][2].requests, runs["4"][2].requests; float64(s-p) > 0.02*float64(p) || float64(p-s) > 0.02*float64(p) {
 		t.Errorf("requests over both spans: %d shared, %d plain, want within 2 %%", s, p)
 	}
 	if shared.all.p50 > plain.all.p50/2 {
-		t.Errorf("median delay %v shared, %v plain: want at most half", shared.all.p50, plain.all.p50)
+		t.Errorf("median delay in the first span %v shared, %v plain: want at most half", shared.all.p50, plain.all.p50)
 	}
 	// The floor: a quiet device is read at least every 4 planned intervals
-	// (12 min), so 90 % of its changes are shown within 0.9 of that, plus
-	// a grid step for the read's own instant.
+	// (12 min), so no change waits longer than that and a grid step for
+	// the read's own instant; and of a device's changes made at random
+	// instants 90 % are shown within 0.9 of it, which the changes of one
+	// device in a span tell only when there are enough of them (a quiet
+	// light changes once or twice in 15 minutes: its "90th percentile" is
+	// its longest wait).
 	floor := 4 * 3 * time.Minute
-	for id, p90 := range shared.perDevice {
-		if p90 > floor*9/10+10*time.Second {
-			t.Errorf("%s: p90 delay %v, more than the floor of %v allows", id, p90, floor)
+	for i, span := range []string{"first", "second"} {
+		for id, r := range runs["4"][i].byDevice {
+			p := percentilesOf(r)
+			if worst := slices.Max(r); worst > floor+10*time.Second {
+				t.Errorf("%s span: %s waited %v, more than the floor of %v allows", span, id, worst, floor)
+			}
+			if p.n >= 10 && p.p90 > floor*9/10+10*time.Second {
+				t.Errorf("%s span: %s: p90 delay %v over %d changes, more than the floor of %v allows", span, id, p.p90, p.n, floor)
+			}
 		}
 	}
 }
@@ -116,7 +139,8 @@ type adaptiveRun struct {
 	mode              string
 	all, busy, quiet  percentiles
 	requests, refused int
-	perDevice         map[string]time.Duration // p90 of each device
+	perDevice         map[string]time.Duration   // p90 of each device
+	byDevice          map[string][]time.Duration // each device's delays
 }
 
 type percentiles struct {
@@ -227,7 +251,7 @@ func runAdaptive(t *testing.T, factor string, span time.Duration) [3]adaptiveRun
 // random part of its period, the same for every run (a fixed seed), each
 // to a brightness the device has not had.
 func adaptiveSchedule(h *harness, devs []capability.Device, ids []string, t0, end time.Time) []*change {
-	rnd := rand.New(rand.NewPCG(42, 42))
+	rnd := rand.New(rand.NewPCG(benchSeed(), 42))
 	var out []*change
 	for i, d := range devs {
 		lo, hi := 10*time.Minute, 30*time.Minute
@@ -312,6 +336,7 @@ func adaptiveFigures(h *harness, mode string, changes []*change, t0, end time.Ti
 	for id, d := range byDevice {
 		r.perDevice[id] = percentilesOf(d).p90
 	}
+	r.byDevice = byDevice
 	for _, q := range h.sim.Requests() {
 		if !q.Time.Before(t0) && q.Time.Before(end) {
 			r.requests++
@@ -321,4 +346,17 @@ func adaptiveFigures(h *harness, mode string, changes []*change, t0, end time.Ti
 		r.refused += n
 	}
 	return r
+}
+
+// benchSeed is the changes' schedule's seed: ADAPTIVE_BENCH_SEED, 42 when
+// unset (the figures in docs/benchmarks.md), so that a change of the
+// allocation can be tried on other households' days too.
+func benchSeed() uint64 {
+	var n uint64 = 42
+	if s := os.Getenv("ADAPTIVE_BENCH_SEED"); s != "" {
+		if _, err := fmt.Sscan(s, &n); err != nil {
+			panic("ADAPTIVE_BENCH_SEED=" + s + ": want a whole number")
+		}
+	}
+	return n
 }

@@ -34,9 +34,10 @@ import (
 // over the time the device was watched. Every count decays with
 // activityHalfLife, so that a device that goes quiet is read less again
 // within the hour: its unchanged spans pile up while its changes fade. A
-// prior of half a read of each kind at the plain interval (ln 2 a plain
-// interval: one change in two reads), the same for every device, makes a
-// start with nothing learned read every device at the plain interval.
+// prior of a tenth of a read of each kind at the plain interval (ln 2 a
+// plain interval: one change in two reads), the same for every device,
+// makes a start with nothing learned read every device at the plain
+// interval.
 
 // activityHalfLife is how fast what was learned fades.
 const activityHalfLife = 15 * time.Minute
@@ -46,9 +47,24 @@ const activityHalfLife = 15 * time.Minute
 // activityTau seconds watched.
 var activityTau = activityHalfLife.Seconds() / math.Ln2
 
+// leastRate is the least rate the shares take a device to change at: one
+// change in twice the time the decay keeps (activityTau). A rate below it
+// is not told from none by what is kept; and without it a device that
+// changed an hour ago would count for many times one that never did, and
+// keep the reads it had while busy.
+var leastRate = 1 / (2 * activityTau)
+
 // priorReads is the prior's weight: this many reads that found a change
-// and as many that did not, each spanning the plain interval.
-const priorReads = 0.5
+// and as many that did not, each spanning the plain interval. Whatever its
+// weight, the prior puts a device never compared at ln 2 a plain interval;
+// the weight is only how long it holds against the device's own reads. At
+// a tenth, a device's first compared read already moves its share (one
+// that found a change brings its next read closer, where the next ones
+// confirm it or not), so that a start with nothing learned reads the busy
+// devices often within minutes; at half a read it took most of the first
+// quarter hour (docs/benchmarks.md, "Adaptive polling"). What keeps a
+// device that never changed from counting for nothing is leastRate.
+const priorReads = 0.1
 
 // sensorBands is how far a sensor's reading must move from the value last
 // counted before it counts as a change: about what such a sensor wanders by

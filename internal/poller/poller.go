@@ -235,7 +235,11 @@ type device struct {
 	// devices change (share.go; 0: the poller's); told is what
 	// OnInterval last heard of it.
 	share time.Duration
-	told  Interval
+	// placed is the interval its next periodic read was placed at: a
+	// share is compared with it, so that shares drifting a little at each
+	// look move the read once they drifted far enough in all.
+	placed time.Duration
+	told   Interval
 	// local: reached over the LAN (local.go), read by the cloud only for
 	// what the LAN lacks.
 	local localReads
@@ -257,6 +261,7 @@ type device struct {
 	backoffReads    int
 	nextPoll        time.Time
 	secondRead      time.Time // a new device's place in the spread of periodic reads, until its first read
+	inSpread        bool      // its next periodic read is its place in the spread: the shares leave it there
 	lastSent        time.Time
 	sentSeq         uint64 // the store's Seq when the read in flight was sent
 	inFlight        bool
@@ -346,6 +351,13 @@ type Poller struct {
 	nextTell    time.Time
 	nextSave    time.Time
 	cands       []*device // reused by reshare
+	// owed is the reads the shared devices' reads owe the plain plan
+	// (share.go): it accrues at owedRate, the plain plan's reads a second
+	// for them, from owedAt on; each read sent spends one. It is held
+	// within one read of each device either way (owedCap), so that a
+	// start's first reads, a hold or an outage never turn into a burst.
+	owed, owedRate, owedCap float64
+	owedAt                  time.Time
 
 	progress   time.Time
 	reads      uint64

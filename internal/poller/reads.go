@@ -49,6 +49,10 @@ func (p *Poller) stepRead(now time.Time, d *device) {
 	d.inFlight = true
 	d.heldUntil = time.Time{}
 	d.lastSent = now
+	d.inSpread = false
+	if d.shared() {
+		p.spent(now)
+	}
 	d.sentSeq = sentSeq
 	d.inFlightWaiters = waiters
 }
@@ -121,9 +125,10 @@ func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err err
 	// spread instead.
 	next := d.periodBase(d.lastSent).Add(p.deviceInterval(d))
 	if !d.secondRead.IsZero() {
-		next, d.secondRead = d.secondRead, time.Time{}
+		next, d.secondRead, d.inSpread = d.secondRead, time.Time{}, true
 	}
 	d.nextPoll = onGridOf(latest(next, now.Add(MinInterval)), p.gridOf(d))
+	d.placed = p.planned(d)
 	p.schedule(d)
 	p.emitDone(waiters, wrapRead(d.dev, err))
 }

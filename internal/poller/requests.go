@@ -44,9 +44,12 @@ func (p *Poller) Confirm(sku, device string) {
 
 // Event counts a cloud event of the device (CLOUD_EVENTS_URL) as activity:
 // the reads are shared by how often each device changes (share.go). It
-// never blocks and takes none of the poller's locks.
+// never blocks and takes no lock but the loop's queue's, for a moment.
 func (p *Poller) Event(sku, device string) {
 	p.act.Event(capability.Key{SKU: sku, Device: device})
+	// The loop looks at once (the shares are worked out again there, at
+	// most every reshareEvery), not at the next read, minutes away maybe.
+	p.post(func(time.Time) { p.learning = true })
 }
 
 // ReadNow asks for a read of the device as soon as its per-device limit
@@ -233,7 +236,8 @@ func (p *Poller) rescheduleAll(now time.Time) {
 	for _, d := range p.devices {
 		if !d.lastSent.IsZero() {
 			d.nextPoll = onGridOf(latest(d.lastSent.Add(p.deviceInterval(d)), now), p.gridOf(d))
-			d.secondRead = time.Time{}
+			d.placed = p.planned(d)
+			d.secondRead, d.inSpread = time.Time{}, false
 		}
 		p.schedule(d)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"cloud2mqtt/internal/capability"
 	"cloud2mqtt/internal/clock"
+	"cloud2mqtt/internal/scheduler"
 )
 
 // Reads shared by how often each device changes (Config.QuietFactor above
@@ -23,7 +24,11 @@ import (
 // there), never less often than QuietFactor × the plain interval and never
 // more often than half its rate row allows, on the read grid (a whole
 // number of grid steps), and in all never more reads than the plain plan.
-// What a device's rate is comes from Activity (activity.go).
+// What a device's rate is comes from Activity (activity.go), never less
+// than leastRate. The shares spend the plan's rate only once they settle,
+// so an account of the reads sent against the plan's rate (owing) moves
+// their budget by up to owedSwing, and the counts agree over any span of a
+// few intervals, a start's too.
 
 // Why a device is read at its interval (Interval.Why).
 const (
@@ -110,9 +115,10 @@ func (p *Poller) reshare(now time.Time) {
 	} else {
 		rates := make([]float64, len(cands))
 		for i, d := range cands {
-			rates[i] = p.act.rate(d.dev.Key(), now, plain)
+			rates[i] = max(p.act.rate(d.dev.Key(), now, plain), leastRate)
 		}
-		for i, every := range shareReads(rates, plain, p.cfg.QuietFactor, fastest, p.grid) {
+		budget := p.owing(now, cands, plain)
+		for i, every := range shareBudget(rates, budget, plain, p.cfg.QuietFactor, fastest, p.grid) {
 			p.setShare(now, cands[i], every)
 		}
 	}
@@ -132,17 +138,59 @@ func (p *Poller) reshare(now time.Time) {
 // shortest of a device's recent shares, not their mean. A new device keeps
 // its place in the start's spread.
 func (p *Poller) setShare(now time.Time, d *device, every time.Duration) {
-	was := d.share
+	was := d.placed
 	if was == 0 {
 		was = p.interval
 	}
 	d.share = every
-	if moved := every - was; moved > -was/4 && moved < was/4 || d.lastSent.IsZero() || !d.secondRead.IsZero() || d.inFlight {
+	if moved := every - was; moved > -was/4 && moved < was/4 || d.lastSent.IsZero() || !d.secondRead.IsZero() || d.inSpread || d.inFlight {
 		return
 	}
 	g := p.gridOf(d)
 	d.nextPoll = onGridOf(latest(gridBase(d.lastSent, g).Add(p.deviceInterval(d)), now), g)
+	d.placed = every
 	p.schedule(d)
+}
+
+// owing is the reads a second the shares may spend from now: the plain
+// plan's for the shared devices, plus what the shares' reads owe it
+// (Poller.owed) repaid over half a plain interval. The shares alone spend
+// the plan's rate only once they settle: while they move (a start, a
+// device waking up) reads placed at older shares fall where they fall, and
+// a quarter hour from a start found them 5 % off either way. Repaid over a
+// whole interval a start's account was still a few reads off at the
+// quarter hour; over a third the shares swing. Called with p.mu held.
+func (p *Poller) owing(now time.Time, cands []*device, plain time.Duration) float64 {
+	p.accrue(now)
+	p.owedRate, p.owedCap = 0, float64(len(cands))
+	for _, d := range cands {
+		// The plain plan reads a device backing off less often too.
+		p.owedRate += 1 / scheduler.Backoff(plain, max(OfflineMaxInterval, plain), d.backoffReads).Seconds()
+	}
+	n := float64(len(cands))
+	return n / plain.Seconds() * (1 + min(max(2*p.owed/n, -owedSwing), owedSwing))
+}
+
+// owedSwing bounds what the account moves the shares' budget by: a
+// quarter of the plan's either way.
+const owedSwing = 0.1
+
+// accrue brings what the shared devices' reads owe the plan to now, at
+// the plan's rate. Called with p.mu held.
+func (p *Poller) accrue(now time.Time) {
+	if !p.owedAt.IsZero() && now.After(p.owedAt) {
+		p.owed += p.owedRate * now.Sub(p.owedAt).Seconds()
+	}
+	p.owedAt = latest(p.owedAt, now)
+	p.owed = min(max(p.owed, -p.owedCap), p.owedCap)
+}
+
+// spent counts a state read of a shared device against the plan. Called
+// with p.mu held.
+func (p *Poller) spent(now time.Time) {
+	p.accrue(now)
+	p.owed--
+	p.owed = max(p.owed, -p.owedCap)
 }
 
 // gridBase is the grid instant a read sent at t was due at, when it went
@@ -192,13 +240,20 @@ func (p *Poller) tell() {
 
 // shareReads is the interval of each of len(rates) devices, changing at
 // rates (a second), that share the reads of as many devices read every
-// plain: proportional to the square root of the rate, between factor ×
-// plain and fastest, whole multiples of grid, and no more reads in all than
-// at plain. factor × plain and fastest are whole multiples of grid.
+// plain: shareBudget with their budget.
 func shareReads(rates []float64, plain time.Duration, factor int, fastest, grid time.Duration) []time.Duration {
+	return shareBudget(rates, float64(len(rates))/plain.Seconds(), plain, factor, fastest, grid)
+}
+
+// shareBudget is the interval of each of len(rates) devices, changing at
+// rates (a second), that share budget reads a second: proportional to the
+// square root of the rate, between factor × plain and fastest, whole
+// multiples of grid, and no more reads in all than budget (all at factor ×
+// plain when even that is more). factor × plain and fastest are whole
+// multiples of grid.
+func shareBudget(rates []float64, budget float64, plain time.Duration, factor int, fastest, grid time.Duration) []time.Duration {
 	n := len(rates)
 	out := make([]time.Duration, n)
-	budget := float64(n) / plain.Seconds() // reads a second
 	lo, hi := 1/(float64(factor)*plain.Seconds()), 1/fastest.Seconds()
 	roots := make([]float64, n)
 	for i, r := range rates {
@@ -207,7 +262,10 @@ func shareReads(rates []float64, plain time.Duration, factor int, fastest, grid 
 		}
 	}
 	ideal := waterfill(roots, budget, lo, hi)
-	if ideal == nil { // nothing is known to change: all alike
+	// Nothing known to change, or nothing that tells the devices apart:
+	// all alike, at the plain interval whatever the budget's account says
+	// (it moves reads between devices, not the plan).
+	if ideal == nil || !slices.ContainsFunc(rates, func(r float64) bool { return r != rates[0] }) {
 		for i := range out {
 			out[i] = plain
 		}
