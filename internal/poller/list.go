@@ -40,13 +40,14 @@ func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 	if err != nil {
 		p.listFailures++
 		retry := scheduler.Backoff(listRetry, p.cfg.ListInterval, p.listFailures)
-		if cloud.IsAuth(err) {
+		mismatch := cloud.IsSchemeMismatch(err) // wrong until the configuration changes
+		if cloud.IsAuth(err) || mismatch {
 			retry = max(retry, listAuthRetry)
 		}
 		p.nextList = now.Add(retry)
 		ev := p.log.Warn()
-		if p.listedOnce {
-			ev = p.log.Info() // we have a list; it is only getting older
+		if p.listedOnce || mismatch && p.listFailures > 1 {
+			ev = p.log.Info() // we have a list, or the fix was said already
 		}
 		ev.Err(err).Int("failures", p.listFailures).Stringer("retry_in", retry).
 			Msg("poller: reading the device list failed")

@@ -122,7 +122,7 @@ func (p Plan) MarshalZerologObject(e *zerolog.Event) {
 		Int("scene_fetches", p.SceneRequests).
 		Int("first_reads", p.FirstRequests).
 		Int("own_interval_reads", p.OwnRequests).
-		Int("command_allowance", p.CommandRequests).
+		Int("commands_reserved", p.CommandRequests).
 		Int("total", p.Total).
 		Stringer("configured", p.Configured).
 		Stringer("needed", p.Needed).
