@@ -69,10 +69,13 @@ type Stats struct {
 	Connected     bool
 }
 
+// inMsg is a message received. The queues hold pointers: a subscription's
+// queue (Config.QueueSize places, made at Subscribe) then takes 8 bytes a
+// place, not 32.
 type inMsg struct {
 	paho.Message
 	gen uint64 // the connection it arrived on
-	ack *ack
+	ack ack    // shared by every subscription it went to
 }
 
 type outMsg struct {
@@ -103,7 +106,7 @@ type subscription struct {
 	filter  string
 	qos     byte
 	handler Handler // guarded by Client.mu
-	queue   chan inMsg
+	queue   chan *inMsg
 }
 
 // Client is a connection to the broker. Its methods are safe for concurrent use.
@@ -130,7 +133,7 @@ type Client struct {
 
 	mu       sync.Mutex
 	subs     []*subscription
-	pending  []inMsg
+	pending  []*inMsg
 	ready    chan struct{} // closed while the session is up (the publisher may send)
 	resumed  chan struct{} // closed once paho has taken stock of its store after connecting
 	armed    bool          // resumed is waiting for the store's All (reconnects)
@@ -439,7 +442,7 @@ func (c *Client) Subscribe(filter string, qos byte, handler Handler) error {
 		}
 	}
 	if s == nil {
-		s = &subscription{filter: filter, queue: make(chan inMsg, c.cfg.QueueSize)}
+		s = &subscription{filter: filter, queue: make(chan *inMsg, c.cfg.QueueSize)}
 		c.subs = append(c.subs, s)
 		c.wg.Add(1)
 		go c.work(s)

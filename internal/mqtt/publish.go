@@ -78,6 +78,11 @@ func (c *Client) publisher() {
 			if flushing {
 				return // everything queued was sent
 			}
+			if c.out.takePeak() >= burstBytes {
+				// A burst is sent and acknowledged, and the Client goes
+				// idle: give its garbage back now (releaseMemory).
+				c.releaseMemory()
+			}
 			select {
 			case <-c.stop:
 				return

@@ -15,6 +15,7 @@ type outQueue struct {
 	mu     sync.Mutex
 	lanes  [2]lane // laneFirst, laneBulk
 	bytes  int
+	peak   int // the most bytes queued since takePeak last looked
 	max    int
 	notify chan struct{} // has a value while a lane is not empty
 	closed bool          // the publisher stopped: nothing is taken any more
@@ -56,6 +57,7 @@ func (q *outQueue) pushTo(l int, m outMsg) bool {
 	}
 	q.lanes[l].msgs = append(q.lanes[l].msgs, m)
 	q.bytes += m.size()
+	q.peak = max(q.peak, q.bytes)
 	select {
 	case q.notify <- struct{}{}:
 	default:
@@ -114,6 +116,15 @@ func (q *outQueue) close() []outMsg {
 	}
 	q.bytes = 0
 	return rest
+}
+
+// takePeak returns the most bytes the queue held since the last call.
+func (q *outQueue) takePeak() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	p := q.peak
+	q.peak = q.bytes
+	return p
 }
 
 func (q *outQueue) isClosed() bool {
