@@ -127,7 +127,7 @@ func (c Config) normalized() (Config, error) {
 		return c, errors.New("mqtt: MQTT_CERT_FILE and MQTT_KEY_FILE must be set together (the client certificate and its key)")
 	}
 	if !secure && (c.CAFile != "" || c.CertFile != "") {
-		return c, fmt.Errorf("mqtt: MQTT_CA_FILE/MQTT_CERT_FILE are set but MQTT_URL uses %s://, which is not encrypted: use ssl://, mqtts:// or wss://, or unset the TLS files", u.Scheme)
+		return c, fmt.Errorf("mqtt: MQTT_CA_FILE/MQTT_CERT_FILE are set but MQTT_URL uses %s://, which is not encrypted: use ssl://, mqtts://, tls:// or wss://, or unset the TLS files", u.Scheme)
 	}
 	if c.CAFile != "" {
 		if _, err := loadCA(c.CAFile); err != nil {
