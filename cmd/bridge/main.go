@@ -72,7 +72,7 @@ func buildVersion(ldflags string, info *debug.BuildInfo, ok bool) string {
 // may grow to 1.25 times what is live instead of Go's default of twice. The
 // daemon's live heap is small and it allocates slowly when idle, so
 // collecting more often costs little CPU and keeps resident memory low (the
-// measurements are in docs/reliability.md, "Footprint"). GOGC and
+// measurements are in docs/benchmarks.md, "Collector and threads"). GOGC and
 // GOMEMLIMIT in the environment still win.
 const gcPercent = 25
 
@@ -81,7 +81,7 @@ const gcPercent = 25
 // requests and publishes a second: one P does it, and every extra P costs
 // idle CPU (threads woken to look for work each time a reply arrives) and
 // per-P caches, without making a command faster (docs/benchmarks.md,
-// "Threads"). GOMAXPROCS in the environment still wins.
+// "Collector and threads"). GOMAXPROCS in the environment still wins.
 const maxProcs = 1
 
 // tuneRuntime applies gcPercent and maxProcs unless the environment sets

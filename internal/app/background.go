@@ -195,7 +195,7 @@ func (s *startMemory) step(listed bool, ps poller.Stats, listPending func() bool
 		// device list with the scenes out. Its memory (a large account's
 		// discovery configs, first answers and device lists) goes back to
 		// the system now rather than at the scavenger's slow pace: minutes
-		// of a resident peak otherwise (docs/reliability.md).
+		// of a resident peak otherwise (docs/benchmarks.md, "Footprint").
 		s.settled = true
 		return true
 	case listed && ps.Reads >= uint64(ps.Devices):

@@ -20,7 +20,7 @@ import (
 )
 
 // TestLocalControlFigures measures local control end to end through a real
-// mosquitto (docs/benchmarks.md, "Local control"): a command published on
+// mosquitto (docs/benchmarks.md, "Home Assistant state and LAN commands"): a command published on
 // MQTT → its datagram taken in at the simulated light, and → the confirmed
 // state back on MQTT at a subscriber; a change made at the light → MQTT.
 // It logs the figures and asserts only what must hold whatever the load:

@@ -23,7 +23,7 @@ import (
 // metrics are the daemon's Prometheus metrics, in a set of its own (no
 // globals: two daemons in one test process do not collide). The series and
 // their names are the public interface; the library behind them was chosen
-// for its size (docs/decisions.md, "metrics library").
+// for its size (docs/decisions.md, "Metrics without protobuf").
 type metrics struct {
 	set     *vm.Set
 	limited *vm.Counter

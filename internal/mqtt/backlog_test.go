@@ -382,7 +382,7 @@ func fenceNeverBack(t *testing.T, refuse bool) {
 	// A refused fence ends the judgement at its SUBACK, which paho completes
 	// ahead of publishes still on their way through its router: the old
 	// command read before the refusal may be handled then (a known gap,
-	// docs/decisions.md, "The broker as an attacker"). A fence that never
+	// docs/decisions.md, "Commands kept too long by the broker are dropped"). A fence that never
 	// comes back ends it on the clock, after them.
 	oldRan := refuse && got == [2]string{"c2m/dev/set", "old"}
 	if oldRan {

@@ -15,7 +15,7 @@ import (
 // acknowledgement at once. One at a time, every message cost a round trip
 // to the broker: a start's thousands of discovery configs took about a
 // second on the loopback, and every state behind them waited for it
-// (docs/benchmarks.md, "First states sooner"). The order is kept anyway:
+// (docs/benchmarks.md, "First states"). The order is kept anyway:
 // paho writes publishes in the order they are handed to it, the broker
 // takes them in that order, and after a lost connection paho sends the
 // unacknowledged ones again in the order it stored them (an ordered store)

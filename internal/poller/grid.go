@@ -16,9 +16,7 @@ import (
 // wake of an idle process costs the hypervisor's interrupts, the Go
 // runtime's sysmon thread (which polls every 20 µs to 10 ms while anything
 // runs) and the threads' hand-offs, and reads sent together share them
-// (measured in docs/benchmarks.md, docs/reliability.md and
-// docs/decisions.md, "one-second read grid", "a grid that grows for small
-// accounts", "a coarser grid for large accounts").
+// (docs/decisions.md, "Reads on a grid").
 //
 // Reads a user waits for are not put on a grid: confirming reads after
 // commands, reads and scene or list refreshes on request, and the

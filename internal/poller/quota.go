@@ -24,7 +24,7 @@ import (
 // a token and each scene fetch a token and one of the scene rounds' share;
 // and a floor, below which nothing paced goes until the window renews.
 
-// Pacing rule (docs/decisions.md, "The account's quota").
+// Pacing rule (docs/decisions.md, "Planning within the cloud's quota").
 const (
 	// reserveShare of a window's limit is kept for commands with their
 	// confirming reads and reads on request, at least reserveMin (a

@@ -129,7 +129,7 @@ const DefaultMaxInFlight = 8
 // of a start on the wire at once, each on a connection of its own (HTTP/1.1),
 // which the transport keeps for reuse while the start's rounds go on; the
 // daemon closes them once the last is answered (Config.OnFirstReadsDone;
-// docs/decisions.md, h32first). 100 reads every device of
+// docs/decisions.md, "First reads go out together"). 100 reads every device of
 // an account of 100 in one answer time, and a larger account in rounds of
 // 100; it is as many connections as a Python program on aiohttp opens by
 // default (TCPConnector's limit), so a cloud sees nothing unusual.

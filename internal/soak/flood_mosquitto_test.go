@@ -50,7 +50,7 @@ import (
 //     bridge than for mosquitto_sub (judgeMissed).
 //
 // The runs' counts of lights at their last command, side by side, are the
-// figures of docs/benchmarks.md ("The flood beside mosquitto_sub"):
+// figures of docs/benchmarks.md ("Messages in: a flood beside mosquitto_sub"):
 //
 //	go test -tags mosquitto ./internal/soak -run TestFloodBesideMosquittoSub -v \
 //	    -flood.commands 50000 -flood.paces 20000,40000,0 -flood.runs 3

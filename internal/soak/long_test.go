@@ -1,7 +1,7 @@
 //go:build soak
 
 // The long measurements: minutes each, figures that depend on the machine.
-// They are compiled only with -tags soak; docs/reliability.md has the
+// They are compiled only with -tags soak; docs/benchmarks.md has the
 // figures and the commands that reproduce them.
 
 package soak
@@ -266,7 +266,7 @@ func TestHeapProfile(t *testing.T) {
 
 // footprintGoal is the idle CPU (percent of a core) and resident memory
 // a household of n devices at the default 60 s poll may use: half the
-// Python peer's CPU at 100 devices (docs/reliability.md); the memory of
+// Python peer's CPU at 100 devices (docs/benchmarks.md, "Footprint"); the memory of
 // 100 and of 1000 devices is issue 39's budget (docs/benchmarks.md).
 func footprintGoal(n int) (g struct {
 	cpu   float64
