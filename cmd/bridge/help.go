@@ -34,7 +34,7 @@ Run "cloud2mqtt help" for the flags, the required settings and where they are ke
 // installs says where the configuration lives for each way of installing.
 var installs = [][2]string{
 	{"Debian package", "/etc/cloud2mqtt/cloud2mqtt.env (the unit's EnvironmentFile=); the API key in /etc/cloud2mqtt/api_key (a systemd credential); set-up: /usr/share/doc/cloud2mqtt/README.Debian"},
-	{"Archive", "the same two files once installed as README.md's \"systemd\" section says (its cloud2mqtt.service reads them); config.example.env beside the binary lists every setting"},
+	{"Archive", "the same two files once installed as docs/install.md's \"Archive\" section says (its cloud2mqtt.service reads them); config.example.env beside the binary lists every setting"},
 	{"Container", "cloud2mqtt.env beside docker-compose.yml (its env_file); the API key in the file api_key (the secret cloud_api_key)"},
 	{"Home Assistant app", "the app's Configuration tab: options named like the settings in lower case (cloud_api_key is CLOUD_API_KEY)"},
 	{"By hand", "variables exported in the shell: read -rsp 'API key: ' CLOUD_API_KEY && export CLOUD_API_KEY"},
@@ -75,9 +75,9 @@ commands:
 	_ = tw.Flush()
 	fmt.Fprintf(w, `
 Every setting, with its default and meaning, is in config.example.env (the .deb installs it as
-/etc/cloud2mqtt/cloud2mqtt.env) and README.md, "Configuration". Secrets may also come from a file
+/etc/cloud2mqtt/cloud2mqtt.env) and docs/configuration.md. Secrets may also come from a file
 (%s) or a systemd credential; they are never printed.
-Start with: cloud2mqtt -check   (every setting, then the broker, the ports and the cloud: ok or FAIL)
+Start with: cloud2mqtt -check   (every setting, then the broker, the ports and the cloud: ok, warn or FAIL)
 `, strings.Join(secretFiles(), ", "))
 }
 

@@ -17,11 +17,11 @@ import (
 
 // The HTTP endpoint: /healthz, /metrics and the status page on HTTP_ADDR,
 // and in app mode the status page on Home Assistant's ingress port beside
-// it. Both serve one web.Handler, which holds the guards (docs/web.md);
+// it. Both serve one web.Handler, which holds the guards (docs/security.md, "The status page");
 // the servers here bound what a connection may cost.
 
 // Ingress is the status page in Home Assistant's sidebar (app mode,
-// docs/web.md "Through Home Assistant"): the Supervisor's proxy forwards
+// docs/status-page.md): the Supervisor's proxy forwards
 // the page to Addr, and only its connections are served there. The zero
 // value is off.
 type Ingress struct {

@@ -18,7 +18,7 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// Local control (LAN_ENABLED, docs/lan.md): the router beside the cloud.
+// Local control (LAN_ENABLED, docs/local-control.md): the router beside the cloud.
 
 // Validate is cfg.Validate with the LAN settings config keeps as text for
 // lan to parse (LAN_LISTEN, LAN_SCAN_TARGETS): every problem at once, each
@@ -123,7 +123,7 @@ func checkLocal(ctx context.Context, cfg config.Config, devs []capability.Device
 		detail += fmt.Sprintf("; %d answers from devices not on this account (ignored)", st.Unknown)
 	}
 	if len(found) == 0 && len(ids) > 0 {
-		detail += "; none answered: turn LAN Control on in the vendor's app for each light, and list other subnets' lights in LAN_SCAN_TARGETS (see README, Local control)"
+		detail += "; none answered: turn LAN Control on in the vendor's app for each light, and list other subnets' lights in LAN_SCAN_TARGETS (see docs/local-control.md)"
 	}
 	say(true, "local control", detail)
 	for _, d := range found {

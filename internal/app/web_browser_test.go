@@ -12,7 +12,7 @@ package app_test
 //	go test -tags browser -run Browser ./internal/app
 //
 // and -args -screenshots ../../docs/screenshots to renew the screenshots
-// of docs/web.md (the demo's catalogue, its real figures).
+// of docs/status-page.md (the demo's catalogue, its real figures).
 
 import (
 	"encoding/json"

@@ -10,7 +10,7 @@ package web
 //
 //	go test -tags browser ./internal/web/...
 //
-// (-args -screenshots DIR keeps its screenshots; those of docs/web.md are
+// (-args -screenshots DIR keeps its screenshots; those of docs/status-page.md are
 // taken over the whole daemon by internal/app's browser test).
 // Chromium: Debian's chromium package, or $CHROMIUM (see internal/web/webtest).
 

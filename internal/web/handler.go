@@ -174,7 +174,7 @@ func (h *Handler) routes() {
 		writeError(w, http.StatusMethodNotAllowed, "actions are POSTs")
 	})
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such API endpoint "+r.URL.Path+"; see docs/web.md")
+		writeError(w, http.StatusNotFound, "no such API endpoint "+r.URL.Path+"; see docs/status-page.md, \"The API, for scripts\"")
 	})
 }
 

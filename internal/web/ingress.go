@@ -6,7 +6,7 @@ import (
 	"net/netip"
 )
 
-// Home Assistant's ingress (docs/web.md, "Through Home Assistant"): in app
+// Home Assistant's ingress (docs/status-page.md): in app
 // mode the Supervisor's proxy (one address, 172.30.32.2) forwards the
 // sidebar's page from /api/hassio_ingress/<token>/ to a listener of the
 // daemon's own, stripping that prefix and naming it in X-Ingress-Path. The

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// The page's security, in one place (docs/web.md, "What is guarded"):
+// The page's security, in one place (docs/security.md, "The status page"):
 //   - every response (/healthz and /metrics too) carries a strict
 //     Content-Security-Policy (no inline script or style, nothing from
 //     another origin), nosniff and no framing (but by Home Assistant's
