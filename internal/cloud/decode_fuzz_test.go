@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"bytes"
 	"net/http"
 	"reflect"
 	"strings"
@@ -58,7 +59,9 @@ func checkDecodeError(t *testing.T, a answer, err error) {
 		t.Fatalf("status %d: error %+v has no kind or endpoint", a.status, ae)
 	}
 	msg := ae.Error()
-	if strings.Contains(msg, fuzzKey) || !strings.HasPrefix(msg, "cloud: ") || strings.Contains(msg, "%!") {
+	// A "%!" is a formatting artefact unless the answer itself held one (the error quotes it).
+	artefact := strings.Contains(msg, "%!") && !bytes.Contains(a.body, []byte("%!"))
+	if strings.Contains(msg, fuzzKey) || !strings.HasPrefix(msg, "cloud: ") || artefact {
 		t.Fatalf("status %d: error text %q", a.status, msg)
 	}
 	if ae.Kind == ErrAuth && (!strings.Contains(msg, "read from CLOUD_API_KEY_FILE") || !strings.Contains(msg, "CLOUD_API_KEY_HEADER (the key is sent in X-Fuzz-Key")) {
