@@ -117,7 +117,7 @@ func TestDemoStart(t *testing.T) {
 	if len(lines) < 20 {
 		t.Errorf("only %d log lines before the instructions:\n%s", len(lines), s)
 	}
-	if n := strings.Count(s, `"poller: poll interval"`); n != 1 {
+	if n := strings.Count(s, `"poll interval"`); n != 1 {
 		t.Errorf("the poll interval is logged %d times, want once", n)
 	}
 	for _, line := range strings.Split(s, "\n") {

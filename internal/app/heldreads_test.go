@@ -72,7 +72,7 @@ func TestOneRefusedReadHoldsNoDeviceBack(t *testing.T) {
 	if len(held) != len(ids) {
 		t.Errorf("reads of %d devices held back after the refusal, want every device's (%d): the test did not hold reads back", len(held), len(ids))
 	}
-	if failed := h.logLines(func(l map[string]any) bool { return l["message"] == "poller: state read failed" }); len(failed) != 0 {
+	if failed := h.logLines(func(l map[string]any) bool { return l["message"] == "state read failed" }); len(failed) != 0 {
 		t.Errorf("%d reads counted failed, the first %v; want none", len(failed), failed[0])
 	}
 	refusals := h.logLines(func(l map[string]any) bool {

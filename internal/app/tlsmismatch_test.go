@@ -33,7 +33,7 @@ func TestCloudSchemeMismatchSaidOnce(t *testing.T) {
 	// fourth has failed.
 	failures := func() int {
 		return len(h.logLines(func(l map[string]any) bool {
-			return l["message"] == "poller: reading the device list failed"
+			return l["message"] == "reading the device list failed"
 		}))
 	}
 	deadline := time.Now().Add(wait)

@@ -229,7 +229,7 @@ func TestUnknownTypesLoggedOnce(t *testing.T) {
 	for _, w := range logs.warnings(t) {
 		typ, _ := w["type"].(string)
 		count[typ]++
-		if !strings.HasPrefix(w["message"].(string), "cloud: unknown ") {
+		if !strings.HasPrefix(w["message"].(string), "unknown ") {
 			t.Errorf("warning %v", w)
 		}
 	}

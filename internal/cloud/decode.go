@@ -39,21 +39,21 @@ func (c *Client) readDevices(cl call, a answer) ([]capability.Device, error) {
 		d, err := dec.Decode(raw)
 		if err != nil {
 			c.warnOnce("device-undecodable:"+strconv.Itoa(i)+":"+err.Error(), func(ev *zerolog.Event) {
-				ev.Int("index", i).Str("error", c.clean(err.Error())).Msg("cloud: a device in the list cannot be decoded; left out")
+				ev.Int("index", i).Str("error", c.clean(err.Error())).Msg("a device in the list cannot be decoded; left out")
 			})
 			continue
 		}
 		if d.SKU == "" || d.Device == "" {
 			c.warnOnce("device-unnamed:"+d.SKU+"/"+d.Device+":"+d.Name, func(ev *zerolog.Event) {
 				ev.Int("index", i).Str("sku", c.clean(d.SKU)).Str("device", c.clean(d.Device)).Str("name", c.clean(d.Name)).
-					Msg("cloud: a device in the list has no sku or device id; left out")
+					Msg("a device in the list has no sku or device id; left out")
 			})
 			continue
 		}
 		key := d.SKU + "/" + d.Device
 		if seen[key] {
 			c.warnOnce("device-duplicate:"+key, func(ev *zerolog.Event) {
-				ev.Str("sku", c.clean(d.SKU)).Str("device", c.clean(d.Device)).Msg("cloud: a device appears twice in the list; the first is kept")
+				ev.Str("sku", c.clean(d.SKU)).Str("device", c.clean(d.Device)).Msg("a device appears twice in the list; the first is kept")
 			})
 			continue
 		}
@@ -70,7 +70,7 @@ func (c *Client) noteDevice(d capability.Device) {
 	if d.Type != "" && !capability.KnownDeviceType(d.Type) {
 		c.warnOnce("device-type:"+d.Type, func(ev *zerolog.Event) {
 			ev.Str("type", c.clean(d.Type)).Str("sku", c.clean(d.SKU)).Str("device", c.clean(d.Device)).
-				Msg("cloud: unknown device type; kept as reported")
+				Msg("unknown device type; kept as reported")
 		})
 	}
 	for _, cp := range d.Capabilities {
@@ -79,7 +79,7 @@ func (c *Client) noteDevice(d capability.Device) {
 	for _, p := range d.Problems {
 		c.warnOnce("device-problem:"+d.SKU+"/"+d.Device+":"+p, func(ev *zerolog.Event) {
 			ev.Str("sku", c.clean(d.SKU)).Str("device", c.clean(d.Device)).Str("problem", c.clean(p)).
-				Msg("cloud: a capability cannot be decoded; left out")
+				Msg("a capability cannot be decoded; left out")
 		})
 	}
 }
@@ -90,7 +90,7 @@ func (c *Client) noteCapabilityType(typ, instance, sku, device string) {
 	}
 	c.warnOnce("capability-type:"+typ, func(ev *zerolog.Event) {
 		ev.Str("type", c.clean(typ)).Str("instance", c.clean(instance)).Str("sku", c.clean(sku)).Str("device", c.clean(device)).
-			Msg("cloud: unknown capability type; kept as reported")
+			Msg("unknown capability type; kept as reported")
 	})
 }
 
@@ -165,7 +165,7 @@ func decodeCapabilities[T any](c *Client, cl call, raws []json.RawMessage, decod
 		if err != nil {
 			c.warnOnce(cl.ep.name+"-undecodable:"+cl.sku+"/"+cl.device+":"+strconv.Itoa(i)+":"+err.Error(), func(ev *zerolog.Event) {
 				ev.Str("endpoint", cl.ep.name).Str("sku", c.clean(cl.sku)).Str("device", c.clean(cl.device)).Int("index", i).
-					Str("error", c.clean(err.Error())).Msg("cloud: a capability in the answer cannot be decoded; left out")
+					Str("error", c.clean(err.Error())).Msg("a capability in the answer cannot be decoded; left out")
 			})
 			continue
 		}
@@ -217,7 +217,7 @@ func (c *Client) readControl(cl call, a answer) (ControlResult, error) {
 		// The code said success; an echo we cannot read does not undo that.
 		c.warnOnce("control-echo:"+cl.sku+"/"+cl.device+":"+cl.instance, func(ev *zerolog.Event) {
 			ev.Str("sku", c.clean(cl.sku)).Str("device", c.clean(cl.device)).Str("instance", c.clean(cl.instance)).
-				Str("error", c.clean(err.Error())).Msg("cloud: the control answer's capability cannot be read; trusting its code")
+				Str("error", c.clean(err.Error())).Msg("the control answer's capability cannot be read; trusting its code")
 		})
 		return res, nil
 	}

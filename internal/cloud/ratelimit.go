@@ -251,7 +251,7 @@ func (c *Client) readRateLimits(h http.Header, now time.Time) RateLimits {
 	for _, p := range problems {
 		c.warnOnce("rate-limit-header:"+p.header, func(ev *zerolog.Event) {
 			ev.Str("header", p.header).Str("value", c.clean(clipHeader(p.value))).Str("problem", p.why).
-				Msg("cloud: a rate-limit header of the cloud's answer cannot be read; ignored (said once per header)")
+				Msg("a rate-limit header of the cloud's answer cannot be read; ignored (said once per header)")
 		})
 	}
 	return l

@@ -82,9 +82,9 @@ func TestDevicesOfOneModelShareDefinitions(t *testing.T) {
 	var problems, types int
 	for _, w := range logs.warnings(t) {
 		switch w["message"] {
-		case "cloud: a capability cannot be decoded; left out":
+		case "a capability cannot be decoded; left out":
 			problems++
-		case "cloud: unknown capability type; kept as reported":
+		case "unknown capability type; kept as reported":
 			types++
 		}
 	}

@@ -107,10 +107,10 @@ func restoreActivity(a *Activity, dir statedir.Dir, now time.Time, log zerolog.L
 	switch err := dir.Read(activityFile, activityFormat, activityVersion, &s); {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		log.Warn().Err(err).Msg("poller: what was learned of the devices' changes cannot be used; learning anew (every device at the plain interval meanwhile)")
+		log.Warn().Err(err).Msg("what was learned of the devices' changes cannot be used; learning anew (every device at the plain interval meanwhile)")
 	default:
 		n := a.restore(s, now)
-		log.Info().Int("devices", n).Str("state_dir", string(dir)).Msg("poller: how often each device changes, as learned before the restart")
+		log.Info().Int("devices", n).Str("state_dir", string(dir)).Msg("how often each device changes, as learned before the restart")
 	}
 }
 
@@ -125,6 +125,6 @@ func saveActivity(a *Activity, dir statedir.Dir, now time.Time, log zerolog.Logg
 		return
 	}
 	if err := dir.Write(activityFile, activityFormat, activityVersion, s); err != nil {
-		log.Warn().Err(err).Msg("poller: cannot save what was learned of the devices' changes to the state directory; a restart learns anew")
+		log.Warn().Err(err).Msg("cannot save what was learned of the devices' changes to the state directory; a restart learns anew")
 	}
 }

@@ -50,7 +50,7 @@ func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 			ev = p.log.Info() // we have a list, or the fix was said already
 		}
 		ev.Err(err).Int("failures", p.listFailures).Stringer("retry_in", retry).
-			Msg("poller: reading the device list failed")
+			Msg("reading the device list failed")
 		p.emitDone(waiters, fmt.Errorf("poller: refresh device list: %w", err))
 		return
 	}
@@ -129,7 +129,7 @@ func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 	}
 	if ch.Any() || len(added) > 0 {
 		p.log.Info().Int("devices", len(ch.All)).Int("added", len(added)).Int("removed", removed).
-			Msg("poller: device list changed")
+			Msg("device list changed")
 	}
 	p.emitDone(waiters, nil)
 }
@@ -219,8 +219,8 @@ func (p *Poller) replan() {
 	case plan.OverBudget:
 		p.log.Warn().EmbedObject(plan).Msg(config.DailyLimitTooLow(plan.Limit, plan.Devices))
 	case plan.Limit > 0:
-		p.log.Info().EmbedObject(plan).Msg("poller: poll interval planned for the daily limit")
+		p.log.Info().EmbedObject(plan).Msg("poll interval planned for the daily limit")
 	default:
-		p.log.Info().Int("devices", n).Stringer("interval", interval).Stringer("grid", p.grid).Msg("poller: poll interval")
+		p.log.Info().Int("devices", n).Stringer("interval", interval).Stringer("grid", p.grid).Msg("poll interval")
 	}
 }

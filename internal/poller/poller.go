@@ -370,7 +370,7 @@ type Poller struct {
 func New(s Scheduler, store Store, cfg Config, log zerolog.Logger) *Poller {
 	if cfg.Interval > 0 && cfg.Interval < MinInterval {
 		log.Warn().Stringer("configured", cfg.Interval).Stringer("used", MinInterval).
-			Msg("poller: POLL_INTERVAL is below the cloud's limit of one state read per device every 2 s; using 2 s")
+			Msg("POLL_INTERVAL is below the cloud's limit of one state read per device every 2 s; using 2 s")
 	}
 	cfg = cfg.withDefaults()
 	interval, plan := PlanInterval(0, cfg)

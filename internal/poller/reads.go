@@ -41,7 +41,7 @@ func (p *Poller) stepRead(now time.Time, d *device) {
 	if err != nil {
 		// Not accepted (overload, shutdown): the device is not at fault, so
 		// no failure is counted; try again one interval later.
-		p.log.Debug().Err(err).Stringer("device", d.dev).Msg("poller: state read not accepted")
+		p.log.Debug().Err(err).Stringer("device", d.dev).Msg("state read not accepted")
 		d.nextPoll = onGridOf(d.periodBase(now).Add(p.interval), p.gridOf(d))
 		p.emitDone(waiters, fmt.Errorf("poller: read %s: %w", d.dev, err))
 		return
@@ -87,7 +87,7 @@ func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err err
 		// its last values, and it is not backed off (that would delay its
 		// recovery once reads go out again).
 		p.readErrors++
-		p.log.Debug().Err(err).Stringer("device", d.dev).Msg("poller: state read held back or the API key refused; not the device's failure")
+		p.log.Debug().Err(err).Stringer("device", d.dev).Msg("state read held back or the API key refused; not the device's failure")
 	case err != nil:
 		p.readErrors++
 		d.failedReads++
@@ -98,14 +98,14 @@ func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err err
 			// finds it back.
 			d.backoffReads++
 		}
-		p.log.Debug().Err(err).Stringer("device", d.dev).Int("failures", d.failedReads).Msg("poller: state read failed")
+		p.log.Debug().Err(err).Stringer("device", d.dev).Int("failures", d.failedReads).Msg("state read failed")
 		if d.failedReads >= FailuresBeforeUnreachable {
 			p.store.MarkUnreachable(d.dev.Key(), err)
 		}
 	default:
 		if d.stateless {
 			d.stateless, p.sharesStale = false, true
-			p.log.Info().Stringer("device", d.dev).Msg("poller: the cloud answers this device's state reads again; polling it as usual")
+			p.log.Info().Stringer("device", d.dev).Msg("the cloud answers this device's state reads again; polling it as usual")
 		}
 		d.failedReads = 0
 		if online, known := st.Online(); online || !known {
@@ -146,7 +146,7 @@ func (p *Poller) onStateless(d *device, err error) {
 	d.stateless = true
 	p.sharesStale = true // its reads go to the others
 	p.log.Warn().Err(err).Stringer("device", d.dev).Dur("recheck_after", StatelessRecheck).
-		Msg("poller: the cloud keeps no state for this device (a group made in the vendor's app?); it is not polled, shown online with what was last sent to it, and still controllable")
+		Msg("the cloud keeps no state for this device (a group made in the vendor's app?); it is not polled, shown online with what was last sent to it, and still controllable")
 	p.store.MarkStateless(d.dev.Key())
 }
 

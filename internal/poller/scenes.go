@@ -84,7 +84,7 @@ func (p *Poller) onScenes(now time.Time, d *device, diyKind bool, sc cloud.Scene
 		d.sceneFailures++
 		retry := scheduler.Backoff(sceneRetry, p.cfg.SceneInterval, d.sceneFailures)
 		d.nextScenes = onGridOf(now.Add(retry), p.grid)
-		p.log.Info().Err(r.err).Stringer("device", d.dev).Stringer("retry_in", retry).Msg("poller: scene fetch failed")
+		p.log.Info().Err(r.err).Stringer("device", d.dev).Stringer("retry_in", retry).Msg("scene fetch failed")
 	} else {
 		d.sceneFailures = 0
 		d.nextScenes = onGridOf(now.Add(p.cfg.SceneInterval), p.grid)

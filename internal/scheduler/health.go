@@ -98,7 +98,7 @@ func (s *Scheduler) retryAfterLocked(asked time.Duration) time.Duration {
 	if !s.counts.retryAfterCapped {
 		s.counts.retryAfterCapped = true
 		s.log.Warn().Dur("retry_after", asked).Dur("used", MaxRetryAfter).
-			Msg("scheduler: the cloud asked to wait longer than the bridge waits after a 429; waiting the most it waits instead (said once)")
+			Msg("the cloud asked to wait longer than the bridge waits after a 429; waiting the most it waits instead (said once)")
 	}
 	return MaxRetryAfter
 }

@@ -128,7 +128,7 @@ func (s *Scheduler) shutdown(cancelReq context.CancelFunc) error {
 	case <-done:
 	case <-t.C():
 		s.log.Warn().Int("in_flight", inflight).Dur("waited", ShutdownTimeout).
-			Msg("scheduler: cancelling requests still on the wire at shutdown")
+			Msg("cancelling requests still on the wire at shutdown")
 		cancelReq()
 		<-done
 	}

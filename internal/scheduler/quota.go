@@ -305,7 +305,7 @@ func (s *Scheduler) quotaHoldLocked(now time.Time, cause error) (time.Time, bool
 	s.quota.holdUntil = until
 	s.quota.holdErr = &QuotaError{Window: w, Err: cause}
 	s.log.Warn().Str("window", w.Name).Int("limit", w.Limit).Time("renews", w.Reset).Time("held_until", until).
-		Msg("scheduler: the account's request quota is spent; reads and commands wait until it renews (commands stay queued, the latest value of each wins)")
+		Msg("the account's request quota is spent; reads and commands wait until it renews (commands stay queued, the latest value of each wins)")
 	return until, true
 }
 

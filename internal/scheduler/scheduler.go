@@ -193,7 +193,7 @@ type counters struct {
 // Config.Validate) take the spec's defaults. Nothing is sent before Run.
 func New(c Cloud, cfg Config, log zerolog.Logger) *Scheduler {
 	if err := cfg.Validate(); err != nil {
-		log.Warn().Err(err).Msg("scheduler: unusable settings replaced by defaults")
+		log.Warn().Err(err).Msg("unusable settings replaced by defaults")
 	}
 	cfg = cfg.withDefaults()
 	s := &Scheduler{

@@ -55,7 +55,7 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 			a.lastErr = s.quota.holdErr
 		}
 		s.counts.cloud.heldUntil(a.notBefore)
-		ev(s.log.Warn()).Dur("retry_after", retryAfter).Dur("wait", a.notBefore.Sub(now)).Msg("scheduler: rate limited by the cloud (429), bucket emptied, will retry")
+		ev(s.log.Warn()).Dur("retry_after", retryAfter).Dur("wait", a.notBefore.Sub(now)).Msg("rate limited by the cloud (429), bucket emptied, will retry")
 		if s.closed {
 			s.counts.failures++
 			return false, fmt.Errorf("%w: %w", ErrNotSent, err)
@@ -69,7 +69,7 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 	case cloud.IsAuth(err):
 		if !now.Before(s.authUntil) {
 			ev(s.log.Error()).Err(err).Dur("holdoff", AuthHoldoff).
-				Msg("scheduler: the cloud refused the API key; failing requests without sending them for a while")
+				Msg("the cloud refused the API key; failing requests without sending them for a while")
 		}
 		s.authUntil = now.Add(AuthHoldoff)
 		s.authErr = err
@@ -81,7 +81,7 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 		// once (until a request succeeds).
 		if !s.schemeSaid {
 			s.schemeSaid = true
-			s.log.Error().Err(err).Msg("scheduler: the cloud's address has the wrong scheme; every request fails until CLOUD_BASE_URL is changed (said once)")
+			s.log.Error().Err(err).Msg("the cloud's address has the wrong scheme; every request fails until CLOUD_BASE_URL is changed (said once)")
 		}
 		s.counts.failures++
 		return false, err
@@ -96,7 +96,7 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 		return false, err
 	}
 	if a.giveUpAt.IsZero() && a.failures >= s.cfg.MaxAttempts || !a.giveUpAt.IsZero() && !now.Before(a.giveUpAt) {
-		ev(s.log.Warn()).Err(err).Msg("scheduler: giving up after transient failures")
+		ev(s.log.Warn()).Err(err).Msg("giving up after transient failures")
 		s.counts.failures++
 		return false, fmt.Errorf("scheduler: gave up after %d attempts: %w", a.sent, err)
 	}
@@ -105,7 +105,7 @@ func (s *Scheduler) settleLocked(now time.Time, ep endpoint, d *device, a *attem
 		wait = max(a.giveUpAt.Sub(now), 0) // one last try when the command is due to give up
 	}
 	a.notBefore = now.Add(wait)
-	ev(s.log.Debug()).Err(err).Time("retry_at", a.notBefore).Msg("scheduler: transient failure, will retry")
+	ev(s.log.Debug()).Err(err).Time("retry_at", a.notBefore).Msg("transient failure, will retry")
 	return true, nil
 }
 
