@@ -1,25 +1,14 @@
 package bridge
 
-// The bridge's own retained topics, kept true. Where the broker lets any
-// client publish anywhere (an anonymous mosquitto without the ACL of
-// deploy/mosquitto), a client can retain bridge/state "offline" or a
-// device's availability "offline", and Home Assistant shows it until the
-// next real change, which for availability may be days away. The bridge
-// subscribes to those topics (topic.Layout.Watched) and, when one arrives
-// that differs from what it last published, publishes the truth again.
+// The bridge's own retained topics, kept true. Where any client may publish
+// anywhere, one can retain bridge/state or a device's availability "offline"
+// and Home Assistant would show it until the next real change. The bridge
+// watches those topics and republishes the truth when a live message differs;
+// its own echoes cost at most one needless republish, never a loop.
 //
-// Its own publications come back too: their echo equals the truth, or a
-// newer publication of its own follows it (the broker delivers in order),
-// so an echo costs at most one needless republish and never a loop.
-// Retained deliveries (on subscribing, at every connect) are left alone:
-// every connect republishes everything anyway. After the connection is
-// closed the Publisher refuses, so the "offline" published while shutting
-// down stands.
-//
-// A flood of overwrites cannot make the bridge publish without bound: the
-// first overwrite is answered at once, those within the next CorrectEvery
-// together at its end, at most maxCorrections topics a round (the rest in
-// the next), each topic once a round.
+// A flood of overwrites cannot make the bridge publish without bound: the first
+// is answered at once, later ones together every CorrectEvery, at most
+// maxCorrections topics each time, each topic once.
 
 import (
 	"bytes"
@@ -31,9 +20,8 @@ import (
 )
 
 const (
-	// CorrectEvery spaces the rounds of corrections: a topic overwritten
-	// is published again at once, or at the end of the round, within a
-	// second.
+	// CorrectEvery spaces the corrections: an overwritten topic is published
+	// again within a second.
 	CorrectEvery = time.Second
 	// maxCorrections bounds the topics published again in one round.
 	maxCorrections = 100
@@ -77,11 +65,9 @@ func (m *Mirror) observed(t string, payload []byte) {
 	}
 }
 
-// truthLocked is what the bridge last published on a watched topic: its
-// state is "online" while connected (the connection publishes it), a
-// device's availability what the mirror published. ok is false for a
-// topic the bridge has nothing to say on (an unknown id, nothing known
-// yet, not connected).
+// truthLocked is what the bridge last published on a watched topic: "online"
+// while connected for its state, the mirror's availability for a device. ok is
+// false when the bridge has nothing to say there.
 func (m *Mirror) truthLocked(t string) ([]byte, bool) {
 	if m.pub == nil {
 		return nil, false
@@ -135,13 +121,19 @@ func (m *Mirror) correctLocked(now time.Time) {
 		return
 	}
 	m.keep.next = now.Add(CorrectEvery)
-	m.keep.rounds++
-	m.keep.fixed += len(msgs)
+	sent := 0
 	for _, msg := range msgs {
-		// Refused once the connection is closed; a correction that could
-		// not go out waits for the next overwrite or connect.
-		_ = m.pub.Publish(msg.topic, msg.payload, msg.retained, 1)
+		// Refused once the connection is closing: then the echo was of the
+		// bridge's own "offline", and there is nothing to correct or say.
+		if m.pub.Publish(msg.topic, msg.payload, msg.retained, 1) == nil {
+			sent++
+		}
 	}
+	if sent == 0 {
+		return
+	}
+	m.keep.rounds++
+	m.keep.fixed += sent
 	if now.Sub(m.keep.logged) >= time.Minute || m.keep.rounds == 1 {
 		m.log.Warn().Str("topic", clip(msgs[0].topic, maxErrorText)).Int("published_again", m.keep.fixed).
 			Msg("another client overwrote a retained topic of the bridge's (its state or a device's availability); " +

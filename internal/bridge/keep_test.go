@@ -1,8 +1,10 @@
 package bridge
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,9 +16,8 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// Issue 40 §4, where the broker lets the spoof through: another client
-// retains bridge/state "offline" or a device's availability "offline";
-// the bridge, subscribed to them, publishes the truth again at once.
+// Where the broker lets a spoof through: another client retains bridge/state or
+// a device's availability "offline", and the bridge publishes the truth again at once.
 
 const (
 	lampAvail   = "c2m/" + lampID + "/availability"
@@ -73,6 +74,31 @@ func TestNothingToKeepBeforeTheFirstConnectOrRead(t *testing.T) {
 	b.Handle(lampAvail, []byte("offline"), false)
 	if got := pub.take(); len(got) != 0 {
 		t.Errorf("published %+v", got)
+	}
+}
+
+// TestOwnOfflineAtCloseIsNoOverwrite: the echo of the bridge's own
+// "offline" while its connection closes (publishes refused) is neither
+// corrected nor reported as another client's overwrite.
+func TestOwnOfflineAtCloseIsNoOverwrite(t *testing.T) {
+	var logs bytes.Buffer
+	pub := &failingPub{fail: true}
+	l := topic.New("c2m")
+	b := newTestBridgeWith(t, Options{Layout: l, Discovery: discovery.Config{Layout: l}, Log: zerolog.New(&logs)}, pub, &fakeCmd{}, &fakeReader{})
+	b.Handle(bridgeState, []byte("offline"), false)
+	if strings.Contains(logs.String(), "overwrote") {
+		t.Errorf("the bridge's own offline at close was logged as an overwrite: %s", logs.String())
+	}
+	// Once publishes go out again, an overwrite is corrected and said.
+	pub.mu.Lock()
+	pub.fail = false
+	pub.mu.Unlock()
+	b.m.mu.Lock()
+	b.m.keep.next = time.Time{} // no round pending
+	b.m.mu.Unlock()
+	b.Handle(bridgeState, []byte("offline"), false)
+	if got := pub.take(); len(got) != 1 || got[0] != (published{bridgeState, "online", true}) || !strings.Contains(logs.String(), "overwrote") {
+		t.Errorf("an overwrite while connected: published %+v, log %s", got, logs.String())
 	}
 }
 
