@@ -1,19 +1,10 @@
 package broker
 
-// Who may connect and publish: the users (Options.Users, or anyone), and
-// the owner (Options.Owner), the bridge, to which the topics it publishes
-// are reserved. Any client of a household broker may be an attacker (an
-// app, a device, anyone on an anonymous broker); a retained <id>/state,
-// <id>/availability "offline" or bridge/state "offline" that one of them
-// published would stand in Home Assistant until the next real change. So
-// only the owner publishes under Owner.Reserved, wills included, except
-// on Owner.Open (the commands), and no other client may take the owner's
-// client id (its session and the commands queued for it).
-//
-// The owner is known by a login the broker makes at each start and the
-// bridge, in the same process, is given (Broker.OwnerLogin): a client id
-// is no identity, any client can claim one. mosquitto gets the same rule
-// from the ACL file in deploy/mosquitto.
+// Who may connect and publish. Only the owner, the bridge, publishes under
+// Owner.Reserved (wills included, Owner.Open excepted) or takes its client
+// id, because a retained false state from any other client would stand in
+// Home Assistant; the owner is known by the login made at each start
+// (Broker.OwnerLogin), since any client can claim a client id.
 
 import (
 	"cloud2mqtt/internal/topic"

@@ -17,7 +17,7 @@ func testOwner() *Owner {
 		Open: []string{"c2m/+/set/#", "c2m/+/get/#", "c2m/+/light/set/#", "c2m/+/segment/+/set/#", "c2m/bridge/request/#"}}
 }
 
-// Issue 40 §4, the attack on the embedded broker: any client publishes a
+// The attack on the embedded broker: any client publishes a
 // retained bridge/state "offline", <id>/availability "offline" or
 // <id>/state, which Home Assistant would show until the next real change.
 // Each is refused (QoS 0 dropped, QoS 1 disconnects), and a will on them

@@ -154,16 +154,9 @@ func (b *Broker) URL() string {
 // Close stops the listeners, disconnects every client (their wills are
 // published) and returns when the client goroutines have ended.
 func (b *Broker) Close() error {
-	// mochi v2.7.9 can deadlock in Close when a client connects or
-	// disconnects at the same moment (mochi-mqtt/server issue #488: its
-	// listener closer, Clients.GetByListener, takes a read lock twice while
-	// a writer may wait between). So the listeners are closed first with a
-	// closer of ours that takes the lock once; once they are closed and
-	// their clients gone, mochi's own Close has no writer to race with.
-	// Should it hang all the same, give up waiting after closeTimeout: it
-	// must never hang the daemon's shutdown.
-	// mochi must see no client arrive while it closes (gate.go): first
-	// every connection ends and mochi returns from it, then mochi closes.
+	// mochi v2.7.9 can deadlock in Close when a client comes or goes at the
+	// same moment (mochi-mqtt/server#488), so every connection ends first
+	// (gate.go), and the wait is bounded: shutdown must never hang.
 	done := make(chan error, 1)
 	go func() {
 		if !b.gate.shut(closeTimeout) {

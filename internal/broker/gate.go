@@ -8,17 +8,10 @@ import (
 	"github.com/mochi-mqtt/server/v2/listeners"
 )
 
-// gate stands between the listeners and mochi: it knows every connection
-// whose client is being served, so that Close can end them all and wait
-// for mochi to be done with each before it closes the server.
-//
-// mochi v2.7.9 counts its clients in a WaitGroup that it Adds to when a
-// client is attached and Waits on when its listeners close; a connection
-// accepted while Close runs Adds concurrently with that Wait, which is a
-// misuse of sync.WaitGroup (the race detector reports it, and Wait may
-// return early). Behind the gate no connection reaches mochi once closing
-// began, and every one that did has returned from mochi before mochi's
-// own close starts.
+// gate stands between the listeners and mochi so that Close can end every
+// connection and wait for mochi to be done with each: mochi v2.7.9 Adds to
+// its clients' WaitGroup concurrently with its Wait when a connection
+// arrives during Close (mochi-mqtt/server#488).
 type gate struct {
 	mu      sync.Mutex
 	closing bool

@@ -1,17 +1,10 @@
 package broker
 
-// mochi v2.7.9 keeps the packet ids a client chose (its QoS 1 and 2
-// publishes, SUBSCRIBE, UNSUBSCRIBE) and those it chose itself (its QoS 1
-// and 2 messages to the client) in one map, where MQTT gives each side
-// its own. A SUBSCRIBE or UNSUBSCRIBE whose id is that of a message the
-// broker sent the client and is not yet acknowledged is refused ("packet
-// identifier in use", 0x91, even to a 3.1.1 client): right after a
-// subscription at QoS 1 with retained messages, the next subscriptions of
-// the same client fail. Home Assistant subscribes in batches while its
-// retained configs arrive, the bridge subscribes to its retained topics
-// and then to its commands. packetIDHook hands mochi such a packet with id
-// 0 (which the broker never uses) and puts the client's id back on the
-// acknowledgement.
+// mochi v2.7.9 keeps a client's packet ids and its own in one map, so a
+// SUBSCRIBE reusing the id of an unacknowledged message to the client is
+// refused (0x91), and Home Assistant subscribes while retained configs
+// arrive. packetIDHook hands mochi such packets with id 0, which mochi never
+// uses, and puts the client's id back on the acknowledgement.
 
 import (
 	"sync"

@@ -1,19 +1,9 @@
 package broker
 
-// mochi v2.7.9 reads its retained-message index without a lock when a
-// client subscribes (TopicsIndex.scanMessages reads each topic's
-// retainPath) while storing a retained message writes it under a lock the
-// scan never takes: a subscription made while the bridge publishes, or
-// while a will is stored, races with it. The race detector reports it, and
-// a scan could read a topic being cleared half-written. retainedHook
-// serializes the two: the scans that follow a SUBACK, to the end of the
-// SUBSCRIBE's handling, against the storing of a retained message or will.
-//
-// A subscriber's scans can wait on its own connection (mochi holds a
-// client's lock while it writes to it): a client that subscribes and stops
-// reading must not hold up the bridge's publishes. So storing waits for
-// the scans at most indexWait, and while a subscriber is stuck so, stores
-// without waiting, as mochi alone does.
+// mochi v2.7.9 scans its retained-message index unlocked after a SUBACK
+// while storing a retained message writes it: retainedHook makes the two
+// exclude each other. Storing waits at most indexWait, so that a subscriber
+// that stops reading cannot hold up the bridge's publishes.
 
 import (
 	"sync"

@@ -13,13 +13,10 @@ import (
 
 // adjust sets srv (not yet serving) up as described above.
 func adjust(srv *mochi.Server) error {
-	// mochi stamps every message without a Message Expiry Interval with
-	// one of a day, which MQTT 5 clients then see, and deletes a retained
-	// message a day after it was published: the bridge's "online" on
-	// bridge/state, which every entity's availability needs, is published
-	// once per connection, so a day later a Home Assistant that starts
-	// found every entity unavailable. 0: a message expires only when its
-	// publisher gave it an interval (an MQTT 5 publisher), as in mosquitto.
+	// 0: a message expires only when its publisher gave it an interval, as
+	// in mosquitto. mochi's default of a day would delete the bridge's
+	// retained "online", published once per connection, and with it every
+	// entity's availability.
 	srv.Options.Capabilities.MaximumMessageExpiryInterval = 0
 	for _, h := range []mochi.Hook{new(receiveMaximumHook), new(retainedHook), new(packetIDHook)} {
 		if err := srv.AddHook(h, nil); err != nil {
@@ -29,17 +26,9 @@ func adjust(srv *mochi.Server) error {
 	return nil
 }
 
-// receiveMaximumHook makes the broker send QoS 1 and 2 messages to an MQTT
-// 5 client without holding any back for its Receive Maximum, as it does to
-// an MQTT 3.1.1 client. mochi v2.7.9 holds the messages beyond a client's
-// Receive Maximum and sends one each time the client acknowledges another,
-// but it forgets a message once it sent it that way: its acknowledgement
-// is not counted, the window shrinks by one with each, and after about
-// twice the Receive Maximum messages the client receives nothing more
-// (nor is the message sent again after a reconnect). libmosquitto's
-// clients (mosquitto_sub among them) send a Receive Maximum of 20, less
-// than the discovery configs of a few devices. Home Assistant's client
-// sends none and is never held.
+// receiveMaximumHook makes the broker ignore an MQTT 5 client's Receive
+// Maximum, as for a 3.1.1 client: mochi v2.7.9's window shrinks by one with
+// each message it held back, and a client stalls after about twice it.
 type receiveMaximumHook struct{ mochi.HookBase }
 
 func (h *receiveMaximumHook) ID() string { return "cloud2mqtt-receive-maximum" }

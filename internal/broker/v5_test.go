@@ -1,7 +1,7 @@
 package broker_test
 
-// Issue 40 §8: Home Assistant moves its broker connection to MQTT 5
-// (3.x deprecated in 2026.6, unsupported from 2027.1). The embedded broker,
+// Home Assistant moves its broker connection to MQTT 5 (3.x deprecated in
+// 2026.6, unsupported from 2027.1). The embedded broker,
 // set up as the daemon sets it up (the bridge its owner, the packet-size
 // limit), must serve an MQTT 5 Home Assistant beside the bridge's 3.1.1
 // client as it serves a 3.1.1 one. What Home Assistant's client does is
@@ -260,8 +260,7 @@ func TestV5SessionExpiry(t *testing.T) {
 }
 
 // A client that sends a Receive Maximum (libmosquitto's send 20) gets every
-// retained config on subscribing at QoS 1, and what comes after. mochi
-// v2.7.9 alone stopped sending after twice the Receive Maximum (v5.go).
+// retained config on subscribing at QoS 1, and what comes after (v5.go).
 func TestV5ReceiveMaximum(t *testing.T) {
 	b := daemonBroker(t)
 	br := dialBridge(t, b.URL(), b)
@@ -332,9 +331,8 @@ func waitGone(t *testing.T, b *broker.Broker, id string) {
 }
 
 // Subscriptions made while the bridge publishes retained messages, and
-// while a will is stored: each subscriber gets every retained topic, and
-// under the race detector mochi's unlocked read of its retained index
-// (retained.go) no longer shows.
+// while a will is stored: each subscriber gets every retained topic, with
+// no race reported in mochi's retained index (retained.go).
 func TestRetainedWhileSubscribing(t *testing.T) {
 	b := daemonBroker(t)
 	br := dialBridge(t, b.URL(), b)
@@ -378,8 +376,8 @@ func TestRetainedWhileSubscribing(t *testing.T) {
 
 // A client's next subscription while the retained messages of its last
 // are in flight (not yet acknowledged: Home Assistant subscribes in
-// batches as its configs arrive) is granted. mochi alone refused it when
-// its packet id was one of theirs (packetid.go).
+// batches as its configs arrive) is granted, whatever its packet id
+// (packetid.go).
 func TestSubscribeWhileRetainedInFlight(t *testing.T) {
 	b := daemonBroker(t)
 	br := dialBridge(t, b.URL(), b)

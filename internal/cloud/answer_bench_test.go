@@ -47,9 +47,8 @@ func benchQuotaHeaders() http.Header {
 
 // BenchmarkStateAnswer is one state read through the client, request built
 // and answer decoded, over a transport that answers at once: with the
-// quota's headers and without them. The difference between the two, and
-// against the same benchmark before the headers were read, is what reading
-// them costs per answer (docs/benchmarks.md).
+// quota's headers and without them: the difference is what reading them
+// costs per answer (docs/benchmarks.md).
 func BenchmarkStateAnswer(b *testing.B) {
 	sku, device, body := lightStateAnswer(b)
 	for _, tc := range []struct {

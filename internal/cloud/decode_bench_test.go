@@ -176,7 +176,7 @@ func TestDeviceListLiveHeap(t *testing.T) {
 	live := int64(after) - int64(before)
 	t.Logf("1000 devices of %d models (%d-byte list): %d KB live after decoding", models, len(a.body), live/1024)
 	// The bound lies well between the figures with and without shared
-	// definitions (docs/decisions.md, "Equal scene lists are held once").
+	// definitions, so it fails only when devices of a model stop sharing.
 	if live > 1536<<10 {
 		t.Errorf("the decoded list keeps %d KB alive, want under 1.5 MB: do devices of one model still share their definitions?", live/1024)
 	}

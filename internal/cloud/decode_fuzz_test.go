@@ -18,9 +18,8 @@ import (
 // what callers rely on: a failure is always an *APIError of a real kind that
 // never shows the key nor a formatting artefact, a refused key names where
 // the key came from and its header, and a success names the device asked
-// for. The seed
-// corpus in testdata/fuzz holds the recorded answers of ../../testdata
-// and the error bodies of client_test.go.
+// for. The seed corpus in testdata/fuzz holds the recorded answers of
+// ../../testdata and the error bodies of client_test.go.
 
 const (
 	fuzzKey    = "fz-key-0b9e77d1c3"

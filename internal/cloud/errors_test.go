@@ -40,7 +40,7 @@ func TestErrors(t *testing.T) {
 		{name: "200 with code 401", op: opDevices, handler: answerWith(200, `{"code":401,"message":"invalid key"}`),
 			kind: ErrAuth, status: 200, code: 401, text: "check CLOUD_API_KEY"},
 		// A refused key names where it came from, and the header when it
-		// is not the cloud's own (issue 41 §2).
+		// is not the cloud's own, so that the user knows what to fix.
 		{name: "401 of a key file", op: opState, handler: answerWith(401, `{"code":401,"message":"Unauthorized"}`),
 			mod:  func(cfg *Config) { cfg.KeySource = "CLOUD_API_KEY_FILE" },
 			kind: ErrAuth, status: 401, code: 401,

@@ -45,10 +45,10 @@ const (
 	// just ended (the clocks differ a little).
 	maxResetAhead = 31 * 24 * time.Hour
 	maxResetPast  = 24 * time.Hour
-	// How Reset's three forms are told apart (docs/decisions.md, "The quota is learned from every answer"): below
-	// unixSeconds it is seconds from now (1e9 s are 31 years), from there
-	// to unixGap Unix seconds (2001 to 5138), from unixMillis on Unix
-	// milliseconds (2001 on); what lies between is neither.
+	// Reset's three forms told apart by size: below unixSeconds it is
+	// seconds from now (1e9 s are 31 years), from there to unixGap Unix
+	// seconds (2001 to 5138), from unixMillis on Unix milliseconds (2001
+	// on); what lies between is neither.
 	unixSeconds = 1e9
 	unixGap     = 1e11
 	unixMillis  = 1e12

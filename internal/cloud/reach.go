@@ -21,8 +21,8 @@ func (e *sentError) Unwrap() error { return e.err }
 // was written (connection refused, an unknown host, a TLS handshake that
 // failed, the bridge's own hold-offs) did not reach it, nor did one that
 // met a server of the other scheme (IsSchemeMismatch: whatever answered
-// is not the API): it costs nothing of
-// the cloud's daily budget and shows nothing of the cloud's health.
+// is not the API): it costs nothing of the cloud's daily budget and shows
+// nothing of the cloud's health.
 func Reached(err error) bool {
 	if err == nil {
 		return true

@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// A CLOUD_BASE_URL whose scheme does not match the server (issue 41 §4):
+// A CLOUD_BASE_URL whose scheme does not match the server:
 // https:// to a plain HTTP port, http:// to a TLS one. The error is
 // permanent (never transient, so never retried), costs nothing of the
 // budget (Reached is false: what answered is not the API) and names

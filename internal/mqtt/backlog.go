@@ -1,25 +1,11 @@
 package mqtt
 
-// The broker's backlog. With a persistent session the broker keeps what is
-// published to the bridge's subscriptions while the bridge is away, and
-// delivers it right after the next CONNACK, however old: a "heater on"
-// sent hours earlier would run when the bridge comes back. MQTT 3.1.1
-// gives a message no age; what the Client knows is how long it was away,
-// from the last instant it knew it was connected with nothing older
-// waiting at the broker (caught, kept across restarts by the Record) to the
-// attempt that connects. Away longer than Config.QueuedMaxAge, or for a
-// time it does not know, it drops everything the broker kept, with one
-// warning; away no longer, everything kept is younger than that and is
-// handled as usual.
-//
-// The backlog is told from what is published after the connect by a
-// fence: the broker sends a session's messages in order, so once the
-// Client has subscribed it publishes a random payload to a topic of its
-// own (<state topic>/fence) and drops what arrives before that comes back.
-// The SUBACK is no such mark: mosquitto sends only 20 messages
-// (max_inflight_messages) unacknowledged before it, the rest as those are
-// acknowledged, after it. Dropped messages are acknowledged, so that the
-// broker forgets them.
+// The broker's backlog: what it kept for the bridge's session while the
+// bridge was away. MQTT 3.1.1 gives a message no age, so a "heater on" sent
+// hours earlier would run on return; away longer than Config.QueuedMaxAge
+// (or for an unknown time) the Client drops and acknowledges all of it.
+// A fence, a random payload the Client publishes to <state topic>/fence,
+// marks the backlog's end, since mosquitto sends the SUBACK in its middle.
 
 import (
 	"crypto/rand"

@@ -60,13 +60,11 @@ func subscriber(t *testing.T, cmds sink) func(*Client) {
 	}
 }
 
-// TestBacklogOfALongAbsenceIsDropped is issue 40 §3's attack: commands
-// published while the bridge is stopped, queued by the broker in its
-// persistent session, delivered when it starts. Before, all ran, however
-// old. Now, away longer than QueuedMaxAge by its record (or for a time it
-// does not know: no state directory), the bridge drops all of them with one
-// warning naming how many, their topics and the setting, and acknowledges
-// them (the broker does not send them again); away no longer, it runs them.
+// TestBacklogOfALongAbsenceIsDropped: commands published while the bridge
+// is stopped are queued by the broker and delivered when it starts. Away
+// longer than QueuedMaxAge (or for an unknown time: no state directory),
+// the bridge drops and acknowledges them all with one warning naming how
+// many, their topics and the setting; away a shorter time, it runs them.
 // 30 commands: more than mosquitto sends before the SUBACK (20).
 func TestBacklogOfALongAbsenceIsDropped(t *testing.T) {
 	t.Parallel()
@@ -84,14 +82,9 @@ func TestBacklogOfALongAbsenceIsDropped(t *testing.T) {
 			t.Parallel()
 			forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {
 				if kind == mqtttest.Embedded && tc.dropped != "" {
-					// mochi resends a session's queue in no order, lets a later
-					// publish (the fence) overtake it and may lose a queued
-					// message whose packet id the fence reuses: through it the
-					// fence cannot tell the backlog from what follows, and this
-					// case fails (2 of 20 runs). The embedded broker lives in the
-					// bridge's process and keeps no session across its restarts;
-					// a standalone mochi is the known gap (docs/decisions.md,
-					// "The broker as an attacker"). The other cases run on it.
+					// mochi resends a session's queue out of order, so the
+					// fence cannot tell the backlog from what follows; the
+					// embedded broker keeps no session across restarts anyway.
 					return
 				}
 				b := mqtttest.Start(t, mqtttest.WithKind(kind))
@@ -379,11 +372,9 @@ func fenceNeverBack(t *testing.T, refuse bool) {
 	t.Cleanup(func() { closeClient(t, r.c) })
 	f.deliver(2, "c2m/dev/set", "new")
 	got := cmds.next(t)
-	// A refused fence ends the judgement at its SUBACK, which paho completes
-	// ahead of publishes still on their way through its router: the old
-	// command read before the refusal may be handled then (a known gap,
-	// docs/decisions.md, "Commands kept too long by the broker are dropped"). A fence that never
-	// comes back ends it on the clock, after them.
+	// paho completes a refused fence's SUBACK ahead of publishes still in
+	// its router, so the old command may be handled then (a known gap); a
+	// fence that never comes back ends the judgement on the clock.
 	oldRan := refuse && got == [2]string{"c2m/dev/set", "old"}
 	if oldRan {
 		got = cmds.next(t)

@@ -8,27 +8,16 @@
 // It knows nothing about topics' meaning or payloads (package topic and the
 // bridge do). Messages flow like this:
 //
-//   - Inbound: paho reads the connection and hands each message, in
-//     arrival order, to the Client's dispatcher (flow.go), which puts it on
-//     the queue of every matching subscription; one goroutine per
-//     subscription runs its handler in arrival order and then acknowledges
-//     the message through paho (manual acknowledgement), so a crash loses
-//     nothing the broker counts as delivered, and what it sends again is
-//     newer than everything handled. The broker never has more than its
-//     window (mosquitto: 20) of unacknowledged messages on the way, so the
-//     queues fill only with QoS 0 floods or behind a stuck handler (which
-//     delays only its own subscription, never the connection): then a
-//     message is dropped (counted in Stats.Dropped, logged at a bounded
-//     rate, acknowledged). A message the broker sends again after a
-//     reconnect (DUP, same packet id) that was already handled is
-//     acknowledged and not handled twice. After a message of 1 MiB or more,
-//     memory is returned to the operating system (at most once a second).
-//   - Outbound: Publish puts the message on a queue and returns; one
-//     goroutine sends queued messages in order while the session is up,
-//     several unacknowledged at once (publish.go), and holds them while it
-//     is down, so state published while disconnected is sent, in order,
-//     after the next connect. PublishBulk's messages (discovery configs) go
-//     after Publish's. A full queue makes Publish fail with ErrQueueFull.
+//   - Inbound: paho hands each message, in arrival order, to the dispatcher
+//     (flow.go), which queues it for every matching subscription; one
+//     goroutine per subscription runs its handler and then acknowledges the
+//     message, so a crash loses nothing the broker counts as delivered. A
+//     full queue drops the message (Stats.Dropped); a redelivery already
+//     handled is acknowledged, not handled twice.
+//   - Outbound: Publish queues the message and returns; one goroutine sends
+//     the queue in order while the session is up (publish.go) and holds it
+//     while down. PublishBulk's messages (discovery configs) go after
+//     Publish's. A full queue makes Publish fail with ErrQueueFull.
 package mqtt
 
 import (
@@ -360,8 +349,7 @@ func (c *Client) Stats() Stats {
 // message is dropped).
 //
 // The payload is kept, not copied, until it is sent: the caller must not
-// modify it after the call. (A republish of a large account's discovery
-// queues megabytes; a copy would hold them twice.)
+// modify it after the call, since a discovery republish queues megabytes.
 func (c *Client) Publish(topic string, payload []byte, retained bool, qos byte) error {
 	return c.publish(laneFirst, topic, payload, retained, qos)
 }
@@ -412,8 +400,8 @@ func (c *Client) publish(lane int, topic string, payload []byte, retained bool, 
 // connect; the Client subscribes again on every reconnect. It fails on a bad
 // filter, after Close, or when the broker refuses the subscription (ACL); a
 // subscription that could not be confirmed because the connection dropped is
-// logged and made again on the next connect. Calling it again
-// for the same filter replaces the handler. Each filter's handler runs on
+// logged and made again on the next connect. Calling it again for the
+// same filter replaces the handler. Each filter's handler runs on
 // its own goroutine, one message at a time, in arrival order; a message
 // matching several filters reaches each of their handlers. Messages that
 // arrived for the filter before this call (queued in the persistent session

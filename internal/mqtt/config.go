@@ -102,8 +102,8 @@ type Config struct {
 	// message queued by Publish until the broker acknowledges it (QoS 1),
 	// it is written (QoS 0) or given up, and every message received from
 	// when paho hands it over until it is handled and acknowledged. nil
-	// means clock.Real, where that costs nothing.
-	// The Client's own waits keep the time package's timers.
+	// means clock.Real, where that costs nothing. The Client's own waits
+	// keep the time package's timers.
 	Clock clock.Clock
 }
 

@@ -14,11 +14,9 @@ import (
 )
 
 // TestWrongSchemeSaysWhatWasSeen: a scheme that does not match the port
-// (issue 30 §3) fails at the first attempt with FailFast, saying what the
-// port did and which scheme to use; before, mqtts:// against a plain port
-// said "if the port speaks TLS, use ssl://", the reverse of the problem.
-// Real listeners on loopback: mosquitto's plain, TLS and WebSocket ports,
-// and an HTTP server.
+// fails at the first attempt with FailFast, saying what the port did and
+// which scheme to use. Real listeners on loopback: mosquitto's plain, TLS
+// and WebSocket ports, and an HTTP server.
 func TestWrongSchemeSaysWhatWasSeen(t *testing.T) {
 	t.Parallel()
 	plain := mqtttest.Start(t)

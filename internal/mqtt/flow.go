@@ -15,14 +15,10 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// dispatch is paho's handler for every message (Subscribe gives paho no
-// handler of its own). paho calls it on its router goroutine in arrival
-// order, which it must not block: it queues the message for each
-// subscription it matches, or in the pending buffer when none does yet.
-// QoS 1 messages are acknowledged only once handled, so the broker never
-// has more than its window (mosquitto: 20) unacknowledged on the way: a
-// queue (Config.QueueSize, 1024) fills only with QoS 0 messages or behind
-// a stuck handler, and then the message is dropped, counted and logged.
+// dispatch is paho's handler for every message, called on its router
+// goroutine in arrival order, which it must not block: it queues the
+// message for each matching subscription (or as pending) and drops it,
+// counted and logged, when a queue is full.
 //
 // A message queued is work in hand (Config.Clock) until every handler it
 // went to has returned and it is acknowledged (ack); one in the pending
@@ -189,22 +185,14 @@ func (c *Client) abandon(s *subscription) {
 }
 
 // bigPayload is the size from which a message, once handled, makes the
-// Client return memory to the operating system. paho reads every packet
-// whole whatever its size (a broker may deliver up to 256 MB), twice over
-// while it decodes it; left to the runtime's background scavenger, the
-// pages of a few such messages stay resident for minutes.
+// Client return memory to the system: paho reads every packet whole, and
+// the scavenger would leave such pages resident for minutes.
 const bigPayload = 1 << 20
 
-// burstBytes is the size of a burst of publishes (a start's or a
-// reconnect's discovery configs and device list: about 1 MB at 100 lights,
-// 10 MB at 1000 devices) after which the Client, once every message of it
-// is acknowledged and nothing is left to send, returns memory to the
-// operating system. The collector's last cycle of the start ran while the
-// burst was queued, so its goal counts the burst as live; the daemon then
-// idles, allocates too little to reach that goal, and would keep the
-// burst's garbage resident until the forced cycle two minutes later (at
-// 1000 devices, 3–6 MB more for that time in half the runs of
-// TestFootprint).
+// burstBytes is the size of a burst of publishes (a start's discovery
+// configs) after which the Client returns memory to the system once all of
+// it is acknowledged: the idle daemon would otherwise keep the burst's
+// garbage resident until the forced collection two minutes later.
 const burstBytes = 256 << 10
 
 // releaseEvery spaces the releases during a stream of large messages.

@@ -12,15 +12,9 @@ import (
 )
 
 // publishWindow is how many QoS 1 publishes may wait for the broker's
-// acknowledgement at once. One at a time, every message cost a round trip
-// to the broker: a start's thousands of discovery configs took about a
-// second on the loopback, and every state behind them waited for it
-// (docs/benchmarks.md, "First states"). The order is kept anyway:
-// paho writes publishes in the order they are handed to it, the broker
-// takes them in that order, and after a lost connection paho sends the
-// unacknowledged ones again in the order it stored them (an ordered store)
-// before anything newer (session.go). 20 is what mosquitto itself allows
-// on the way to a client (max_inflight_messages).
+// acknowledgement at once, as many as mosquitto allows (max_inflight_messages),
+// so that a start's thousands of configs do not each cost a round trip.
+// Order is kept: paho writes and resends them in the order they were stored.
 const publishWindow = 20
 
 // flight is a publish handed to paho, waiting for its acknowledgement.

@@ -2,15 +2,10 @@ package mqtt
 
 import "sync"
 
-// outQueue is the ordered outbound queue, bounded by the bytes it holds
-// rather than by a count of messages: a republish of thousands of small
-// discovery configs fits, while memory stays what is actually waiting.
-//
-// It has two lanes: what Publish queues goes before what PublishBulk
-// queued (a start's or a reconnect's thousands of discovery configs), so
-// that states are not held behind them. Each lane keeps its order; a
-// topic's messages all take one lane, so a topic's last message is the
-// one the broker keeps.
+// outQueue is the ordered outbound queue, bounded in bytes so that thousands
+// of small discovery configs fit. What Publish queues goes before what
+// PublishBulk queued, so that states are not held behind the configs; each
+// lane keeps its order.
 type outQueue struct {
 	mu     sync.Mutex
 	lanes  [2]lane // laneFirst, laneBulk

@@ -15,7 +15,7 @@ import (
 	"cloud2mqtt/internal/statedir"
 )
 
-// TestEachStateDirectoryHasItsOwnClientID is issue 40 §1's id: random,
+// TestEachStateDirectoryHasItsOwnClientID: the client id is random,
 // made once and kept in the state directory, so that nothing another
 // client may know (host, base topic) derives it; another state directory
 // (a second bridge) has another; MQTT_CLIENT_ID still wins; without a

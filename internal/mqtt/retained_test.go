@@ -16,8 +16,7 @@ type delivery struct {
 // subscription arrives flagged retained, at the first subscription and at
 // every resubscription after a reconnect; one published while the
 // subscription stands arrives unflagged, with or without the sender's
-// retain flag (MQTT 3.1.1 §3.3.1.3). The bridge ignores the flagged ones
-// (issue 28 §3).
+// retain flag (MQTT 3.1.1 §3.3.1.3). The bridge ignores the flagged ones.
 func TestRetainedFlagReachesTheHandler(t *testing.T) {
 	t.Parallel()
 	forEachKind(t, func(t *testing.T, kind mqtttest.Kind) {

@@ -201,13 +201,11 @@ func (s *store) All() []string {
 	return keys
 }
 
-// Put keeps a copy of an outbound publish, Get hands out a copy of that:
-// paho's writer sets fields of the packet it writes while, after a
-// reconnect, resume marks the stored message Dup
-// (eclipse-paho/paho.mqtt.golang#703). Neither touches the kept copy. The
-// payload is shared: nothing writes it. An inbound QoS 0 or 1 publish is
-// not kept: paho stores it until its acknowledgement and resume discards
-// it, so keeping it would only cost each message three allocations.
+// Put keeps a copy of an outbound publish and Get hands out a copy of that,
+// because paho's writer and its resume both write the stored packet
+// (eclipse-paho/paho.mqtt.golang#703); the payload is shared, nothing
+// writes it. Inbound QoS 0 and 1 publishes are not kept: resume discards
+// them anyway.
 func (s *store) Put(key string, p packets.ControlPacket) {
 	if pub, ok := p.(*packets.PublishPacket); ok {
 		if strings.HasPrefix(key, "i.") && pub.Qos < 2 {
@@ -337,12 +335,9 @@ func (c *Client) lastFailure() (hint string, err error) {
 }
 
 // endSession asks the broker to forget the session of a client id made up
-// for this run only (a Record without a state directory): nothing connects
-// with it again, and the session would stay on the broker, collecting what
-// is published to the bridge's topics, until the broker expires it
-// (mosquitto: never, unless persistent_client_expiration is set). MQTT
-// 3.1.1's one way is a connection with clean session on. Best effort:
-// within a second, or ctx.
+// for this run only, which would otherwise collect the bridge's messages
+// for ever on mosquitto; MQTT 3.1.1's one way is a clean-session connection.
+// Best effort: within a second, or ctx.
 func (c *Client) endSession(ctx context.Context) {
 	tlsCfg, err := c.cfg.tlsConfig(c.broker)
 	if err != nil {

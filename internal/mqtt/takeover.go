@@ -1,19 +1,11 @@
 package mqtt
 
-// Another client with the bridge's client id. The broker lets one client
-// connect with an id at a time: when another connects with it, the broker
-// closes the bridge's connection (MQTT 3.1.1 §3.1.4, which gives no
-// reason; mosquitto only logs "already connected, closing old
-// connection"), and one with clean session on also wipes the session (the
-// subscriptions, what was queued). What the Client sees is its connection
-// closed by the broker and its reconnection accepted at the first attempt
-// (a broker that restarts refuses one at least). It says so at once, as
-// an error naming MQTT_CLIENT_ID and a state directory two copies share,
-// and takes the id back at once: paho reconnects the first time at once,
-// then after 1, 2, 4 s … up to MaxReconnectInterval (10 s) while the
-// losses follow each other within seconds. Its subscriptions are made
-// again on every connect (session.go) and what it had queued to publish
-// waits for it; nothing it held is lost.
+// Another client with the bridge's client id: the broker closes the
+// bridge's connection without a reason (MQTT 3.1.1 §3.1.4). A close followed
+// by a reconnection accepted at once is taken for this, said in one error
+// naming MQTT_CLIENT_ID and a shared state directory, and the id is taken
+// back at once, because an id nobody can derive is a mistake to fix, not a
+// peer to yield to.
 
 import (
 	"time"

@@ -13,15 +13,11 @@ import (
 	"cloud2mqtt/internal/mqtttest"
 )
 
-// TestTakenIDIsTakenBackEachTime is issue 40 §1's attack: whenever the
-// bridge is back, another client connects with its id, with a clean
-// session (which wipes the bridge's), for a moment. Before, the bridge
-// took three such drops for a conflict and stayed away a minute, then
-// two, 3 min 22 s in all, and lost what was sent to it meanwhile. Now each
-// takeover is one error line at once, naming MQTT_CLIENT_ID and a shared
-// state directory but not the id (errors reach bridge/logging), and the
-// bridge is back within 30 s each time with the production back-off,
-// subscribed again (a command sent then is handled) and with what it
+// TestTakenIDIsTakenBackEachTime: whenever the bridge is back, another
+// client connects with its id and a clean session (which wipes the
+// bridge's), for a moment. Each takeover is one error line at once, naming
+// MQTT_CLIENT_ID and a shared state directory but not the id, and the
+// bridge is back within 30 s each time, subscribed again and with what it
 // queued to publish while away sent.
 func TestTakenIDIsTakenBackEachTime(t *testing.T) {
 	t.Parallel()

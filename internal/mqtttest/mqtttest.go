@@ -55,10 +55,8 @@ func MosquittoPath() string {
 
 // Kinds lists the broker kinds to run a suite against: mosquitto when
 // installed, and the embedded broker. Under the race detector the embedded
-// broker is left out when mosquitto is there: mochi v2.7.9 reads its
-// retained-message index without a lock (a will being retained while a
-// wildcard subscription scans the index), which -race reports as a data
-// race in the broker, not in the code under test.
+// broker is left out when mosquitto is there, because -race reports mochi
+// v2.7.9's own unlocked reads of its retained-message index.
 func Kinds() []Kind {
 	switch {
 	case MosquittoPath() == "":

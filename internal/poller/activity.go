@@ -16,28 +16,12 @@ import (
 	"cloud2mqtt/internal/registry"
 )
 
-// What the poller learns of how often each device changes (share.go spends
-// it). A device's changes are seen three ways: a cloud read whose values
-// differ from those seen before it, a change of its values the registry
-// made from anything else (a command's accepted value, a LAN status read:
-// Observer), and a cloud event (Event). A sensor's reading counts as a
-// change only once it moved by more than the sensor's precision
-// (sensorBands): a thermometer wandering by a tenth is not what a user waits
-// for.
-//
-// A device's rate has two parts. Its reads: a read sees at most one change
-// however many there were since the read before, so the rate is the one
-// that best explains which reads found a change over the spans they
-// covered (for reads of one span τ, a share p finding one means a rate of
-// -ln(1-p)/τ): with c reads that found a change over Σ spans s and
-// unchanged spans u in all, c/s·ln(1+s/u). And the changes seen otherwise,
-// over the time the device was watched. Every count decays with
-// activityHalfLife, so that a device that goes quiet is read less again
-// within the hour: its unchanged spans pile up while its changes fade. A
-// prior of a tenth of a read of each kind at the plain interval (ln 2 a
-// plain interval: one change in two reads), the same for every device,
-// makes a start with nothing learned read every device at the plain
-// interval.
+// What the poller learns of how often each device changes, for share.go:
+// from reads that found a change, from the registry (Observer) and from
+// cloud events (Event). A read sees at most one change, so its part of the
+// rate is the maximum-likelihood one, c/s·ln(1+s/u) for c reads that found
+// a change over spans s and unchanged spans u; every count decays with
+// activityHalfLife so that a device gone quiet is read less within the hour.
 
 // activityHalfLife is how fast what was learned fades.
 const activityHalfLife = 15 * time.Minute
@@ -54,16 +38,10 @@ var activityTau = activityHalfLife.Seconds() / math.Ln2
 // keep the reads it had while busy.
 var leastRate = 1 / (2 * activityTau)
 
-// priorReads is the prior's weight: this many reads that found a change
-// and as many that did not, each spanning the plain interval. Whatever its
-// weight, the prior puts a device never compared at ln 2 a plain interval;
-// the weight is only how long it holds against the device's own reads. At
-// a tenth, a device's first compared read already moves its share (one
-// that found a change brings its next read closer, where the next ones
-// confirm it or not), so that a start with nothing learned reads the busy
-// devices often within minutes; at half a read it took most of the first
-// quarter hour (docs/benchmarks.md, "Adaptive polling"). What keeps a
-// device that never changed from counting for nothing is leastRate.
+// priorReads is the prior's weight, in reads that found a change and as
+// many that did not, each over the plain interval. At a tenth a device's
+// first compared read already moves its share, so busy devices are read
+// often within minutes of a start.
 const priorReads = 0.1
 
 // sensorBands is how far a sensor's reading must move from the value last

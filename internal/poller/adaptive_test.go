@@ -122,10 +122,7 @@ func TestReadsFollowTheChanges(t *testing.T) {
 // TestQuietDeviceReadLessWithinAnHour: a device that changed at every read
 // for an hour and then stops has its learned rate divided by 10 or more an
 // hour later (four half-lives), is read at least 1.5 times as seldom, and
-// the still devices get the reads it gives back. (One
-// busy device among six takes most of the reads however busy it is: its
-// interval follows its rate only as far as the others' floor and its share
-// of the reads allow.)
+// the still devices get the reads it gives back.
 func TestQuietDeviceReadLessWithinAnHour(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFake(devs(6)...)

@@ -57,14 +57,9 @@ func (c *handClock) AfterFunc(time.Duration, func()) clock.Timer {
 }
 
 // BenchmarkIdleWake measures one wake of the poller's loop on an idle
-// account of 1000 devices at the default interval: the previous batch's
-// answers are applied and the 100 devices due at this grid instant are
-// read. Periodic reads are batched on the grid of periodicGrid (6 s at
-// that size), so that is what the daemon's loop does every 6 s (plus a
-// short wake per answer that does not arrive with others). Until h32idle
-// the grid was one second and a wake read 16 or 17 devices (a sixth of
-// today's work: compare per read, not per wake); before the grid the loop
-// woke about 17 times a second for one device each.
+// account of 1000 devices: the previous batch's answers are applied and
+// the 100 devices due at this 6 s grid instant are read. Compare per read,
+// not per wake, since the grid decides how many reads a wake holds.
 func BenchmarkIdleWake(b *testing.B) {
 	const n = 1000
 	list := make([]capability.Device, n)

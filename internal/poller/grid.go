@@ -6,21 +6,11 @@ import (
 	"cloud2mqtt/internal/clock"
 )
 
-// readGrid is the finest grid: the first reads of new devices, a device
-// enabled again and every interval fall on whole multiples of it. Periodic
-// reads and scene rounds fall on a coarser grid whenever the interval
-// allows it (see periodicGrid), so that the devices due together go out in
-// one wake of the loop (in list order) instead of each in its own.
-//
-// Waking up is what an idle daemon spends its CPU on, not the reads: each
-// wake of an idle process costs the hypervisor's interrupts, the Go
-// runtime's sysmon thread (which polls every 20 µs to 10 ms while anything
-// runs) and the threads' hand-offs, and reads sent together share them
-// (docs/decisions.md, "Reads on a grid").
-//
-// Reads a user waits for are not put on a grid: confirming reads after
-// commands, reads and scene or list refreshes on request, and the
-// MinInterval floor keep their exact instants.
+// readGrid is the finest grid: first reads and every interval fall on whole
+// multiples of it. Periodic reads use the coarser periodicGrid so that the
+// devices due together share one wake of the loop, since waking up, not
+// reading, is what an idle daemon spends its CPU on; reads a user waits for
+// keep their exact instants.
 const readGrid = time.Second
 
 // maxGrid and minSlots bound the grid of periodic reads, so that an
@@ -94,15 +84,10 @@ func (p *Poller) gridOf(d *device) time.Duration {
 }
 
 // periodBase is what the device's next periodic read is counted from after
-// a read sent (or refused) at sent: the grid instant the periodic read was
-// due at, when this was it, sent on time; otherwise sent itself. The loop
-// wakes a little after the instant it asked for, and counting from that
-// would push every periodic read one grid step later each interval.
-//
-// Called before nextPoll is replaced: nextPoll is then still the instant
-// the periodic read was due at, and a read sent within readGrid after it
-// is that read (or one that took its place, such as a confirming read
-// falling due in the same second).
+// a read sent (or refused) at sent: the grid instant it was due at when it
+// went within readGrid of it, otherwise sent itself, because the loop wakes
+// a little late and counting from that would drift a grid step an interval.
+// Called before nextPoll is replaced.
 func (d *device) periodBase(sent time.Time) time.Time {
 	if late := sent.Sub(d.nextPoll); late >= 0 && late < readGrid {
 		return d.nextPoll

@@ -12,7 +12,7 @@ import (
 	"cloud2mqtt/internal/scheduler"
 )
 
-// TestHeldBackReadsAreNoFailures (issue 41 §10): reads the bridge held
+// TestHeldBackReadsAreNoFailures: reads the bridge held
 // back itself count toward no device's unavailability, whatever refusal
 // their error wraps (or none): the device stays available with its last
 // values, its failure count stays 0 and its reads are not backed off. A

@@ -106,13 +106,10 @@ func (p *Poller) onList(now time.Time, list []capability.Device, err error) {
 	if len(added) > 0 || removed > 0 || ch.First {
 		p.replan()
 	}
-	// New devices are read at once, as fast as the scheduler's budgets allow
-	// (the state limit is per device, so a start is no 429), and their
-	// scene lists fetched right after: Home Assistant shows every state
-	// within seconds of a start whatever the interval. Their second reads
-	// are spread evenly over the grid instants of the interval after the
-	// next, in list order (so no device is read again sooner than one
-	// interval), and the periodic reads keep that spread.
+	// New devices are read at once, so that Home Assistant shows every
+	// state within seconds of a start, and their scene lists right after.
+	// Their second reads are spread evenly over the interval after the next,
+	// in list order, and the periodic reads keep that spread.
 	base := now // not on the grid: nothing waits for its next instant
 	spreadBase, slots := onGridOf(now, p.grid), max(int64(p.interval/p.grid), 1)
 	for i, dev := range added {

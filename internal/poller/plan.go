@@ -56,13 +56,8 @@ type Plan struct {
 // requests (periodic reads, list refreshes, scene fetches and the command
 // allowance) stay within the limit less 10 % headroom. When even one read per
 // device a day does not fit, the plan says OverBudget and the interval is 24 h.
-//
-// The interval is rounded up to whole seconds (readGrid): periodic reads go
-// out on a one-second grid, so an interval of 37.5 s would read every 38 s
-// anyway, and the plan counts the reads that are really made. Rounding up
-// only ever lengthens the interval, so it never breaks the budget.
-//
-// It is pure: the poller calls it whenever the device count changes.
+// The interval is rounded up to whole seconds, the reads' grid, so that the
+// plan counts the reads really made. It is pure.
 func PlanInterval(devices int, cfg Config) (time.Duration, Plan) {
 	cfg = cfg.withDefaults()
 	p := Plan{Devices: max(devices, 0), Limit: max(cfg.DailyLimit, 0), Configured: cfg.Interval, Interval: cfg.Interval}

@@ -10,12 +10,9 @@
 // commands, and back-off for offline and failing devices. It knows nothing
 // of MQTT.
 //
-// Periodic reads and scene rounds are batched on a grid (see readGrid and
-// periodicGrid): the devices due at the same grid instant go out in one wake
-// of the loop instead of one wake each. Waking up costs far more than the reads
-// themselves, so this is what keeps an idle daemon cheap. Reads a user
-// waits for (confirming reads after commands, reads and refreshes on
-// request) are not batched.
+// Periodic reads and scene rounds are batched on a grid (grid.go), because
+// waking up costs an idle daemon more than the reads; reads a user waits
+// for are not batched.
 package poller
 
 import (
@@ -106,11 +103,8 @@ const (
 // Config tunes the poller. Zero fields take the defaults above.
 type Config struct {
 	// Interval is how often each online device is read (POLL_INTERVAL).
-	// Below MinInterval it is raised to MinInterval, with a warning. The
-	// interval used is rounded up to whole seconds: periodic reads are
-	// batched on a grid of whole seconds (periodicGrid), so that the
-	// devices due at the same instant cost the daemon one wake-up instead
-	// of one each.
+	// Below MinInterval it is raised to MinInterval, with a warning; it is
+	// rounded up to whole seconds, the grid periodic reads are batched on.
 	Interval time.Duration
 	// DailyLimit is the account's request limit per day (CLOUD_DAILY_LIMIT),
 	// 0 for none. With a limit the interval is planned by PlanInterval.

@@ -7,24 +7,14 @@ import (
 	"cloud2mqtt/internal/scheduler"
 )
 
-// Reads within the account's quota, as the cloud's answers describe it
-// (scheduler.Quota): what is left of a window lasts until it renews, with a
-// reserve kept for commands and the device list. Only the periodic reads
-// (a device's first read too) and the scene rounds are paced; commands,
-// their confirming reads, reads on request and the device list come out of
-// the reserve. Without a quota, or with one larger than the reads need,
-// nothing changes.
-//
-// Two things do it. The plan: the interval is lengthened to what the
-// quota allows in the long run (its limit less the reserve, over its span),
-// keeping a tenth of it for the scene rounds and bursts (replan). And the
-// pacer, which holds the reads within what is left of the current window
-// now (a start's reads, a window another app shares): a token bucket filled
-// at what is left over the time left, from which each periodic read takes
-// a token and each scene fetch a token and one of the scene rounds' share;
-// and a floor, below which nothing paced goes until the window renews.
+// Reads within the account's quota (scheduler.Quota), so that what is left
+// of a window lasts until it renews with a reserve kept for commands, reads
+// on request and the device list. Only periodic reads and scene rounds are
+// paced: the plan lengthens the interval to what the quota allows in the
+// long run (replan), and the pacer, a token bucket filled at what is left
+// over the time left, holds them within the current window.
 
-// Pacing rule (docs/decisions.md, "Planning within the cloud's quota").
+// The pacing rule's figures.
 const (
 	// reserveShare of a window's limit is kept for commands with their
 	// confirming reads and reads on request, at least reserveMin (a

@@ -88,7 +88,7 @@ func (b *quotaBridge) command(t *testing.T, dev capability.Device) error {
 	return err
 }
 
-// The case at its size: a quota of 45 requests per 180 s told by
+// A small quota at its real size: 45 requests per 180 s told by
 // the cloud, nothing configured (the default 60 s poll), 18 lights (the
 // worst case: each has two scene lists to fetch at start). Over three
 // windows no request is refused, every device is read in every window, a

@@ -80,12 +80,9 @@ func (p *Poller) onState(now time.Time, d *device, st cloud.DeviceState, err err
 		p.readErrors++
 		p.onStateless(d, err)
 	case scheduler.HeldBack(err), cloud.IsAuth(err):
-		// A read the bridge held back itself (after a refused key, while
-		// the quota is spent, at shutdown), whatever refusal it wraps, or
-		// a refused API key, is the account's matter, not the device's: it
-		// counts as no failure of the device, which stays available with
-		// its last values, and it is not backed off (that would delay its
-		// recovery once reads go out again).
+		// A read the bridge held back itself, or a refused API key, is the
+		// account's matter, not the device's: no failure and no back-off,
+		// which would delay its recovery once reads go out again.
 		p.readErrors++
 		p.log.Debug().Err(err).Stringer("device", d.dev).Msg("state read held back or the API key refused; not the device's failure")
 	case err != nil:

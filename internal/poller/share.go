@@ -15,20 +15,10 @@ import (
 )
 
 // Reads shared by how often each device changes (Config.QuietFactor above
-// 1). The devices read at the common interval (none of their own, not
-// reached over the LAN, not disabled) share the reads the plan makes for
-// them, as many as at the plain interval, so that the expected delay from a
-// change to its read, over every change of every device, is as small as
-// those reads allow: a device changing at λ a second is read at a rate
-// proportional to √λ (the mean delay Σλᵢ/(2rᵢ) under Σrᵢ fixed is least
-// there), never less often than QuietFactor × the plain interval and never
-// more often than half its rate row allows, on the read grid (a whole
-// number of grid steps), and in all never more reads than the plain plan.
-// What a device's rate is comes from Activity (activity.go), never less
-// than leastRate. The shares spend the plan's rate only once they settle,
-// so an account of the reads sent against the plan's rate (owing) moves
-// their budget by up to owedSwing, and the counts agree over any span of a
-// few intervals, a start's too.
+// 1): the devices at the common interval share the plain plan's reads in
+// proportion to √λ of their learned rate λ, which makes the mean delay from
+// a change to its read least for a fixed number of reads. An account of the
+// reads sent against the plan (owing) keeps the total at the plain plan's.
 
 // Why a device is read at its interval (Interval.Why).
 const (
@@ -131,12 +121,9 @@ func (p *Poller) reshare(now time.Time) {
 }
 
 // setShare gives the device its share, which its next read counts the
-// read after from. A share moved by a quarter or more (a device waking up,
-// or gone quiet) moves the next read too, to a share after the last (not
-// before now); smaller moves wait for the next read: the shares move a
-// little at every look, and a read moved at every look would follow the
-// shortest of a device's recent shares, not their mean. A new device keeps
-// its place in the start's spread.
+// read after from. Only a move by a quarter or more moves the next read
+// too, so that reads follow the mean of a device's recent shares rather
+// than the shortest. A new device keeps its place in the start's spread.
 func (p *Poller) setShare(now time.Time, d *device, every time.Duration) {
 	was := d.placed
 	if was == 0 {
@@ -154,12 +141,8 @@ func (p *Poller) setShare(now time.Time, d *device, every time.Duration) {
 
 // owing is the reads a second the shares may spend from now: the plain
 // plan's for the shared devices, plus what the shares' reads owe it
-// (Poller.owed) repaid over half a plain interval. The shares alone spend
-// the plan's rate only once they settle: while they move (a start, a
-// device waking up) reads placed at older shares fall where they fall, and
-// a quarter hour from a start found them 5 % off either way. Repaid over a
-// whole interval a start's account was still a few reads off at the
-// quarter hour; over a third the shares swing. Called with p.mu held.
+// (Poller.owed) repaid over half a plain interval, since while shares move
+// the reads placed at older ones drift off the plan. Called with p.mu held.
 func (p *Poller) owing(now time.Time, cands []*device, plain time.Duration) float64 {
 	p.accrue(now)
 	p.owedRate, p.owedCap = 0, float64(len(cands))
@@ -247,10 +230,9 @@ func shareReads(rates []float64, plain time.Duration, factor int, fastest, grid 
 
 // shareBudget is the interval of each of len(rates) devices, changing at
 // rates (a second), that share budget reads a second: proportional to the
-// square root of the rate, between factor × plain and fastest, whole
-// multiples of grid, and no more reads in all than budget (all at factor ×
-// plain when even that is more). factor × plain and fastest are whole
-// multiples of grid.
+// square root of the rate, between factor × plain and fastest (both whole
+// multiples of grid), and no more reads in all than budget (all at factor
+// × plain when even that is more).
 func shareBudget(rates []float64, budget float64, plain time.Duration, factor int, fastest, grid time.Duration) []time.Duration {
 	n := len(rates)
 	out := make([]time.Duration, n)

@@ -17,8 +17,8 @@ func readsPerSecond(iv []time.Duration) float64 {
 	return r
 }
 
-// TestShareReadsBySquareRoot: the household (5 devices changing
-// every 40 s, 25 every 20 min) at a plain interval of 3 min: the busy
+// TestShareReadsBySquareRoot: a household of 5 devices changing every
+// 40 s and 25 every 20 min, at a plain interval of 3 min: the busy
 // devices are read about √30 ≈ 5.5 times as often as the quiet ones, on
 // the grid, with no more reads than the plain plan and within 2 % of them.
 func TestShareReadsBySquareRoot(t *testing.T) {

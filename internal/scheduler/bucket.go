@@ -7,17 +7,10 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// bucket mirrors one of the cloud's token buckets, pessimistically.
-//
-// The cloud takes a token when a request arrives, somewhere between the
-// instant we send it and the instant its answer is back. Taking a token
-// later can only leave the bucket emptier (a full bucket wastes its refill),
-// so the model takes it at the latest instant: a request counts against the
-// bucket while on the wire (inflight) and its token is taken from the
-// limiter when its answer arrives. A request may be sent only when the
-// bucket holds a token for it and for every request still on the wire.
-// Then, whatever each request's latency, none reaches the cloud before the
-// cloud's bucket has its token, provided the cloud's bucket started full.
+// bucket mirrors one of the cloud's token buckets, pessimistically: a
+// request holds a token while on the wire and takes it when its answer
+// arrives, the latest instant the cloud could have taken it, so that
+// whatever the latency no request finds the cloud's bucket empty.
 //
 // Every method is called under the scheduler's lock with instants that
 // never go backwards (rate.Limiter credits time twice if they do).

@@ -125,14 +125,9 @@ var (
 // the wire at once, and so the connections worth keeping open to the cloud.
 const DefaultMaxInFlight = 8
 
-// DefaultFirstInFlight is Config.FirstInFlight's default: the first reads
-// of a start on the wire at once, each on a connection of its own (HTTP/1.1),
-// which the transport keeps for reuse while the start's rounds go on; the
-// daemon closes them once the last is answered (Config.OnFirstReadsDone;
-// docs/decisions.md, "First reads go out together"). 100 reads every device of
-// an account of 100 in one answer time, and a larger account in rounds of
-// 100; it is as many connections as a Python program on aiohttp opens by
-// default (TCPConnector's limit), so a cloud sees nothing unusual.
+// DefaultFirstInFlight is Config.FirstInFlight's default: how many of a
+// start's first reads are on the wire at once, each on its own connection.
+// 100 is aiohttp's default connection limit, so the cloud sees nothing unusual.
 const DefaultFirstInFlight = 100
 
 // CommandMaxAge is how long a command failing with transient errors (the

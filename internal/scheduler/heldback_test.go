@@ -13,7 +13,7 @@ import (
 	"cloud2mqtt/internal/scheduler"
 )
 
-// TestOneRefusalAmongReadsInFlight (issue 41 §10): three state reads go
+// TestOneRefusalAmongReadsInFlight: three state reads go
 // out at once; the cloud refuses the first with 401 and answers the other
 // two after it. Those answers were checked beside the refusal, not after
 // it: the hold-off stands, and every read held back meanwhile is reported

@@ -33,11 +33,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	timer.Stop()
 	defer timer.Stop()
 
-	// Reads go to long-lived workers, as many as requests may be in
-	// flight (so handing one over never blocks): decoding an answer grows
-	// a goroutine's stack, and a new goroutine per read paid for copying
-	// it every time (docs/benchmarks.md). Commands keep a goroutine each:
-	// they are rare and their latency is what a user sees.
+	// Reads go to long-lived workers, as many as may be in flight, because
+	// decoding grows a goroutine's stack and a new goroutine per read would
+	// copy it every time. Commands keep a goroutine each: they are rare.
 	readJobs := make(chan *read, s.cfg.MaxInFlight)
 	var workers sync.WaitGroup
 	for range s.cfg.MaxInFlight {

@@ -9,7 +9,7 @@ import (
 	"cloud2mqtt/internal/scheduler"
 )
 
-// TestPaceLeavesOutTheStartsBurst (issue 41 §7): a start reads 60
+// TestPaceLeavesOutTheStartsBurst: a start reads 60
 // devices at once, then one device every 10 s. The pace, and the quota's
 // forecast from it, is the steady 360 an hour of the periodic reads: the
 // first reads are left out, not taken as an hourly rate (which would say

@@ -14,7 +14,7 @@ import (
 	"cloud2mqtt/internal/scheduler"
 )
 
-// TestSchemeMismatchNotRetried (issue 41 §4): https:// to a plain HTTP
+// TestSchemeMismatchNotRetried: https:// to a plain HTTP
 // port fails every request the same way. Each request is tried once (no
 // "giving up after transient failures" after a minute of retries), the
 // fix is logged once at error level, and again only after a success in

@@ -19,8 +19,7 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// Issue 20's attacks on the real binary, through mosquitto with its
-// default settings.
+// Attacks on the real binary, through mosquitto with its default settings.
 
 // firstLight is a device of the world with a brightness.
 func (w *world) firstLight(t *testing.T) capability.Device {

@@ -42,7 +42,7 @@ type firstRun struct {
 	load        string
 }
 
-// TestFirstStates is issue 32's first figure: the time from the bridge's
+// TestFirstStates measures the time from the bridge's
 // exec to the last of the N <id>/state messages (and from the device
 // list's publication to it), for accounts of N lights, with cmd/cloudsim,
 // mosquitto and the bridge's release binary each its own process; the

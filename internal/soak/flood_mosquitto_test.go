@@ -30,7 +30,7 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// Issue 32's flood: commands over many lights through mosquitto at its
+// The flood: commands over many lights through mosquitto at its
 // defaults (20 QoS 1 messages in flight to each client, 1000 more queued,
 // the rest dropped), with mosquitto's own mosquitto_sub -q 1 subscribed to
 // the same command topics beside the bridge (the release binary, as its own
@@ -315,21 +315,16 @@ func flood(t *testing.T, pace int) floodResult {
 }
 
 // dropMargin is how many more of the flood's commands, as a share of
-// those sent, the broker may drop for the bridge than for mosquitto_sub.
-// Which messages it drops for a client depends on the moment that client
-// was late by a queue's length (the machine's other work, a collection):
-// two clients as fast as each other lose different ones, and either may
-// be the one that loses a light's last command. The bridge's speed shows
-// in how many the broker drops for it.
+// those sent, the broker may drop for the bridge than for mosquitto_sub:
+// two equally fast clients fall a queue behind at different moments and
+// lose different messages, so only the counts compare.
 const dropMargin = 0.02
 
 // slower records that the bridge took the flood in slower than
-// mosquitto_sub: a failure at a pace, a figure in a race (pace 0), where
-// the publisher writes 5,005 commands in a few milliseconds and which of
-// two subscribers keeps up with mosquitto's queue of 1000 is a race of
-// scheduling on the machine (docs/decisions.md, "Messages in through
-// paho"). Losing a delivered command or ending elsewhere than at the last
-// one delivered is a failure at every pace.
+// mosquitto_sub: a failure at a pace, only a figure at full speed (pace 0),
+// where which subscriber keeps up with mosquitto's queue is a race of
+// scheduling on the machine. Losing a delivered command or ending elsewhere
+// than at the last one delivered is a failure at every pace.
 func (r *floodResult) slower(what string) {
 	if r.race {
 		r.notes = append(r.notes, "figure, not judged at full speed: "+what)

@@ -29,7 +29,7 @@ type subject struct {
 	mode  string // the bare reader's; "" for a bridge
 }
 
-// TestIdleRatio is issue 32's second figure: the bridge's idle cost as a
+// TestIdleRatio measures the bridge's idle cost as a
 // ratio against a bare Go program making the same state reads at the same
 // pace (internal/soak/barereader), each its own process against its own
 // cmd/cloudsim serving the footprint's account (-devices, 1000 by default,

@@ -266,8 +266,8 @@ func TestHeapProfile(t *testing.T) {
 
 // footprintGoal is the idle CPU (percent of a core) and resident memory
 // a household of n devices at the default 60 s poll may use: half the
-// Python peer's CPU at 100 devices (docs/benchmarks.md, "Footprint"); the memory of
-// 100 and of 1000 devices is issue 39's budget (docs/benchmarks.md).
+// Python peer's CPU at 100 devices; the memory of 100 and of 1000 devices
+// is the budget in docs/benchmarks.md.
 func footprintGoal(n int) (g struct {
 	cpu   float64
 	rssMB int64

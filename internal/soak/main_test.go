@@ -18,7 +18,7 @@
 //   - TestHeapProfile: a heap (and optionally CPU) profile of the daemon
 //     run in-process.
 //
-//   - TestFirstStates, TestIdleRatio: issue 32's instruments, cmd/cloudsim
+//   - TestFirstStates, TestIdleRatio: cmd/cloudsim
 //     and the bridge each as its own process, binaries of -bins alternated
 //     in one sitting: the time from the exec to the last first state (18,
 //     100, 1000 lights), and the idle cost as a ratio against a bare Go

@@ -1,6 +1,6 @@
 //go:build soak
 
-// Processes and their figures for the measurements of issue 32: the
+// Processes and their figures for the start and idle measurements: the
 // simulated cloud as its own process (cmd/cloudsim), the accounts it
 // serves, CPU time and context switches from /proc, perf stat, and the
 // connections a client opens (ss).
@@ -26,7 +26,7 @@ import (
 	"cloud2mqtt/internal/cloudsim"
 )
 
-// bins is the list of bridge binaries the issue-32 measurements alternate.
+// binList is the list of bridge binaries the measurements alternate (-bins).
 type binList []string
 
 func (b *binList) String() string { return strings.Join(*b, ",") }

@@ -4,7 +4,7 @@ package main
 
 // Tests of the release artifacts themselves (go test -tags release, from
 // .ci/run): the whole release is built once into a temporary directory and
-// every file checked as a user and the held-out checks would. They
+// every file checked as a user would check it. They
 // need dpkg-deb, debootstrap and systemd-analyze (.ci/run installs them) and
 // a minute or two with a warm build cache.
 

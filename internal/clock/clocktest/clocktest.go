@@ -7,9 +7,8 @@
 // test waits out a 60 s hold-off or a poll interval in no time, while
 // answers over the network still take the time they take. Every timer due
 // by the new instant fires at once, the others are re-armed for what is
-// left of them. NewFrozen's clock stands
-// still but for Advance: for a test that must see no time pass at all
-// (rate limits of log lines over a flood of datagrams).
+// left of them. NewFrozen's clock stands still but for Advance: for a test
+// that must see no time pass at all (rate limits of log lines).
 package clocktest
 
 import (
@@ -107,10 +106,9 @@ func (c *Clock) Now() time.Time {
 // Advance jumps the clock d forward. Every timer and ticker due by then
 // fires before Advance returns (a ticker once, however many of its periods
 // were jumped over, as a real ticker's slow receiver sees), with the new
-// time as its value; AfterFunc's
-// functions are started in goroutines of their own. The others fire when
-// what is left of their durations has passed. A negative d panics: time
-// does not go back.
+// time as its value; AfterFunc's functions start in goroutines of their
+// own. The others fire when what is left of their durations has passed. A
+// negative d panics: time does not go back.
 func (c *Clock) Advance(d time.Duration) {
 	if d < 0 {
 		panic("clocktest: Advance(" + d.String() + "): time does not go back")

@@ -1,4 +1,4 @@
-// Command barereader is the yardstick of the bridge's idle cost (issue 32):
+// Command barereader is the yardstick of the bridge's idle cost:
 // the least a Go program does to read the state of every device of an
 // account once per interval, written as a first program would be. The
 // bridge does more with each read (compare, publish, discovery, status),
