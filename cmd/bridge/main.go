@@ -1,7 +1,5 @@
-// Command bridge is the cloud2mqtt daemon: it bridges the smart-device cloud
-// API to MQTT and Home Assistant. Configuration is the environment (see
-// config.example.env); everything else lives in internal/app, and the
-// -demo's simulated account in internal/demo.
+// Command bridge is the cloud2mqtt daemon, which bridges the smart-device cloud
+// API to MQTT and Home Assistant; the work is done in internal/app.
 package main
 
 import (
@@ -33,10 +31,8 @@ import (
 // is not, buildVersion reads what the Go toolchain recorded.
 var version = ""
 
-// buildVersion is the version a user can report: the -ldflags version when
-// set, else the module version (go install cloud2mqtt/cmd/bridge@v1.2.3),
-// else the VCS revision a go build in a checkout records (with "+dirty"
-// for uncommitted changes), else "dev".
+// buildVersion is the version a user can report: the -ldflags version, else the
+// module version, else the VCS revision (+dirty), else "dev".
 func buildVersion(ldflags string, info *debug.BuildInfo, ok bool) string {
 	if ldflags != "" {
 		return ldflags
@@ -68,20 +64,12 @@ func buildVersion(ldflags string, info *debug.BuildInfo, ok bool) string {
 	return rev
 }
 
-// gcPercent is the garbage collector's target when GOGC is not set: the heap
-// may grow to 1.25 times what is live instead of Go's default of twice. The
-// daemon's live heap is small and it allocates slowly when idle, so
-// collecting more often costs little CPU and keeps resident memory low (the
-// measurements are in docs/benchmarks.md, "Collector and threads"). GOGC and
-// GOMEMLIMIT in the environment still win.
+// gcPercent is the collector's target unless GOGC is set: the small, slowly
+// allocating heap keeps resident memory low at little CPU cost.
 const gcPercent = 25
 
-// maxProcs is the number of Ps (threads running Go code at once) when
-// GOMAXPROCS is not set. The daemon's work is at most a hundred small
-// requests and publishes a second: one P does it, and every extra P costs
-// idle CPU (threads woken to look for work each time a reply arrives) and
-// per-P caches, without making a command faster (docs/benchmarks.md,
-// "Collector and threads"). GOMAXPROCS in the environment still wins.
+// maxProcs is GOMAXPROCS unless set: one P does the daemon's work, and extra
+// ones cost idle CPU without making a command faster.
 const maxProcs = 1
 
 // tuneRuntime applies gcPercent and maxProcs unless the environment sets
@@ -105,9 +93,8 @@ func main() {
 	os.Exit(code)
 }
 
-// exitConfig is EX_CONFIG (sysexits.h): the configuration is wrong, so
-// trying again will not help; the systemd unit does not restart on it
-// (RestartPreventExitStatus=78).
+// exitConfig is EX_CONFIG (sysexits.h): retrying will not fix the
+// configuration, so the systemd unit does not restart on it.
 const exitConfig = 78
 
 // run is the whole program, testable: it returns the exit code.
@@ -177,9 +164,8 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if logErr != nil {
 		log, _ = logging.NewFor(logOut, "info", "auto", where)
 	}
-	// The level may change at run time (bridge/request/options): the
-	// logger lets everything through and zerolog's process-wide level
-	// filters, which the daemon owns.
+	// The level may change at run time, so the logger passes everything and
+	// zerolog's process-wide level, which the daemon owns, filters.
 	zerolog.SetGlobalLevel(log.GetLevel())
 	log = log.Level(zerolog.TraceLevel)
 
@@ -232,9 +218,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 }
 
 // parseArgs parses the flags and the command. Flags may also follow the
-// command (cloud2mqtt devices -demo), which Go's flag package alone would
-// take as arguments and ignore; anything else after the command is an
-// error, as is an unknown command.
+// command (cloud2mqtt devices -demo), which the flag package alone would ignore.
 func parseArgs(fs *flag.FlagSet, args []string) (string, error) {
 	if err := fs.Parse(args); err != nil {
 		return "", err

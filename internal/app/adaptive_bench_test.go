@@ -14,36 +14,21 @@ import (
 	"cloud2mqtt/internal/cloudsim"
 )
 
-// The benchmark of adaptive polling (issue 42; docs/benchmarks.md,
-// "Adaptive polling"): the same household against the same binary, the
-// reads shared by how often each device changes (POLL_QUIET_FACTOR=4, the
-// default) and plain (POLL_QUIET_FACTOR=1), side by side in one run.
-//
-// A stand-in cloud with a quota of 750 requests an hour (the bridge plans
-// a read of each device every 3 min for it), 30 lights: 5 changed at the
-// cloud every 20–60 s, 25 every 10–30 min (a brightness each change has
-// not had, set with cloudsim's SetValue, as the vendor's app would), on
-// the daemon's clock, jumped a second at a time (or to the next change)
-// once the daemon is idle by its own account, frozen between jumps: an
-// hour takes seconds. A change's delay is from the instant it was made to
-// the first <id>/state that shows it or a later change of the same device
-// (a change overwritten before any read is shown as the newer value: what
-// a user sees then is true). Changes go on for two spans: the first from
-// the start ("cold": the start's spread of second reads over [3, 6] min
-// and what the bridge learns meanwhile are in it), the second after it
-// ("warm"); then none is made, and the clock runs on until every change is
-// shown. Requests are counted in each span.
+// TestAdaptivePollingBenchmark runs the same household twice in one run:
+// reads shared by how often each device changes (POLL_QUIET_FACTOR=4) and plain
+// (POLL_QUIET_FACTOR=1), against a stand-in cloud with a quota of 750 requests an
+// hour and 30 lights, 5 busy and 25 quiet. The daemon's clock is jumped whenever
+// the daemon is idle, so an hour takes seconds. A change's delay runs from when
+// it was made to the first <id>/state that shows it (or a later change).
+// Changes go on for a "cold" span from the start and a "warm" one after it.
 //
 //	ADAPTIVE_BENCH=1 go test -run TestAdaptivePollingBenchmark -v ./internal/app
 //
-// runs spans of 15 minutes (ADAPTIVE_BENCH_SPAN=1h: of an hour) and checks
-// the issue's goal on the first span, from a start with nothing learned:
-// the median delay at most half of the plain plan's and no device beyond
-// what the floor allows (in either span); requests within 2 % over both
-// spans; no 429. ADAPTIVE_BENCH_SEED=n runs another
-// schedule of changes. Without ADAPTIVE_BENCH the spans are 5 minutes, and
-// only what holds that early is checked: no 429, the busy devices'
-// changes shown sooner in the second span.
+// runs 15-minute spans (ADAPTIVE_BENCH_SPAN=1h for an hour) and checks the goal:
+// in the cold span the median delay is at most half the plain plan's, no device
+// waits beyond the floor, requests agree within 2 % and there is no 429.
+// ADAPTIVE_BENCH_SEED=n runs another schedule. Without ADAPTIVE_BENCH the spans
+// are 5 minutes and only what holds that early is checked.
 func TestAdaptivePollingBenchmark(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a daemon per mode, an hour on its clock")
@@ -100,26 +85,19 @@ func TestAdaptivePollingBenchmark(t *testing.T) {
 	if !full {
 		return
 	}
-	// Requests: the plan reads as often as the plain plan at every look
-	// and keeps an account of what its reads spent against it
-	// (poller.owing), so that over the run the counts agree within 2 %.
-	// Over the first span alone they are shown, not checked: most quiet
-	// devices are read once or twice in it, at a floor of 12 min, and
-	// whether a read falls just before or after the span's end is a read
-	// each (from -2 % to +4 % over eight schedules of changes).
+	// Requests: the plan reads as often as the plain one and accounts for what its
+	// reads spent (poller.owing), so over the run the counts agree within 2 %. Over
+	// the first span alone they are only shown, since a quiet device's read falling
+	// just before or after the span's end moves them by a few percent.
 	if p, s := runs["1"][2].requests, runs["4"][2].requests; float64(s-p) > 0.02*float64(p) || float64(p-s) > 0.02*float64(p) {
 		t.Errorf("requests over both spans: %d shared, %d plain, want within 2 %%", s, p)
 	}
 	if shared.all.p50 > plain.all.p50/2 {
 		t.Errorf("median delay in the first span %v shared, %v plain: want at most half", shared.all.p50, plain.all.p50)
 	}
-	// The floor: a quiet device is read at least every 4 planned intervals
-	// (12 min), so no change waits longer than that and a grid step for
-	// the read's own instant; and of a device's changes made at random
-	// instants 90 % are shown within 0.9 of it, which the changes of one
-	// device in a span tell only when there are enough of them (a quiet
-	// light changes once or twice in 15 minutes: its "90th percentile" is
-	// its longest wait).
+	// The floor: a quiet device is read at least every 4 planned intervals (12 min)
+	// plus a grid step. 90 % of a device's changes are shown within 0.9 of that,
+	// which only devices with enough changes in a span can show.
 	floor := 4 * 3 * time.Minute
 	for i, span := range []string{"first", "second"} {
 		for id, r := range runs["4"][i].byDevice {
@@ -348,9 +326,8 @@ func adaptiveFigures(h *harness, mode string, changes []*change, t0, end time.Ti
 	return r
 }
 
-// benchSeed is the changes' schedule's seed: ADAPTIVE_BENCH_SEED, 42 when
-// unset (the figures in docs/benchmarks.md), so that a change of the
-// allocation can be tried on other households' days too.
+// benchSeed is the schedule's seed: ADAPTIVE_BENCH_SEED, else 42 (the published
+// figures), so that a change can be tried on other days too.
 func benchSeed() uint64 {
 	var n uint64 = 42
 	if s := os.Getenv("ADAPTIVE_BENCH_SEED"); s != "" {

@@ -1,14 +1,8 @@
-// Package app wires the daemon together and runs it: the cloud client, the
-// scheduler, the poller, the registry and its observers, the run-time
-// settings, the MQTT connection and the bridge, the HTTP endpoint with the
-// status page, events, the state directory and systemd notifications; and
-// -check and the devices command. cmd/bridge is a thin shell around Main;
-// end-to-end tests start Main in-process against a test broker and a
-// simulated cloud.
-//
-// It holds no concept of its own beyond the daemon's health and figures:
-// the settings are internal/settings, the page's adapter
-// internal/statuspage, the demo internal/demo (app imports no simulator).
+// Package app wires the daemon together and runs it: cloud client, scheduler,
+// poller, registry, settings, MQTT bridge, HTTP endpoint, events, state
+// directory and systemd; it also runs -check and the devices command.
+// cmd/bridge is a thin shell around Main, and end-to-end tests start Main
+// in-process against a test broker and a simulated cloud.
 package app
 
 import (
@@ -44,29 +38,23 @@ type Main struct {
 	Log     zerolog.Logger
 	// HTTPClient, when set, is used for the cloud (tests inject transports).
 	HTTPClient *http.Client
-	// LogForward, when set, is fed Log's lines (cmd/bridge puts it beside
-	// the output): Run publishes the warnings and errors on
-	// <base>/bridge/logging.
+	// LogForward, when set, is fed Log's lines; Run publishes the warnings and
+	// errors on <base>/bridge/logging.
 	LogForward *logging.Forwarder
 	// Ingress, when its Addr is set (app mode), also serves the status
 	// page to Home Assistant's ingress proxy (http.go).
 	Ingress Ingress
-	// LANClient, when set, replaces the LAN client's settings of
-	// LAN_LISTEN and LAN_SCAN_TARGETS and turns local control on: the
-	// demo's simulated lights (internal/demo), a test's.
+	// LANClient, when set, replaces LAN_LISTEN and LAN_SCAN_TARGETS and turns
+	// local control on (the demo's simulated lights, a test's).
 	LANClient *lan.Config
-	// Events, when set, is where the devices' events come from instead of
-	// CLOUD_EVENTS_URL's broker (the demo's simulator): it calls deliver
-	// for each until ctx ends.
+	// Events, when set, replaces CLOUD_EVENTS_URL's broker as the source of
+	// device events (the demo's simulator); it calls deliver until ctx ends.
 	Events func(ctx context.Context, deliver func(events.Event))
 	// OnReady, when set, is called once, when the first device list is in,
 	// with where the daemon is reached (the demo prints its instructions).
 	OnReady func(Ready)
-	// Clock is the daemon's time (nil: clock.Real): the scheduler's, the
-	// poller's, the registry's and the LAN client's, and the daemon's own
-	// timers (stats, the state directory's writer, health, the watchdog,
-	// the status page's instants). Tests pass a clocktest clock and jump
-	// it over an interval, a hold-off or a delay instead of waiting.
+	// Clock is the daemon's time (nil: clock.Real), used by every part and timer
+	// so that tests can jump over a hold-off instead of waiting for it.
 	Clock clock.Clock
 
 	mu      sync.Mutex
@@ -74,10 +62,8 @@ type Main struct {
 	metrics *metrics
 	reached Ready // the addresses served so far
 	ready   chan struct{}
-	// connectRetry, set by tests (export_test.go), is the MQTT client's
-	// wait between connection attempts before the first connect (0: its
-	// default). paho sleeps it on the system's time in a goroutine of its
-	// own, which no Clock reaches and a stop cannot cut short.
+	// connectRetry, set by tests, is paho's wait between attempts before the
+	// first connect (0: its default); paho sleeps it on the system clock.
 	connectRetry time.Duration
 }
 
@@ -125,9 +111,8 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	// The broker is up and the state directory read: systemd may go on
-	// (the cloud may be unreachable for long at boot; the watchdog and
-	// /healthz watch the rest).
+	// The broker is up and the state directory read, so systemd may go on; the
+	// cloud may stay unreachable for long at boot, and the watchdog covers that.
 	d.sd.Ready()
 	m.mu.Lock()
 	m.run, m.metrics = &d.parts, d.met
@@ -150,9 +135,8 @@ func (m *Main) Run(ctx context.Context) error {
 	return nil
 }
 
-// warnUnknown logs a warning for each variable of the environment that
-// looks like a setting but is none (config.UnknownVar): POLL_INTERVALL
-// would otherwise be ignored without a word.
+// warnUnknown warns about each variable that looks like a setting but is none,
+// so that a typo such as POLL_INTERVALL is not silently ignored.
 func warnUnknown(cfg config.Config, log zerolog.Logger) {
 	for _, u := range cfg.UnknownVars() {
 		ev := log.Warn().Str("variable", config.Clip(u.Name))
@@ -167,9 +151,8 @@ func warnUnknown(cfg config.Config, log zerolog.Logger) {
 	}
 }
 
-// pageURL is the base URL of a listener as a user opens it from this
-// machine: a listener on every interface (HTTP_ADDR=0.0.0.0:8080, which Go
-// reports as [::]:8080) is reached at 127.0.0.1.
+// pageURL is the URL a user on this machine opens for the listener; one on
+// every interface (0.0.0.0, reported as [::]) is reached at 127.0.0.1.
 func pageURL(bound net.Addr) string {
 	host, port, err := net.SplitHostPort(bound.String())
 	if err != nil {
@@ -181,9 +164,8 @@ func pageURL(bound net.Addr) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// tellReady calls OnReady once the first device list is in: after the
-// start's log lines, so that what it prints does not scroll away under
-// them (the LAN's finds may follow: a few lines).
+// tellReady calls OnReady once the first device list is in, after the start's
+// log lines, so that what it prints does not scroll away under them.
 func (m *Main) tellReady(ctx context.Context, ready <-chan struct{}) {
 	select {
 	case <-ready:
@@ -223,9 +205,8 @@ func (m *Main) readyChan() chan struct{} {
 	return m.ready
 }
 
-// httpClient is the cloud's HTTP client, and closeIdle closes the idle
-// connections of its transport when the daemon made it (else it does
-// nothing): the scheduler calls it once a start's first reads are answered.
+// httpClient returns the cloud's HTTP client and a closeIdle that closes its
+// idle connections when the daemon made the transport (else a no-op).
 func (m *Main) httpClient() (_ *http.Client, closeIdle func()) {
 	if m.HTTPClient != nil {
 		return m.HTTPClient, func() {}
@@ -244,16 +225,9 @@ func (m *Main) countRequest(endpoint string, status int) {
 	}
 }
 
-// cloudTransport is net/http's default transport keeping as many idle
-// connections to the cloud as the scheduler may have requests in flight:
-// with the default of 2, reads sent together (the poller batches them)
-// would open and close connections, a TLS handshake each, every second;
-// with the steady DefaultMaxInFlight alone, a start's rounds of first reads
-// (DefaultFirstInFlight beside them) would close most connections as each
-// answer came back and open them again for the next round. Once the
-// start's first reads are answered the daemon closes the idle ones
-// (scheduler.Config.OnFirstReadsDone); the steady reads open their few
-// again.
+// cloudTransport keeps as many idle connections to the cloud as the scheduler
+// may have requests in flight, so that batched reads reuse them instead of
+// paying a TLS handshake each; the daemon closes the surplus after the first reads.
 func cloudTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = scheduler.DefaultMaxInFlight + scheduler.DefaultFirstInFlight

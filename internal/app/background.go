@@ -20,16 +20,10 @@ const statsSpacing = 5
 const infoEvery = time.Minute
 
 // background publishes the bridge's stats and info, reports progress to
-// systemd, and marks the daemon ready (WaitReady) once the first device
-// list is in. A change of a figure (kick) publishes the stats at the first
-// instant of the poller's read grid (poller.Stats.Grid) at least statsDelay
-// after it, and changes that keep coming at most every statsSpacing ×
-// statsDelay (at 1000 devices every read changes requests_today, and a look
-// a second cost a tenth of a core's percent); while nothing changes, a look
-// quietLook after the last catches what changes with time alone (the Cloud
-// sensor, a 429 a minute old). Every look falls on an instant of the read
-// grid: an idle daemon's looks share the wake-ups of its periodic reads
-// instead of adding their own (issue 32).
+// systemd, and marks the daemon ready once the first device list is in.
+// Stats go out on the poller's read grid, at least statsDelay after a change
+// and at most every statsSpacing × statsDelay, so that an idle daemon wakes
+// only for its reads and a large one does not publish on every read.
 func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listener, p parts) {
 	clk := m.clock()
 	b := &backgroundLoop{m: m, p: p, clk: clk, ready: ready, sd: Systemd{Log: m.Log, Clock: clk}}
@@ -78,10 +72,8 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listen
 	}
 }
 
-// quietLook is the longest the background loop goes without a look while
-// nothing kicks it (rounded up to the read grid's next instant). The time
-// alone changes little: the Cloud sensor turns off after cloudGrace of
-// failed requests, and those requests kick the loop.
+// quietLook is the longest the loop goes without a look while nothing kicks
+// it, to catch what changes with time alone (the Cloud sensor's grace).
 const quietLook = 15 * time.Second
 
 // later is the later of two instants.
@@ -170,32 +162,24 @@ func (b *backgroundLoop) reportStatus(sc scheduler.Stats, ps poller.Stats, rs re
 	b.sd.Status("%d devices, %d online, %d × 429 since start", rs.Devices, rs.Online, sc.RateLimited)
 }
 
-// startMemory follows the start's burst (every device read once, then the
-// device list with the scenes out) to return its memory to the system once
-// it is over.
+// startMemory watches for the end of the start's burst (every device read, the
+// device list with scenes sent) to return its memory to the system.
 type startMemory struct {
 	readsDone, listOut, settled bool
 }
 
-// step advances by one check; it is true once, at the check where the
-// start's memory should go back to the system. listed is whether the first
-// device list is in; listPending tells whether the mirror still holds the
-// device list with the scenes back.
+// step advances by one check and is true once, when the start's memory should
+// go back to the system. listPending says whether the device list is still queued.
 func (s *startMemory) step(listed bool, ps poller.Stats, listPending func() bool) bool {
 	switch {
 	case s.settled:
 	case s.readsDone && !listPending() && !s.listOut:
-		// The device list with the scenes may have been handed to the
-		// connection in this very check (PublishStats): wait a check for
-		// it to go out, or the collection would find it still held and
-		// size the heap to it.
+		// The device list may have been handed to the connection in this check: wait
+		// one more so that the collection does not size the heap to it.
 		s.listOut = true
 	case s.listOut:
-		// The start's burst is over: every device read once and the
-		// device list with the scenes out. Its memory (a large account's
-		// discovery configs, first answers and device lists) goes back to
-		// the system now rather than at the scavenger's slow pace: minutes
-		// of a resident peak otherwise (docs/benchmarks.md, "Footprint").
+		// The burst is over: return its memory now rather than at the scavenger's
+		// slow pace, which would keep a resident peak for minutes.
 		s.settled = true
 		return true
 	case listed && ps.Reads >= uint64(ps.Devices):

@@ -21,11 +21,9 @@ import (
 )
 
 // Check validates the configuration, reaches the broker and the cloud, and
-// writes a report: one line a thing it tries, "ok", "warn" or "FAIL". It
-// returns false when a line is FAIL. cfgErr is the verdict on the settings
-// as Problems gives it (cmd/bridge scrubs its words in app mode), or Load's
-// error, to which Check adds the rest of the verdict. A configuration with
-// errors stops the report there. Secrets appear only redacted.
+// writes one line per thing tried: "ok", "warn" or "FAIL"; it returns false on
+// a FAIL. cfgErr is the settings' verdict or Load's error; errors stop the
+// report there. Secrets appear only redacted.
 func Check(ctx context.Context, cfg config.Config, cfgErr error, out io.Writer, log zerolog.Logger) bool {
 	ok := true
 	fmt.Fprintln(out, "cloud2mqtt configuration check")
@@ -107,8 +105,7 @@ func verdict(cfg config.Config, cfgErr error) config.Problems {
 	return Problems(cfg, cfgErr)
 }
 
-// report writes one line of the report: "ok  ", "warn" or "FAIL" (level 0
-// is ok), the subject and the detail, and reports whether the line is not
+// report writes one report line (level 0 is ok) and reports whether it is not
 // a FAIL.
 func report(out io.Writer, level config.Level, what, detail string) bool {
 	mark := "ok  "
@@ -124,9 +121,8 @@ func report(out io.Writer, level config.Level, what, detail string) bool {
 	return level != config.Error
 }
 
-// listDevices reads the account's devices once (in -demo the simulated
-// account's: internal/demo points CLOUD_BASE_URL there); limits, when not
-// nil, gets what the answer's rate-limit headers say.
+// listDevices reads the account's devices once; limits, when not nil, gets the
+// answer's rate-limit headers.
 func listDevices(ctx context.Context, cfg config.Config, log zerolog.Logger, limits *cloud.RateLimits) ([]capability.Device, error) {
 	base, key := cfg.Cloud.BaseURL, cfg.Cloud.APIKey.Reveal()
 	var onLimits func(cloud.RateLimits)

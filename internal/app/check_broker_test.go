@@ -14,8 +14,8 @@ import (
 )
 
 // TestCheckBrokerSaysWhatWasSeen: -check's broker line fails at its first
-// attempt (before, a refused connection waited the whole 10 s) and says what
-// the port did and which scheme to use (issue 30 §3).
+// attempt, without waiting the whole 10 s, and says what the port did and which
+// scheme to use.
 func TestCheckBrokerSaysWhatWasSeen(t *testing.T) {
 	plain := mqtttest.Start(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

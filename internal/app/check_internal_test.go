@@ -5,9 +5,8 @@ import (
 	"testing"
 )
 
-// TestPageURL (issue 30 §6): HTTP_ADDR=0.0.0.0:8080, which Go reports as
-// [::]:8080, is logged and printed as a URL a browser on this machine
-// opens, not as http://[::]:8080/.
+// TestPageURL: HTTP_ADDR=0.0.0.0:8080, which Go reports as [::]:8080, is shown
+// as a URL a browser on this machine opens, not as http://[::]:8080/.
 func TestPageURL(t *testing.T) {
 	for _, tc := range []struct {
 		addr net.Addr

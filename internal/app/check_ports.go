@@ -21,11 +21,8 @@ import (
 // -check tries what the daemon will need beyond the settings: the ports it
 // will listen on (bound and released at once) and the cloud's event broker.
 
-// checkListeners binds the embedded broker's port (MQTT_URL=embedded and
-// -demo) and HTTP_ADDR as the daemon will, and releases them at once
-// (nothing is accepted). An HTTP endpoint open to the network is the
-// verdict's warning (httpProblem). (LAN_LISTEN is bound by the LAN check,
-// checkLocal.)
+// checkListeners binds the embedded broker's port and HTTP_ADDR as the daemon
+// will and releases them at once. LAN_LISTEN is checkLocal's.
 func checkListeners(cfg config.Config, say func(bool, string, string)) {
 	if cfg.Demo || cfg.Embedded() {
 		if err := tryListen(cfg.MQTT.Listen); err != nil {
@@ -106,10 +103,8 @@ func portOf(addr string) string {
 // eventsTimeout bounds -check's connection to the event broker.
 const eventsTimeout = 10 * time.Second
 
-// checkEvents reaches CLOUD_EVENTS_URL as the daemon will: a refused
-// connection fails at once, then an MQTT session logged in with the API key
-// subscribes to the account's event topic. In -demo the events come from
-// the simulator.
+// checkEvents reaches CLOUD_EVENTS_URL as the daemon will: a refused connection
+// fails at once, else it logs in with the API key and subscribes.
 func checkEvents(ctx context.Context, cfg config.Config, say func(bool, string, string)) {
 	raw := cfg.Cloud.EventsURL
 	if raw == "" || cfg.Demo {

@@ -15,9 +15,8 @@ import (
 	"cloud2mqtt/internal/statedir"
 )
 
-// -check's word on the quota: the requests a day the configuration plans
-// against the quota the account has, the cloud's (read from its answer's
-// rate-limit headers) or CLOUD_DAILY_LIMIT.
+// -check's word on the quota: the requests a day the configuration plans,
+// against the cloud's quota or CLOUD_DAILY_LIMIT.
 
 // quotaPlan is what the configuration plans to send in a day.
 type quotaPlan struct {
@@ -59,12 +58,9 @@ type quotaVerdict struct {
 	details []string
 }
 
-// checkQuota prints one line for each quota known, the cloud's ("quota",
-// read from its answer's headers) and CLOUD_DAILY_LIMIT's ("daily
-// limit"), or one saying none is known, with the day's plan under the
-// first; then each device's interval. A quota the plan does not fit is a
-// warning in the words the daemon logs (config.QuotaSlowsPolling,
-// config.DailyLimitTooLow): the bridge still runs, reading as often as the
+// checkQuota prints a line for each known quota (or that none is known), the
+// day's plan, then each device's interval. A plan that does not fit is a
+// warning, in the daemon's words, since the bridge still runs as often as the
 // quota allows.
 func checkQuota(cfg config.Config, devs []capability.Device, limits cloud.RateLimits, out io.Writer, now time.Time) {
 	p := planOf(cfg, devs)
@@ -100,10 +96,8 @@ func (v quotaVerdict) write(out io.Writer) {
 	}
 }
 
-// checkPolling prints each device's interval and why as the bridge would
-// plan them now (poller.Planned): what it learned in STATE_DIR, the
-// devices' own intervals set over MQTT; the quota the cloud tells may
-// lengthen them all alike.
+// checkPolling prints each device's interval and reason as the bridge would plan
+// them now, from what STATE_DIR holds; the cloud's quota may lengthen them all.
 func checkPolling(cfg config.Config, devs []capability.Device, out io.Writer) {
 	dir := statedir.Dir(cfg.State.Dir)
 	opts := map[capability.Key]poller.DeviceOptions{}
@@ -121,11 +115,9 @@ func checkPolling(cfg config.Config, devs []capability.Device, out io.Writer) {
 	}
 }
 
-// checkLearned compares the plan with the cloud's quota at now, keeping
-// the bridge's reserve (poller.QuotaReserve). A quota that renews at a
-// midnight (UTC or local) is taken to be a day's, and the plan of a day is
-// compared with it; any other is compared as what would be sent until it
-// renews against what is left (its length is not known from one answer).
+// checkLearned compares the plan with the cloud's quota at now, keeping the
+// bridge's reserve. A quota that renews at a midnight is taken as a day's; any
+// other is compared until it renews, since one answer does not tell its length.
 func checkLearned(cfg config.Config, p quotaPlan, w cloud.RateLimit, now time.Time) quotaVerdict {
 	what := fmt.Sprintf("the cloud's quota (%s)", w)
 	if !w.HasRemaining || w.Reset.IsZero() {

@@ -13,11 +13,10 @@ import (
 	"cloud2mqtt/internal/config"
 )
 
-// -check prints the requests a day the configuration plans against the
-// quota the cloud tells, and warns (without failing) when they exceed it,
-// naming POLL_INTERVAL and CLOUD_DAILY_LIMIT: 16 devices at 2 s no longer
-// pass without a word. (Against a simulator on the real clock: the
-// figures, which depend on the time of day, are checkLearned's test.)
+// TestCheckQuota: -check prints the requests a day the configuration plans
+// against the cloud's quota, and warns without failing when they exceed it,
+// naming POLL_INTERVAL and CLOUD_DAILY_LIMIT. The figures by time of day are
+// checkLearned's test, since this one runs on the real clock.
 func TestCheckQuota(t *testing.T) {
 	// The simulator stands at noon: its day's quota always has 12 h to go
 	// (told as seconds from now), whatever the time of day the test runs

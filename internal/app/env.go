@@ -13,10 +13,9 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// environment is what the daemon talks to: the cloud's address and key, the
-// broker's URL and login and the bridge's record of it (its client id, kept
-// in the state directory), and the event source, with whatever Run started
-// for them (the embedded broker).
+// environment is what the daemon talks to (cloud, broker with the bridge's
+// client id, event source) and whatever Run started for them, such as the
+// embedded broker.
 type environment struct {
 	baseURL, apiKey, mqttURL string
 	mqttUser, mqttPassword   string
@@ -31,19 +30,16 @@ func (e *environment) close() {
 	}
 }
 
-// environment starts what the configuration asks for: with
-// MQTT_URL=embedded the embedded broker; the events of CLOUD_EVENTS_URL,
-// or Main.Events'.
+// environment starts what the configuration asks for: the embedded broker when
+// MQTT_URL=embedded, and the events of CLOUD_EVENTS_URL or Main.Events.
 func (m *Main) environment(ctx context.Context) (*environment, error) {
 	cfg := m.Config
 	env := &environment{baseURL: cfg.Cloud.BaseURL, apiKey: cfg.Cloud.APIKey.Reveal(), mqttURL: cfg.MQTT.URL,
 		mqttUser: cfg.MQTT.Username, mqttPassword: cfg.MQTT.Password.Reveal(),
 		mqttRecord: mqtt.OpenRecord(statedir.Dir(cfg.State.Dir), m.Log.With().Str("component", "mqtt").Logger())}
 	if cfg.Embedded() {
-		// The embedded broker reserves the bridge's topics (all under the
-		// base but the commands) to the bridge's own login, and refuses
-		// packets over 64 KiB from anyone else (the bridge's device list
-		// outgrows that).
+		// The embedded broker reserves the bridge's topics (all but the commands) to
+		// the bridge's own login, and lets only it send packets over 64 KiB.
 		layout := topic.New(cfg.MQTT.BaseTopic)
 		owner := &broker.Owner{ClientID: env.mqttRecord.ClientID(cfg.MQTT.ClientID), Reserved: []string{layout.Reserved()}, Open: layout.Inbound()}
 		b, err := broker.Start(ctx, broker.Options{Addr: cfg.MQTT.Listen, Logger: m.Log,

@@ -15,21 +15,13 @@ import (
 // Needs mosquitto (the embedded broker keeps no session across a restart):
 // -tags mosquitto, which .ci/run sets.
 
-// TestBrokerKilledTenTimesDuringCommandStream: a client streams commands
-// to three lights while the broker (persistent, like a production
-// mosquitto) is killed and restarted ten times. Even rounds kill it while
-// the bridge is connected; odd rounds first cut the bridge off (the broker
-// queues the commands for its persistent session), then kill the broker.
-// Every command the broker acknowledged reaches the cloud, each light ends
-// at the last value sent, and after every restart a fresh subscriber sees
-// the bridge online with its configs, states and availability.
-//
-// Both the bridge and the streaming client reach the broker through a
-// proxy that is held while the broker restarts, so their reconnection
-// attempts wait instead of being refused, and the rounds are paced a few
-// seconds apart: paho lengthens its reconnect back-off (up to DefaultMaxReconnectInterval, 10 s)
-// when connections fail or drop in quick succession, which is right for a
-// broker in trouble but would make ten restarts take minutes.
+// TestBrokerKilledTenTimesDuringCommandStream: a client streams commands to
+// three lights while a persistent broker is killed and restarted ten times,
+// alternately with the bridge connected and cut off first. Every acknowledged
+// command reaches the cloud, each light ends at the last value sent, and after
+// every restart a fresh subscriber sees the bridge online with everything retained.
+// Both clients reach the broker through a proxy held during restarts, and rounds
+// are paced a few seconds apart, so that paho's reconnect back-off stays short.
 func TestBrokerKilledTenTimesDuringCommandStream(t *testing.T) {
 	if mqtttest.MosquittoPath() == "" {
 		t.Fatal("mosquitto is not installed (Debian: apt-get install mosquitto); the mosquitto tag needs it")

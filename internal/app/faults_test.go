@@ -59,10 +59,9 @@ type command struct {
 
 func commandKey(c command) (string, string, any) { return c.device, c.instance, c.value }
 
-// stream publishes colorRgb commands to the lights round robin, each with
-// a value never used before, through a client of its own that rides out
-// broker restarts: a command is retried (same value) until the broker
-// acknowledges it, and only acknowledged commands are counted.
+// stream publishes colorRgb commands to the lights in turn, each with a fresh
+// value, through a client of its own that retries each command until the broker
+// acknowledges it; only acknowledged commands count.
 type stream struct {
 	t      *testing.T
 	c      paho.Client
@@ -407,14 +406,10 @@ func TestRateLimitStorm(t *testing.T) {
 	t.Logf("refused by the drained bucket: %d; 429 answers in all: %d", drained, h.sim.Counts().Of(cloud.EndpointControl, 429))
 }
 
-// TestAPIKeyRevokedAndRestored: the cloud refuses the key for a while.
-// The refusal is logged once per hold-off as an error (not once per
-// request), the device list is not asked for again within the hold-off,
-// requests are not sent while refused, commands are answered with a clear
-// error, devices stay available (the refusal is the account's, not
-// theirs), and once the key is accepted again
-// everything recovers without a restart. The test jumps the clock over the
-// hold-off (a minute), so it waits for the recovery, not the clock.
+// TestAPIKeyRevokedAndRestored: while the cloud refuses the key, the refusal is
+// logged once per hold-off, nothing but one probe per hold-off is sent, commands
+// get a clear error and devices stay available, since the refusal is the
+// account's; once the key is accepted again everything recovers without a restart.
 func TestAPIKeyRevokedAndRestored(t *testing.T) {
 	t.Parallel()
 	const holdoff = scheduler.AuthHoldoff

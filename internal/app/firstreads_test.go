@@ -49,12 +49,10 @@ func rateLimited(sim *cloudsim.Sim) int {
 	return n
 }
 
-// TestFirstStatesAtOnce: whatever the poll interval, every device has a
-// state at once after a start, and every light's effect list (its scenes)
-// right after, without a 429. "At once" is on the daemon's clock, which
-// stands still: a read or a scene list that waited for any interval, grid
-// instant or pace would never come. How long they took on this machine is
-// logged (speed is docs/benchmarks.md's).
+// TestFirstStatesAtOnce: whatever the poll interval, every device has a state
+// and every light its scene list at once after a start, without a 429. The
+// daemon's clock stands still, so anything that waited for an interval, grid
+// instant or pace would never come.
 func TestFirstStatesAtOnce(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
@@ -101,16 +99,11 @@ func TestFirstStatesAtOnce(t *testing.T) {
 	}
 }
 
-// TestThousandDevicesFirstReads: a household of 1000 devices at a 10-minute
-// poll interval has every state at once after a start (the daemon's clock
-// stands still: none waited for any interval, grid instant or pace),
-// without a 429. The simulator keeps every rate row of the spec (the
-// device list's per account, the state and scene reads' per device) on
-// the same still clock, so no bucket refills during the start: the burst
-// of first reads (up to scheduler.DefaultFirstInFlight at once) must fit
-// each device's bucket as it stands. The time it took on this machine is logged; the bound
-// only ends a test that will not pass (under the race detector, beside the
-// other tests, on a busy machine it takes tens of seconds).
+// TestThousandDevicesFirstReads: 1000 devices at a 10-minute interval all have a
+// state at once after a start, without a 429. The simulator's rate rows run on
+// the same still clock, so the burst of first reads must fit each bucket as it
+// stands. The bound only ends a test that will not pass; under -race it takes
+// tens of seconds.
 func TestThousandDevicesFirstReads(t *testing.T) {
 	t.Parallel()
 	cat, err := cloudsim.Household(1000)
@@ -127,16 +120,11 @@ func TestThousandDevicesFirstReads(t *testing.T) {
 	}
 }
 
-// TestThousandDevicesFirstReadsWithinQuota: the same start against an
-// account that also has a daily quota, told in every answer's headers (the
-// spec's rate rows stay on, as in every harness): 1500 requests a day, so
-// that the 1000 first reads fit beside the reserve the bridge keeps for
-// commands (poller.QuotaReserve) but the lights' scene lists (about 300)
-// would not. Every first state comes at once, no request is refused by
-// any row or by the quota, and the reserve is left untouched: the start's
-// burst of first reads goes through the poller's pacing like any read.
-// The cloud's clock stands still like the daemon's: a bucket or a quota
-// the start overran would not refill.
+// TestThousandDevicesFirstReadsWithinQuota: the same start against a daily quota
+// of 1500, enough for the 1000 first reads beside the commands' reserve but not
+// for the scene lists as well. Every first state comes at once, nothing is
+// refused and the reserve is untouched, because first reads go through the
+// poller's pacing like any read. The cloud's clock stands still too.
 func TestThousandDevicesFirstReadsWithinQuota(t *testing.T) {
 	t.Parallel()
 	cat, err := cloudsim.Household(1000)

@@ -40,11 +40,9 @@ func lights(t *testing.T, n int) *cloudsim.Catalogue {
 	return c
 }
 
-// TestFirstStatesOf100Lights: every one of 100 lights has its first state
-// published at a 60 s interval, the reads sent as soon as the device list
-// is in (the poller's tests hold the instant): the daemon's clock stands
-// still. It logs how long that took: docs/benchmarks.md "First states"
-// runs it before and after.
+// TestFirstStatesOf100Lights: each of 100 lights gets its first state at a 60 s
+// interval, the reads sent as soon as the device list is in, with the clock
+// standing still. It logs how long that took.
 func TestFirstStatesOf100Lights(t *testing.T) {
 	t.Parallel()
 	start := time.Now()

@@ -18,7 +18,7 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// Issue 20's floods, through a real mosquitto with its default settings
+// Floods of commands through a real mosquitto with its default settings
 // (max_queued_messages 1000, max_inflight_messages 20): whatever the bridge
 // does not take in time, the broker drops.
 
@@ -49,9 +49,8 @@ func floodLights(t *testing.T, n int) *cloudsim.Catalogue {
 	return c
 }
 
-// flood publishes n commands to set/brightness round-robin over the
-// devices, about 5,000 a second (issue 20's flood was 5,005 "in a few
-// seconds"), and returns the last value each device was sent.
+// flood publishes n commands to set/brightness over the devices in turn, about
+// 5,000 a second, and returns the last value each device was sent.
 func flood(t *testing.T, url string, devs []capability.Device, n int, value func(seq int) string) map[string]string {
 	t.Helper()
 	c := mqtttest.NewClient(t, url, mqtttest.ClientOptions{}).Paho()
@@ -97,7 +96,7 @@ func TestFloodOfCommandsEndsAtTheLastOne(t *testing.T) {
 }
 
 // TestFloodOfBadCommandsThenAGoodOne: after 5,005 commands the bridge
-// refuses, a good one is applied within 10 s, and the refusals were
+// refuses, a good one is applied within 10 s, and the refusals are
 // answered in bounded numbers.
 func TestFloodOfBadCommandsThenAGoodOne(t *testing.T) {
 	if mqtttest.MosquittoPath() == "" {

@@ -313,17 +313,11 @@ func (w *watcher) until(timeout time.Duration, what string, cond func() bool) {
 	}
 }
 
-// jumpUntil waits for cond as watch.until does, jumping the daemon's clock
-// by step whenever the daemon is idle and cond does not hold: what falls
-// due meanwhile (reads, retries, hold-offs, the stats' and the state
-// directory's delays) happens at once instead of after its real duration,
-// and whatever a test counts per interval counts on the clock as it did in
-// real time. The daemon is idle by its own account (clocktest's work in
-// hand: timers fired and handled, wake-ups taken, requests and publishes
-// answered, datagrams taken in) and the watcher has every message the
-// broker took before (sync), so however slow the machine, a jump never
-// cuts short what the last one set off. A step is short beside the
-// windows the test counts in: a jump makes every due read go out at once.
+// jumpUntil waits for cond, jumping the daemon's clock by step whenever the
+// daemon is idle, so that reads, retries and hold-offs happen at once instead of
+// after their real duration. Idle means the daemon has no work in hand and the
+// watcher has every message the broker took (sync), so a jump never cuts short
+// what the last one set off, however slow the machine.
 func (h *harness) jumpUntil(timeout, step time.Duration, what string, cond func() bool) {
 	h.t.Helper()
 	start := time.Now()
@@ -362,9 +356,8 @@ const (
 	jumpGuard = 5 * time.Minute
 )
 
-// idle waits until the daemon has no work in hand and the watcher has
-// what the broker took before, failing the test at deadline with what is
-// still in hand.
+// idle waits until the daemon has no work in hand and the watcher has caught
+// up, failing at deadline with what is still in hand.
 func (h *harness) idle(deadline time.Time, what string) {
 	h.t.Helper()
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -375,13 +368,10 @@ func (h *harness) idle(deadline time.Time, what string) {
 	h.watch.sync(deadline)
 }
 
-// sync returns once the watcher has received a message it sends itself
-// now: the broker delivers in order, so every message it took before (the
-// daemon's publishes, acknowledged) has reached the watcher too. QoS 0: a
-// QoS 1 publish is kept in paho's store, which paho races on when it
-// resends it after a lost connection (eclipse-paho/paho.mqtt.golang#703). While the
-// watcher is not connected (a test that stops the broker) there is
-// nothing to wait for.
+// sync returns once the watcher has received a message it sent itself; the
+// broker delivers in order, so everything before it has arrived too. QoS 0,
+// because paho races on a QoS 1 message it resends (eclipse-paho/paho.mqtt.golang#703).
+// While the watcher is not connected there is nothing to wait for.
 func (w *watcher) sync(deadline time.Time) {
 	w.t.Helper()
 	if !w.c.IsConnectionOpen() {

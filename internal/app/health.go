@@ -11,20 +11,15 @@ import (
 	"cloud2mqtt/internal/scheduler"
 )
 
-// The daemon's health, as /healthz, the health request, the bridge's Cloud
-// sensor and the systemd watchdog judge it. Unhealthy means a restart may
-// help (Home Assistant's watchdog and systemd's restart on it): the broker
-// is gone, the cloud is out of reach or answers only errors, the poller is
-// stuck. A wait the cloud asked for (a 429's Retry-After, the account's
-// quota spent) is healthy, with a reason naming it and its end: the cloud
-// answers, and a restart would not shorten the wait but read the device
-// list and every state again (the start's burst of first reads).
+// The daemon's health, as /healthz, the health request, the Cloud sensor and
+// the systemd watchdog judge it. Unhealthy means a restart may help: the broker
+// is gone, the cloud is unreachable or answers only errors, or the poller is
+// stuck. A wait the cloud asked for is healthy, because a restart would not
+// shorten it but would read every device again.
 
-// health is the answer of /healthz and the health request: healthy when the
-// broker is connected, the cloud answers (not every request failing for
-// cloudGrace) and the poller progresses (reads the cloud answered, or a
-// wait the cloud asked for). reasons are why not, then what holds the
-// reads back while healthy.
+// health answers /healthz and the health request: healthy when the broker is
+// connected, the cloud answers and the poller progresses. reasons say why not,
+// or what holds the reads back while healthy.
 func (m *Main) health() (bool, []string, any) {
 	m.mu.Lock()
 	var p parts
@@ -87,16 +82,14 @@ func staleAfter(interval time.Duration) time.Duration {
 	return 3*max(interval, time.Minute) + 30*time.Second
 }
 
-// readProgress is when the reads last progressed, for the systemd
-// watchdog: as for /healthz, the end of a wait the cloud asked for counts
-// as progress until then.
+// readProgress is when the reads last progressed, for the systemd watchdog;
+// as for /healthz, a wait the cloud asked for counts as progress until its end.
 func readProgress(poll *poller.Poller, sched *scheduler.Scheduler, now time.Time) time.Time {
 	return cloudHold(sched.Stats(), poll.Stats().QuotaWait, now).progress(poll.Progress())
 }
 
-// hold is a wait the cloud asked for that keeps requests (or the periodic
-// reads) from going out: until when, and why in the user's words; zero
-// when none.
+// hold is a wait the cloud asked for that keeps requests from going out: until
+// when, and why in the user's words; zero when none.
 type hold struct {
 	until time.Time
 	why   string
@@ -111,11 +104,9 @@ func (h hold) progress(last time.Time) time.Time {
 	return last
 }
 
-// cloudHold is the wait the cloud asked for at now, the latest of: a
-// 429's (while it is the last failure, until the wait and the grace after
-// it are over), the scheduler's hold while the account's quota is spent,
-// and the poller's pacing of the periodic reads until a window renews
-// (quotaWait).
+// cloudHold is the latest wait the cloud asked for at now: a 429's (while it is
+// the last failure), the scheduler's while the quota is spent, or the poller's
+// pacing until a quota window renews.
 func cloudHold(st scheduler.Stats, quotaWait, now time.Time) hold {
 	var h hold
 	var why []string
@@ -161,9 +152,8 @@ func cloudFailing(h scheduler.CloudHealth, now time.Time) (bool, string) {
 		return true, fmt.Sprintf("the cloud has not answered since the wait it asked for (429) ended at %s: %s",
 			h.HeldUntil.UTC().Format(time.RFC3339), h.Err)
 	}
-	// Answers that are errors (5xx, 429) must last the grace: a blip of
-	// a few is not an outage. Requests that never reached the cloud
-	// (refused, unknown host, TLS) are one sooner.
+	// Error answers must last the grace, since a few are a blip, not an outage;
+	// requests that never reached the cloud count sooner.
 	unreached := h.Failures >= failingAfter && !cloud.Reached(h.Err)
 	if h.FailingSince.IsZero() || !h.Failing(now, cloudGrace) && !unreached {
 		return false, ""
@@ -182,10 +172,8 @@ func cloudFailing(h scheduler.CloudHealth, now time.Time) (bool, string) {
 	return true, reason
 }
 
-// failedRun says how many requests failed in a row over how long: "3
-// requests failed in the last 2m0s, none succeeded". Failures that came
-// within a second (requests that never reached the cloud fail at once)
-// are "in the last second", not "in the last 0s".
+// failedRun says how many requests failed in a row over how long, writing
+// failures within a second as "in the last second" rather than "0s".
 func failedRun(n int, over time.Duration) string {
 	what := fmt.Sprintf("%d requests failed", n)
 	if n == 1 {

@@ -9,9 +9,9 @@ import (
 	"cloud2mqtt/internal/scheduler"
 )
 
-// TestFailingReasonSaysHowLong (issue 41 §8): requests that never reach
-// the cloud fail within a second; the reason says so in words, never "in
-// the last 0s", and counts one request in the singular.
+// TestFailingReasonSaysHowLong: requests that never reach the cloud fail within
+// a second; the reason says so in words, never "in the last 0s", and counts one
+// request in the singular.
 func TestFailingReasonSaysHowLong(t *testing.T) {
 	now := time.Date(2026, 11, 28, 3, 50, 12, 0, time.UTC)
 	refused := errors.New("connection refused")

@@ -17,12 +17,9 @@ import (
 	"cloud2mqtt/internal/scheduler"
 )
 
-// The health of a daemon the cloud asks to wait (issue 40 §5): one 429
-// with Retry-After: 999999 held a one-device account's reads for the
-// capped 5 minutes and turned /healthz 503 after 20 s ("the cloud answers
-// only errors"), then for the poller too after 3m30s, and the systemd
-// watchdog stopped pinging: Home Assistant's watchdog (or systemd)
-// restarted the daemon, which read the device list and every state again.
+// The health of a daemon the cloud asks to wait: a long Retry-After must not turn
+// /healthz 503 or stop the watchdog, since a restart would not shorten the wait
+// and would read every device again.
 
 // rateLimiter stands between the bridge and the simulated cloud: it
 // answers the next state reads it is armed for with 429 and

@@ -14,13 +14,10 @@ import (
 	"cloud2mqtt/internal/scheduler"
 )
 
-// TestOneRefusedReadHoldsNoDeviceBack (issue 41 §10, §2): the cloud
-// answers one state read 401 and everything else as usual. The reads the
-// bridge holds back after it are no failures of the devices: each stays
-// available, no read is counted failed, and the refusal names where the
-// key came from (CLOUD_API_KEY_FILE) and the header it is sent in
-// (CLOUD_API_KEY_HEADER, not the cloud's own). The clock jumps until every
-// device was read again after a whole hold-off.
+// TestOneRefusedReadHoldsNoDeviceBack: the cloud answers one state read 401. The
+// reads held back after it are no failures of the devices: each stays available,
+// and the refusal names where the key came from (CLOUD_API_KEY_FILE) and the
+// header it is sent in. The clock jumps until every device is read again.
 func TestOneRefusedReadHoldsNoDeviceBack(t *testing.T) {
 	t.Parallel()
 	const header = "X-Api-Key"

@@ -15,15 +15,12 @@ import (
 	"cloud2mqtt/internal/web"
 )
 
-// The HTTP endpoint: /healthz, /metrics and the status page on HTTP_ADDR,
-// and in app mode the status page on Home Assistant's ingress port beside
-// it. Both serve one web.Handler, which holds the guards (docs/security.md, "The status page");
+// The HTTP endpoint: /healthz, /metrics and the status page on HTTP_ADDR, and
+// in app mode the page on the ingress port. One web.Handler holds the guards;
 // the servers here bound what a connection may cost.
 
-// Ingress is the status page in Home Assistant's sidebar (app mode,
-// docs/status-page.md): the Supervisor's proxy forwards
-// the page to Addr, and only its connections are served there. The zero
-// value is off.
+// Ingress is the status page in Home Assistant's sidebar: only the
+// Supervisor's proxy is served on Addr. The zero value is off.
 type Ingress struct {
 	// Addr is the listener's address, ":8099" for the app's ingress_port.
 	Addr string
@@ -32,10 +29,8 @@ type Ingress struct {
 	Peer string
 }
 
-// httpTimeouts bound a connection of the HTTP endpoint: its request's
-// headers and body, and the wait for the next request on a kept-alive
-// connection (idle). Event streams are bounded by their write deadline
-// instead (internal/web).
+// httpTimeouts bound a connection's request headers and body and its idle wait;
+// event streams are bounded by their write deadline instead.
 type httpTimeouts struct {
 	readHeader, read, idle time.Duration
 }

@@ -6,13 +6,9 @@ import (
 	"time"
 )
 
-// TestIdleDaemonWakesOnlyOnTheReadGrid: once its start is over, an idle
-// daemon (the cloud answering, nothing commanded, the LAN off, a state
-// directory to keep) is woken by its clock only at the instants of its
-// read grid (5 s for the demo account at 30 s): the poller's batches of
-// reads, the background's looks at the stats and the state directory's
-// writes share those wake-ups instead of each adding its own between them
-// (issue 32: on these virtual machines a wake-up is the idle cost).
+// TestIdleDaemonWakesOnlyOnTheReadGrid: an idle daemon is woken by its clock
+// only at the instants of its read grid; reads, stats and state writes share
+// those wake-ups, since on small machines each wake-up is the idle cost.
 func TestIdleDaemonWakesOnlyOnTheReadGrid(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, harnessOptions{env: map[string]string{"POLL_INTERVAL": "30s", "STATE_DIR": t.TempDir()}})
@@ -49,16 +45,10 @@ func TestIdleDaemonWithLANWakesOnlyOnTheReadGrid(t *testing.T) {
 	}
 }
 
-// idleWakesOnGrid lets a minute pass on h's clock (the start's looks, every
-// device's first reads and their spread onto the grid are over within an
-// interval), then freezes the clock and jumps it two more minutes a grid
-// step at a time, and checks that every timer of the daemon's clock that
-// fired in those two minutes fired at an instant of the read grid. Frozen,
-// the clock moves only by the jumps, each once the daemon is idle (no read
-// waits for an answer on its way): how fast the machine answers cannot
-// make a wait armed at a grid instant end between two. afterJump, when set, is called after each jump from one
-// instant to the next with count as it was before the jump, and waits for
-// what the jump set off.
+// idleWakesOnGrid lets a minute pass so the start is over, then jumps the frozen
+// clock two more minutes a grid step at a time, each once the daemon is idle,
+// and checks that every timer fired on the grid. afterJump, when set, runs after
+// each jump with count as it was before, and waits for what the jump set off.
 func idleWakesOnGrid(t *testing.T, h *harness, grid time.Duration, afterJump func(from, to time.Time, before int), count func() int) {
 	t.Helper()
 	end := h.clock.Now().Add(time.Minute)

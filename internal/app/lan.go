@@ -20,12 +20,9 @@ import (
 
 // Local control (LAN_ENABLED, docs/local-control.md): the router beside the cloud.
 
-// Validate is cfg.Validate with the LAN settings config keeps as text for
-// lan to parse (LAN_LISTEN, LAN_SCAN_TARGETS): every problem at once, each
-// naming its variable and the fix. It is the part of the verdict (Problems,
-// which -check and the daemon use) that config alone can tell. They are checked also when
-// LAN_ENABLED=false: a setting left wrong would fail only on the day it is
-// turned on.
+// Validate is cfg.Validate plus the LAN settings lan parses: every problem at
+// once, each naming its variable and the fix. The LAN settings are checked even
+// when LAN_ENABLED=false, so that a wrong one does not fail only when turned on.
 func Validate(cfg config.Config) error {
 	_, listenErr := lan.ParseListen(cfg.Local.ListenAddr)
 	_, targetsErr := lan.ParseTargets(cfg.Local.ScanTargets)
@@ -45,10 +42,8 @@ func lanClientConfig(cfg config.Config, override *lan.Config) (lan.Config, error
 	return lan.Config{Listen: cfg.Local.ListenAddr, Targets: targets}, nil
 }
 
-// newLocal starts the LAN router when LAN_ENABLED=true or Main.LANClient
-// is set; nil when off. Its client keeps time on clk unless LANClient
-// names a clock of its own. A port taken by another program is an error
-// that says which and what to do.
+// newLocal starts the LAN router when LAN_ENABLED=true or Main.LANClient is set
+// (nil when off). A port taken by another program is an error that says what to do.
 func (m *Main) newLocal(cfg config.Config, clk clock.Clock) (*local.Router, error) {
 	if !cfg.Local.Enabled && m.LANClient == nil {
 		return nil, nil

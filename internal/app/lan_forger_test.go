@@ -96,16 +96,10 @@ func (h *lanHarness) warnings(part string, a, b string) []map[string]any {
 	})
 }
 
-// TestLANForgerInTheFirstScan is issue 40 §2's attack end to end: the
-// forger answers every scan from the start, faster than the light, and the
-// cloud's device list comes after the first scan's answers (a fresh
-// install). Before, the light's answer to the first scan was dropped as
-// unknown, the forger's first answer after the list located the light at
-// the forger, and the guard then locked the light out: its commands went to
-// the forger and MQTT showed the forger's values until a restart. Now the
-// answers before the list are kept; two addresses for one id before an
-// address is known make neither trusted: the light stays on the cloud,
-// both addresses are logged (once a minute), and the forger gets nothing.
+// TestLANForgerInTheFirstScan: a forger answers every scan from the start,
+// faster than the light, and the device list comes after the first scan. With
+// two addresses for one id before either is known, neither is trusted: the light
+// stays on the cloud, both addresses are logged, and the forger gets nothing.
 func TestLANForgerInTheFirstScan(t *testing.T) {
 	t.Parallel()
 	var forger *lansim.Sim
@@ -155,14 +149,9 @@ func TestLANForgerInTheFirstScan(t *testing.T) {
 	}
 }
 
-// TestLANForgerCannotTakeOverALight is issue 28 §1's attack end to end,
-// after the first scan: the light answered it alone (before the device
-// list: it is used as soon as the list arrives, without another scan), and
-// the forger turns up later, answering the scans in its name. Before, the
-// light moved to the forger at its first answer: its commands went there
-// and MQTT showed the forger's values. Now the light keeps its address (it
-// still answers), its commands and reads; MQTT shows only its values; the
-// conflict is logged with both addresses.
+// TestLANForgerCannotTakeOverALight: the light answered the first scan alone and
+// the forger turns up later in its name. The light keeps its address, commands
+// and reads, MQTT shows only its values, and the conflict is logged.
 func TestLANForgerCannotTakeOverALight(t *testing.T) {
 	t.Parallel()
 	var forger *lansim.Sim

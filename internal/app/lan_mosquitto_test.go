@@ -19,12 +19,10 @@ import (
 	"cloud2mqtt/internal/mqtttest"
 )
 
-// TestLocalControlFigures measures local control end to end through a real
-// mosquitto (docs/benchmarks.md, "Home Assistant state and LAN commands"): a command published on
-// MQTT → its datagram taken in at the simulated light, and → the confirmed
-// state back on MQTT at a subscriber; a change made at the light → MQTT.
-// It logs the figures and asserts only what must hold whatever the load:
-// every command arrived as a datagram and none went to the cloud.
+// TestLocalControlFigures measures local control end to end through mosquitto:
+// command → datagram at the simulated light → confirmed state on MQTT, and a
+// change at the light → MQTT. It logs the figures and asserts only that every
+// command arrived as a datagram and none went to the cloud.
 //
 //	go test -tags mosquitto -run TestLocalControlFigures -count=1 -v ./internal/app
 func TestLocalControlFigures(t *testing.T) {

@@ -17,9 +17,8 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// Local control end to end (issue 23): the simulated cloud, lights on the
-// LAN simulator at loopback addresses (never a group address), a test
-// broker, the whole daemon.
+// Local control end to end: the simulated cloud, lights on the LAN simulator at
+// loopback addresses (never a group address), a test broker, the whole daemon.
 const (
 	lanToggleLight = "AA:BB:CC:DD:EE:FF:10:01" // H619C: has a toggle the LAN lacks
 	lanCloudLight  = "AA:BB:CC:DD:EE:FF:10:02" // H6076: not on the LAN

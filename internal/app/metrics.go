@@ -20,10 +20,8 @@ import (
 	"cloud2mqtt/internal/scheduler"
 )
 
-// metrics are the daemon's Prometheus metrics, in a set of its own (no
-// globals: two daemons in one test process do not collide). The series and
-// their names are the public interface; the library behind them was chosen
-// for its size (docs/decisions.md, "Metrics without protobuf").
+// metrics are the daemon's Prometheus metrics, in a set of its own so that two
+// daemons in one test process do not collide. The series names are public.
 type metrics struct {
 	set     *vm.Set
 	limited *vm.Counter
@@ -117,9 +115,8 @@ func (m *metrics) register(sched *scheduler.Scheduler, poll *poller.Poller, reg 
 	})
 	// Requests on the wire.
 	gauge("cloud2mqtt_in_flight", func() float64 { return float64(sched.Stats().InFlight) })
-	// Submissions merged into a queued request, commands (a newer value
-	// replaced a queued one) apart from reads (a read of a device already
-	// queued): counters, read from the scheduler.
+	// Submissions merged into a queued request: commands (a newer value replaced a
+	// queued one) apart from reads (the device was already queued).
 	gauge(`cloud2mqtt_coalesced_total{kind="command"}`, func() float64 { return float64(sched.Stats().Superseded) })
 	gauge(`cloud2mqtt_coalesced_total{kind="read"}`, func() float64 { return float64(sched.Stats().CoalescedReads) })
 	gauge("cloud2mqtt_requests_today", func() float64 { return float64(sched.Stats().RequestsToday) })
@@ -147,10 +144,8 @@ func (m *metrics) register(sched *scheduler.Scheduler, poll *poller.Poller, reg 
 	gauge("cloud2mqtt_mqtt_client_id_conflicts_total", func() float64 { return float64(conn.Stats().Conflicts) })
 }
 
-// bridgeStats fills the bridge device's diagnostic entities.
-// bridgeStats is <base>/bridge/stats. Rate limited means a 429 in the last
-// minute, the account's quota spent (the scheduler holds the requests), or,
-// with a daily limit, the day's quota spent.
+// bridgeStats is <base>/bridge/stats, which fills the bridge device's
+// diagnostic entities. Rate limited means a 429 in the last minute or a quota spent.
 func bridgeStats(version string, s scheduler.Stats, r registry.Stats, dailyLimit int, now time.Time) discovery.BridgeStats {
 	st := discovery.BridgeStats{
 		Version:       version,
@@ -187,10 +182,8 @@ func bridgeStats(version string, s scheduler.Stats, r registry.Stats, dailyLimit
 	return st
 }
 
-// registerQuota adds the account's quota as the bridge shows it
-// (scheduler.Quota.Binding):
-// the window that binds, where it comes from, and the forecast. The
-// figures are 0 while no quota is known (cloud2mqtt_quota_known 0).
+// registerQuota adds the binding quota (scheduler.Quota.Binding): its window,
+// source and forecast, all 0 while no quota is known (cloud2mqtt_quota_known 0).
 func (m *metrics) registerQuota(sched *scheduler.Scheduler) {
 	quota := func(f func(q scheduler.Binding) float64) func() float64 {
 		return func() float64 {
@@ -224,9 +217,8 @@ func (m *metrics) registerQuota(sched *scheduler.Scheduler) {
 	m.set.NewGauge("cloud2mqtt_quota_limit", quota(func(q scheduler.Binding) float64 { return float64(q.Limit) }))
 	m.set.NewGauge("cloud2mqtt_quota_remaining", quota(func(q scheduler.Binding) float64 { return float64(q.Remaining) }))
 	m.set.NewGauge("cloud2mqtt_quota_reset_timestamp_seconds", quota(func(q scheduler.Binding) float64 { return unix(q.Reset) }))
-	// 1 when the pace of the last ten minutes fits what is left until the
-	// quota renews (also while it is not measured yet), 0 when not; then
-	// cloud2mqtt_quota_runs_out_timestamp_seconds says when it runs out.
+	// 1 when the last ten minutes' pace fits what is left until the quota renews
+	// (or is not yet measured), else 0 and runs_out_timestamp says when.
 	m.set.NewGauge("cloud2mqtt_quota_fits", quota(func(q scheduler.Binding) float64 {
 		if q.Fits != nil && !*q.Fits {
 			return 0

@@ -20,11 +20,10 @@ import (
 
 // Needs mosquitto, mosquitto_sub and mosquitto_pub: -tags mosquitto.
 
-// TestHomeAssistantV5BesideMosquitto runs mqttv5_test.go's checks with the
-// bridge against mosquitto, the broker Home Assistant users run, with
-// mosquitto's own MQTT 5 clients and with mqtttest's; and with mosquitto's
-// clients through the embedded broker: libmosquitto sends a Receive
-// Maximum of 20, which mochi alone mishandled (internal/broker/v5.go).
+// TestHomeAssistantV5BesideMosquitto runs mqttv5_test.go's checks against
+// mosquitto, with mosquitto's MQTT 5 clients and mqtttest's, and with mosquitto's
+// clients through the embedded broker, since libmosquitto's Receive Maximum of 20
+// needs the fix in internal/broker/v5.go.
 func TestHomeAssistantV5BesideMosquitto(t *testing.T) {
 	t.Parallel()
 	for _, tool := range []string{"mosquitto_sub", "mosquitto_pub"} {

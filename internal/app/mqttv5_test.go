@@ -1,32 +1,20 @@
 package app_test
 
-// Issue 40 §8: Home Assistant moves its broker connection to MQTT 5 (3.x
-// deprecated in 2026.6, unsupported from 2027.1). The bridge speaks 3.1.1;
-// the broker between it and Home Assistant must carry everything across.
-// These tests put MQTT 5 clients beside the whole daemon, as Home
-// Assistant connects (paho-mqtt for Python: Clean Start, no Session Expiry
-// Interval, No Local and Retain As Published off, subscriptions to its
-// discovery configs and its entities' topics, birth and commands at QoS 0
-// by default), and check what it needs:
+// Home Assistant connects with MQTT 5 while the bridge speaks 3.1.1, so the
+// broker between them must carry everything across. These tests put MQTT 5
+// clients beside the whole daemon, connecting as Home Assistant does, and check:
 //
-//   - a Home Assistant running before the bridge gets every config and
-//     state live, the retain flag clear: Home Assistant takes one retained
-//     message per topic and subscription and drops the rest (its
-//     client.py, _retained_topics), so a flag kept on live messages would
-//     hide every change after the first;
-//   - one starting after the bridge gets every config and state retained
-//     on subscribing, at QoS 1 when it subscribes at QoS 1, also when it
-//     sends a Receive Maximum (libmosquitto's 20, mosquitto_sub's);
-//   - no message carries a Message Expiry Interval: the bridge sets none;
-//   - a command (QoS 1) reaches the simulated cloud, and the new state
-//     comes back to both;
+//   - one running before the bridge gets every config and state live with the
+//     retain flag clear, since Home Assistant drops all but one retained message
+//     per topic and subscription;
+//   - one starting after gets them retained, at the QoS it subscribed at, also
+//     with a Receive Maximum;
+//   - no message carries a Message Expiry Interval;
+//   - a QoS 1 command reaches the cloud and the new state comes back to both;
 //   - its birth makes the bridge publish every config again;
-//   - the bridge's will: when its connection dies, "offline" on
-//     bridge/state reaches Home Assistant at once, and one starting
-//     meanwhile finds it retained.
+//   - the bridge's will puts "offline" on bridge/state at once, retained.
 //
-// mqttv5_mosquitto_test.go runs the same against mosquitto, and with
-// mosquitto_sub and mosquitto_pub as the MQTT 5 clients.
+// mqttv5_mosquitto_test.go runs the same against mosquitto and its clients.
 
 import (
 	"encoding/json"

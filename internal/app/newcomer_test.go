@@ -44,10 +44,8 @@ func TestUnknownVariablesWarnedAtStart(t *testing.T) {
 	}
 }
 
-// TestNoLogLineRepeatsAKey (issue 30 §6): with events, the status page and
-// every component started, no log line carries a key twice (zerolog writes
-// a second "component" when a logger with one is given to a part that
-// adds its own).
+// TestNoLogLineRepeatsAKey: with every component started, no log line carries a
+// key twice, as zerolog would write when a part adds its own "component".
 func TestNoLogLineRepeatsAKey(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, harnessOptions{noStart: true, env: map[string]string{"HTTP_ADDR": "127.0.0.1:0"}})
@@ -72,8 +70,8 @@ func TestNoLogLineRepeatsAKey(t *testing.T) {
 	}
 }
 
-// TestStoppedBeforeTheBroker (issue 30 §6): a daemon stopped while the
-// broker was never reached says it stopped, as every other stop does.
+// TestStoppedBeforeTheBroker: a daemon stopped before it ever reached the broker
+// says it stopped, as every other stop does.
 func TestStoppedBeforeTheBroker(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

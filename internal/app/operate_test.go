@@ -144,10 +144,9 @@ func TestOptionsOverMQTT(t *testing.T) {
 	}
 }
 
-// TestDeviceOptionsOverMQTT: a disabled device is no longer read, its
-// discovery configs are emptied and its commands are answered on
-// <id>/error; a display name changes the name Home Assistant shows, not
-// the topics; read_all reads every enabled device.
+// TestDeviceOptionsOverMQTT: a disabled device is not read, its discovery
+// configs are emptied and its commands answered on <id>/error; a display name
+// changes what Home Assistant shows, not the topics; read_all reads every enabled device.
 func TestDeviceOptionsOverMQTT(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(3)}})

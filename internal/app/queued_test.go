@@ -12,14 +12,11 @@ import (
 	"cloud2mqtt/internal/mqtt"
 )
 
-// TestCommandQueuedWhileStoppedTooLongIsDropped is issue 40 §3's attack
-// on the daemon: "heater on" published while the bridge is stopped, kept
-// by the broker in its persistent session, delivered at the next start.
-// Before, it ran however old. Now the bridge, stopped longer than
-// MQTT_QUEUED_COMMAND_MAX_AGE by its record in STATE_DIR (3 minutes on its
-// clock, the default 2 minutes allowed), drops it with one warning naming
-// how many, the topic and the setting; a command sent once it is back
-// runs (TestCommandQueuedWhileStoppedIsApplied: within the age, it runs).
+// TestCommandQueuedWhileStoppedTooLongIsDropped: "heater on" is published while
+// the bridge is stopped and delivered by the broker at the next start. Stopped
+// longer than MQTT_QUEUED_COMMAND_MAX_AGE by its STATE_DIR record, the bridge
+// drops it with one warning naming the count, topic and setting; a command sent
+// once it is back runs.
 func TestCommandQueuedWhileStoppedTooLongIsDropped(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(3)},
@@ -51,12 +48,9 @@ func TestCommandQueuedWhileStoppedTooLongIsDropped(t *testing.T) {
 	}
 }
 
-// TestClientIDIsKeptInTheStateDirectory is issue 40 §1 on the daemon:
-// without MQTT_CLIENT_ID the bridge connects with a random id it made
-// once and keeps in STATE_DIR (the same after a restart), not one derived
-// from the host and base topic; a second bridge with its own state
-// directory has another; the id reaches no warning or error, which
-// bridge/logging would publish to every client of the broker.
+// TestClientIDIsKeptInTheStateDirectory: without MQTT_CLIENT_ID the bridge uses
+// a random id kept in STATE_DIR across restarts; a second bridge has another,
+// and the id appears in no warning, which bridge/logging would publish to all.
 func TestClientIDIsKeptInTheStateDirectory(t *testing.T) {
 	t.Parallel()
 	ids := func(h *harness) []string {

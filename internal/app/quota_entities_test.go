@@ -19,11 +19,9 @@ var bridgeQuotaConfigs = []string{
 	"homeassistant/binary_sensor/bridge_cloud2mqtt/quota_short/config",
 }
 
-// Issue 41 §9: with a cloud that tells no quota (no rate-limit headers)
-// and no CLOUD_DAILY_LIMIT, the bridge's quota entities would stay
-// unknown in Home Assistant forever, so they do not exist: none of their
-// configs is retained, and one an earlier run left retained is removed.
-// Once a quota is known, learned or configured, they are there.
+// TestQuotaEntitiesOnlyOnceAQuotaIsKnown: with no quota told or configured, the
+// quota entities would stay unknown forever, so none exists and one left
+// retained by an earlier run is removed. Once a quota is known they appear.
 func TestQuotaEntitiesOnlyOnceAQuotaIsKnown(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

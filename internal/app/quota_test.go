@@ -10,11 +10,10 @@ import (
 	"cloud2mqtt/internal/cloudsim"
 )
 
-// The account (a quota of 45 per 180 s told by the cloud, 18
-// devices, nothing configured): bridge/stats, /metrics, the status page's
-// API and the bridge's Home Assistant device show the limit learned from
-// the cloud's answers, and nothing is refused. (Its windows over time are
-// proved at full size on a synctest clock: poller's TestQuotaAtScale.)
+// TestQuotaLearnedIsShown: with a quota of 45 per 180 s told by the cloud, 18
+// devices and nothing configured, bridge/stats, /metrics, the page's API and the
+// bridge's Home Assistant device show the learned limit, and nothing is refused.
+// The quota's windows over time are the poller's TestQuotaAtScale.
 func TestQuotaLearnedIsShown(t *testing.T) {
 	t.Parallel()
 	cat, err := cloudsim.Household(18)

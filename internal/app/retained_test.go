@@ -11,13 +11,10 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// TestRetainedCommandsAreIgnoredAtEveryStart is issue 28 §3's attack: a
-// command and requests left retained on the broker. Before, the bridge
-// carried them out at every start (and every reconnect): the retained
-// brightness went to the cloud again, undoing any change made since, and
-// the retained options were applied again. Now none is acted on or
-// answered, and each topic is logged once per start as a warning with the
-// command that clears it.
+// TestRetainedCommandsAreIgnoredAtEveryStart: a command and requests left
+// retained on the broker are neither acted on nor answered, since a retained
+// brightness would undo every later change at each start; each topic is logged
+// once per start with the command that clears it.
 func TestRetainedCommandsAreIgnoredAtEveryStart(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(2)}, noStart: true})

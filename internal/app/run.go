@@ -48,11 +48,8 @@ type running struct {
 	pollDone, schedDone chan struct{}
 }
 
-// assemble builds every part in constructor order: scheduler (over the
-// cloud client) → mirror → LAN router → registry (its observers: the
-// page's errors, the mirror, the LAN router, the stats' and the state
-// directory's kicks) → state restored → poller → settings → bridge.
-// Nothing runs yet.
+// assemble builds every part in constructor order (scheduler, mirror, LAN
+// router, registry, restored state, poller, settings, bridge); nothing runs yet.
 func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	log := m.Log
 	logWarnings(cfg, log) // the verdict's own warnings (verdict.go)
@@ -104,11 +101,8 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	return d, nil
 }
 
-// observers are the registry's, in the order it tells them a change: the
-// status page (a device's read error), the mirror (the retained topics),
-// the LAN router (the device list, which it only takes over: the registry
-// is locked), then the stats and the state directory's writer (any change:
-// devices online, the list, values).
+// observers are the registry's, in the order it tells them a change: the page's
+// errors, the mirror, the LAN router, then the stats' and state writer's kicks.
 func (d *running) observers(kicks notifier) []registry.Observer {
 	obs := []registry.Observer{d.page.Observer(), d.mirror.Observer()}
 	if d.lan != nil {
@@ -186,10 +180,9 @@ func (d *running) lanPoll() time.Duration {
 	return d.cfg.Local.PollInterval
 }
 
-// connect connects to the broker. On the first connect it subscribes before
-// the client says "online" (a command sent on seeing it must be taken); on
-// every (re)connect the mirror publishes through the connection and
-// republishes everything retained (the broker may have lost it).
+// connect connects to the broker. The first connect subscribes before the
+// bridge says "online", so that a command sent on seeing it is taken; every
+// connect republishes everything retained, which the broker may have lost.
 func (d *running) connect(ctx context.Context) error {
 	var subscribed sync.Once
 	var subErr error
@@ -235,9 +228,8 @@ func (d *running) start(ctx context.Context) {
 	}()
 }
 
-// runBackground starts what runs beside the loops until ctx ends: logs to
-// MQTT, the cloud's events, the LAN, the bridge's held messages, the state
-// directory's writer, stats and readiness, and the watchdog.
+// runBackground starts everything that runs beside the loops until ctx ends,
+// on wg.
 func (m *Main) runBackground(ctx context.Context, wg *sync.WaitGroup, d *running, ready chan struct{}) {
 	goWG := func(f func()) {
 		wg.Add(1)
@@ -266,9 +258,8 @@ func (m *Main) runBackground(ctx context.Context, wg *sync.WaitGroup, d *running
 	})
 }
 
-// shutdown stops in order: the poller, then (state saved) the scheduler,
-// which may finish commands in flight for ShutdownGrace, then the broker
-// connection, which publishes "offline".
+// shutdown stops the poller, then the scheduler (after saving state; commands
+// in flight get ShutdownGrace), then the broker connection, which says "offline".
 func (d *running) shutdown() {
 	d.sd.Stopping()
 	d.log.Info().Msg("shutting down: finishing commands in flight")

@@ -13,14 +13,11 @@ import (
 	"cloud2mqtt/internal/mqtttest"
 )
 
-// TestEmbeddedBrokerKeepsTheBridgesTopics is issue 40 §4's attack on the
-// embedded broker (MQTT_URL=embedded). Before, any client could retain
-// bridge/state "offline", <id>/availability "offline" or a false <id>/state
-// there. Now the broker refuses every publish under the base but the
-// commands from anyone but the bridge's own login (QoS 0 dropped, QoS 1
-// disconnected), a will on those topics and the bridge's client id: the
-// spoofs never reach the daemon, a fresh subscriber finds the truth, and
-// a command from an anonymous client still reaches the cloud.
+// TestEmbeddedBrokerKeepsTheBridgesTopics: the embedded broker refuses every
+// publish under the base but commands from anyone but the bridge's login (QoS 0
+// dropped, QoS 1 disconnected), and such wills and the bridge's client id too.
+// Spoofs never reach the daemon, a fresh subscriber finds the truth, and an
+// anonymous command still reaches the cloud.
 func TestEmbeddedBrokerKeepsTheBridgesTopics(t *testing.T) {
 	t.Parallel()
 	listen := fmt.Sprintf("127.0.0.1:%d", mqtttest.FreePort(t))

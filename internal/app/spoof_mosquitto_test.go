@@ -16,14 +16,10 @@ import (
 
 // Needs mosquitto: -tags mosquitto, which .ci/run sets.
 
-// TestMosquittoACLKeepsTheBridgesTopics is issue 40 §4 on mosquitto with
-// deploy/mosquitto/cloud2mqtt.acl, the whole daemon logged in as its user
-// cloud2mqtt: it publishes its states, availability and Home Assistant's
-// discovery and takes commands as without the ACL, while an anonymous
-// client and Home Assistant's user publishing a retained bridge/state
-// "offline", <id>/availability "offline" and a false <id>/state change
-// nothing (mosquitto drops them: the daemon never sees them, a fresh
-// subscriber finds the truth).
+// TestMosquittoACLKeepsTheBridgesTopics: with deploy/mosquitto/cloud2mqtt.acl
+// the daemon works as without it, while retained spoofs of bridge/state,
+// <id>/availability and <id>/state from an anonymous client and Home
+// Assistant's user are dropped by mosquitto and a fresh subscriber finds the truth.
 func TestMosquittoACLKeepsTheBridgesTopics(t *testing.T) {
 	if mqtttest.MosquittoPath() == "" {
 		t.Fatal("mosquitto is not installed (Debian: apt-get install mosquitto); the mosquitto tag needs it")

@@ -11,16 +11,12 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// Issue 40: every client of the broker may be an attacker.
+// Every client of the broker may be an attacker.
 
-// TestSpoofedStateAndAvailabilityArePublishedAgain is §4 where the broker
-// lets the spoof through (the test broker: anonymous, no ACL). Before, a
-// client's retained bridge/state "offline" or <id>/availability "offline"
-// stood until the bridge reconnected or the device changed; now the
-// bridge, which watches them, publishes the truth again: the first at once
-// (the daemon's clock stands still: no timer was waited for), the next
-// within a second on its clock (CorrectEvery), and a fresh subscriber finds
-// the truth retained.
+// TestSpoofedStateAndAvailabilityArePublishedAgain: where the broker lets a
+// spoof through, the bridge, which watches its own topics, publishes the truth
+// again: the first at once on a still clock, the next within CorrectEvery, and
+// a fresh subscriber finds the truth retained.
 func TestSpoofedStateAndAvailabilityArePublishedAgain(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(2)}, frozen: true})
@@ -82,12 +78,9 @@ func spoofedThenTrue(w *watcher, tp, truth string, n int) func() bool {
 	}
 }
 
-// TestCommandsForUnknownIDsMakeNoTopicOfThem is §7: before, the bridge
-// answered a command for any id on <base>/<that id>/error and a request
-// for any action on bridge/response/<that action>, so a client chose the
-// topics it published to (60,000 characters long, if it liked). Now an
-// unknown id is answered on bridge/error and an unknown action on
-// bridge/response/unknown, each named shortened in the payload.
+// TestCommandsForUnknownIDsMakeNoTopicOfThem: an unknown id is answered on
+// bridge/error and an unknown action on bridge/response/unknown, each named
+// shortened in the payload, so that no client chooses the topics the bridge uses.
 func TestCommandsForUnknownIDsMakeNoTopicOfThem(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(1)}})

@@ -21,9 +21,9 @@ const (
 	devicesFormat  = "cloud2mqtt/devices"
 	devicesVersion = 1
 
-	// statesFile holds the devices' last values alone, written within
-	// seconds of a change; devicesFile (megabytes for a large account)
-	// only when the list or the scenes change, or every fullSaveEvery.
+	// statesFile holds only the devices' last values, written within seconds of a
+	// change; devicesFile, megabytes on a large account, only when the list or
+	// scenes change, or every fullSaveEvery.
 	statesFile    = "states.json"
 	statesFormat  = "cloud2mqtt/states"
 	statesVersion = 1
@@ -63,10 +63,9 @@ func saveSpent(dir statedir.Dir, st scheduler.Stats, log zerolog.Logger) {
 	}
 }
 
-// restoreState fills the registry from the state directory, so that the
-// device list, discovery and the last known states are published as soon
-// as the broker is connected, before (or without) the cloud. A missing
-// file is a first start; a bad one is a warning, never a failure.
+// restoreState fills the registry from the state directory, so that devices,
+// discovery and last states are published as soon as the broker is connected,
+// even without the cloud. A missing file is a first start; a bad one a warning.
 func restoreState(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) {
 	if dir == "" {
 		return
@@ -113,16 +112,10 @@ func saveState(dir statedir.Dir, reg *registry.Registry, log zerolog.Logger) {
 	}
 }
 
-// persist writes the registry (the device list and scene lists when they
-// changed, else the last values alone) and today's request count at most
-// saveDelay after a change (kick) on clk, the changes within it together,
-// until ctx ends (the shutdown saves once more after the poller has
-// stopped): a kill loses at most saveDelay and the write. The write falls
-// on the last instant of the poller's read grid (pollStats' Grid) within saveDelay
-// when there is one, so that an idle daemon's saves (every batch of reads
-// changes the day's count) share the wake-ups of its reads. The status
-// page's chart (saveChart) is written with the day's count. The options
-// are written by the settings as they change.
+// persist writes the registry and today's request count at most saveDelay after
+// a change, so that a kill loses at most saveDelay. The write falls on the
+// poller's read grid when it can, so that an idle daemon's saves share its
+// reads' wake-ups. The settings write the options themselves.
 func persist(ctx context.Context, clk clock.Clock, kick *listener, dir statedir.Dir, reg *registry.Registry, sched *scheduler.Scheduler, pollStats func() poller.Stats, saveChart func(statedir.Dir, zerolog.Logger), log zerolog.Logger) {
 	if dir == "" {
 		return
@@ -165,9 +158,8 @@ func persist(ctx context.Context, clk clock.Clock, kick *listener, dir statedir.
 	}
 }
 
-// lastOnGrid is the last whole multiple of g since the zero time in
-// (now, now+within], or now+within when there is none: the latest instant
-// of the read grid that keeps a promise of "within".
+// lastOnGrid is the latest multiple of g in (now, now+within], or now+within
+// when there is none.
 func lastOnGrid(now time.Time, within, g time.Duration) time.Time {
 	end := now.Add(within)
 	if at := clock.Floor(end, g); at.After(now) {

@@ -32,9 +32,8 @@ func (s Systemd) Ready() {
 	}
 }
 
-// Status sends STATUS=<text>, which systemctl status shows ("waiting for
-// the cloud: 3 tries", "18 devices, 0 × 429 today"). It repeats nothing:
-// the same text twice in a row is sent once.
+// Status sends STATUS=<text>, which systemctl status shows; the same text twice
+// in a row is sent once.
 func (s *Systemd) Status(format string, args ...any) {
 	text := fmt.Sprintf(format, args...)
 	if text == s.lastStatus {
@@ -48,8 +47,8 @@ func (s *Systemd) Status(format string, args ...any) {
 func (s Systemd) Stopping() { _, _ = daemon.SdNotify(false, daemon.SdNotifyStopping) }
 
 // Watchdog pings systemd's watchdog at half its interval, but only while
-// progress() is more recent than stale(): a poller that stopped making
-// progress lets systemd restart the daemon. It returns when ctx ends.
+// progress() is more recent than stale(), so that a stuck poller gets the
+// daemon restarted. It returns when ctx ends.
 func (s Systemd) Watchdog(ctx context.Context, progress func() time.Time, stale func() time.Duration) {
 	interval, err := daemon.SdWatchdogEnabled(false)
 	if err != nil || interval <= 0 {

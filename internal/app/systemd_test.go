@@ -85,10 +85,9 @@ func TestSystemdStatus(t *testing.T) {
 }
 
 // TestWatchdogPingsOnlyWhileThePollerProgresses: WATCHDOG=1 goes out while
-// progress is recent and stops when the poller is stuck, so systemd
-// restarts a daemon that no longer reads the cloud. The watchdog's clock
-// stands still but for the test's jumps: each jump of half the interval
-// is one tick, answered by a ping or by the error line of a stuck poller.
+// progress is recent and stops when the poller is stuck, so that systemd
+// restarts the daemon. Each jump of half the interval is one tick, answered by
+// a ping or by the stuck poller's error line.
 func TestWatchdogPingsOnlyWhileThePollerProgresses(t *testing.T) {
 	sock := notifySocket(t)
 	t.Setenv("WATCHDOG_USEC", "100000") // a tick every 50 ms

@@ -8,9 +8,9 @@ import (
 	"cloud2mqtt/internal/cloudsim"
 )
 
-// TestCheckCloudSchemeMismatch (issue 41 §4): -check with https:// to the
-// simulated cloud's plain HTTP port FAILs the cloud with the address to
-// set, not as a failure that may pass on its own.
+// TestCheckCloudSchemeMismatch: -check with https:// to the simulated cloud's
+// plain HTTP port FAILs with the address to set, not as a failure that may pass
+// on its own.
 func TestCheckCloudSchemeMismatch(t *testing.T) {
 	sim := cloudsim.New(cloudsim.Options{})
 	srv := httptest.NewServer(sim)

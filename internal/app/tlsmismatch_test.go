@@ -7,10 +7,9 @@ import (
 	"time"
 )
 
-// TestCloudSchemeMismatchSaidOnce (issue 41 §4): CLOUD_BASE_URL=https://
-// to the simulated cloud's plain HTTP port. The daemon logs the fix once
-// at error level (the address to set, port and all) and never "giving up
-// after transient failures"; nothing reaches the cloud.
+// TestCloudSchemeMismatchSaidOnce: with CLOUD_BASE_URL=https:// to a plain HTTP
+// port the daemon logs the fix once at error level, never "giving up after
+// transient failures", and nothing reaches the cloud.
 func TestCloudSchemeMismatchSaidOnce(t *testing.T) {
 	t.Parallel()
 	h := startHarness(t, harnessOptions{noStart: true})

@@ -13,14 +13,11 @@ import (
 
 // The daemon's own delays, on Main.Clock (tests jump it over them).
 const (
-	// cloudGrace is how long every request may fail before the cloud
-	// counts as unreachable (fewer if failingAfter requests failed in a
-	// row first): /healthz turns 503 and the bridge's Cloud sensor off
-	// well within a minute of the cloud going away.
+	// cloudGrace is how long every request may fail before the cloud counts as
+	// unreachable, so that /healthz and the Cloud sensor react within a minute.
 	cloudGrace = 20 * time.Second
-	// saveDelay is how long after a change the state directory is
-	// written: changes within it are written together, and a kill loses
-	// at most this much (plus the write).
+	// saveDelay is how long after a change the state directory is written:
+	// changes within it go together, and a kill loses at most this much.
 	saveDelay = 8 * time.Second
 	// statsDelay gathers the changes of bridge/stats: every read changes
 	// requests_today, and one message a second is enough.
@@ -31,10 +28,8 @@ const (
 // unreachable before the grace ends: a read and its retries failing.
 const failingAfter = 3
 
-// notifier wakes its listeners without blocking, once per gathering: a
-// listener woken takes its time (a delay) and calls done before it looks,
-// and the changes until then cost an atomic each, not a wake (every read
-// is a change; at 1000 devices that is 17 a second).
+// notifier wakes its listeners without blocking, once per gathering, so that
+// frequent changes (17 a second at 1000 devices) cost an atomic each, not a wake.
 type notifier []*listener
 
 type listener struct {
@@ -63,9 +58,8 @@ func (n notifier) notify() {
 	}
 }
 
-// exposedAddr reports whether an HTTP_ADDR listens on every interface (no
-// host, 0.0.0.0 or ::), so that /metrics and /healthz are open to the
-// network.
+// exposedAddr reports whether HTTP_ADDR listens on every interface, which
+// opens /metrics and /healthz to the network.
 func exposedAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {

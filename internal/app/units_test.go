@@ -11,11 +11,9 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// TestTemperaturesInTheDevicesUnit: through the whole daemon, a
-// temperature reaches the simulated cloud in the unit of the device's
-// range, converted, and one outside it is refused on <id>/error naming
-// both units (issue 41, §1). The devices: a heater ranged 41–86 °F and a
-// kettle ranged 40–100 °C (the bridge's testdata).
+// TestTemperaturesInTheDevicesUnit: a temperature reaches the cloud converted to
+// the unit of the device's range, and one outside it is refused on <id>/error
+// naming both units. The devices: a heater ranged 41–86 °F and a kettle 40–100 °C.
 func TestTemperaturesInTheDevicesUnit(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile("../bridge/testdata/temperature_units.json")

@@ -12,12 +12,10 @@ import (
 	"cloud2mqtt/internal/statedir"
 )
 
-// Problems is the one verdict on the settings that -check prints and the
-// daemon acts on (cmd/bridge): the configuration's (config.Config.Problems,
-// with loadErr, Load's error, and the LAN settings lan parses) and what
-// only a look at this machine tells: STATE_DIR usable (an error: the
-// daemon would lose what it keeps) and the status page open to the network
-// (a warning: it serves, as it says). Errors come first.
+// Problems is the one verdict on the settings that -check prints and the daemon
+// acts on: the configuration's own, loadErr, and what only this machine tells
+// (STATE_DIR unusable is an error, a page open to the network a warning).
+// Errors come first.
 func Problems(cfg config.Config, loadErr error) config.Problems {
 	_, listenErr := lan.ParseListen(cfg.Local.ListenAddr)
 	_, targetsErr := lan.ParseTargets(cfg.Local.ScanTargets)
@@ -30,9 +28,8 @@ func Problems(cfg config.Config, loadErr error) config.Problems {
 	return append(errs, ps.Warnings()...)
 }
 
-// stateDirProblem is an error when STATE_DIR is set but cannot be used:
-// a file, not creatable, not writable. It creates the directory, as the
-// daemon would.
+// stateDirProblem is an error when STATE_DIR is set but unusable. It creates
+// the directory, as the daemon would.
 func stateDirProblem(cfg config.Config) (config.Problem, bool) {
 	d := cfg.State.Dir
 	if d == "" || !strings.HasPrefix(d, "/") { // not absolute: Validate says so
@@ -48,10 +45,8 @@ func stateDirProblem(cfg config.Config) (config.Problem, bool) {
 	return config.Problem{}, false
 }
 
-// httpProblems are warnings when HTTP_ADDR is open to the network:
-// without HTTP_TOKEN anyone who reaches it reads the page (its actions are
-// off), and on every interface /metrics and /healthz are exposed (the
-// words the status page's start logs, http.go).
+// httpProblems warn when HTTP_ADDR is open to the network: without HTTP_TOKEN
+// anyone who reaches it reads the page, and /metrics and /healthz are exposed.
 func httpProblems(cfg config.Config) config.Problems {
 	addr := cfg.HTTP.Addr
 	if addr == "" || loopbackListen(addr) {
@@ -78,10 +73,8 @@ func noTokenWarning(addr string) string {
 // the status page's start logs it (http.go).
 const exposedWarning = "HTTP_ADDR listens on every interface: the status page, /metrics and /healthz are open to the network (devices, request counts, errors; actions only with HTTP_TOKEN); set HTTP_ADDR=127.0.0.1:PORT unless another host must see them"
 
-// logWarnings logs, when the daemon starts, the warnings of the verdict
-// that neither config's (warnUnknown: unknown variables, values taken
-// other than as written) nor the status page's start (exposedWarning)
-// logs.
+// logWarnings logs at start the verdict's warnings that neither warnUnknown nor
+// the status page's start already log.
 func logWarnings(cfg config.Config, log zerolog.Logger) {
 	if addr := cfg.HTTP.Addr; addr != "" && !loopbackListen(addr) && !cfg.HTTP.Token.IsSet() {
 		log.Warn().Str("HTTP_ADDR", addr).Msg(noTokenWarning(addr))

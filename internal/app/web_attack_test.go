@@ -14,9 +14,8 @@ import (
 	"cloud2mqtt/internal/cloudsim"
 )
 
-// The attacks of issue 28 on the HTTP endpoint, tried over the whole
-// daemon as a host on the home network would (internal/web tries each on
-// the handler alone too).
+// Attacks on the HTTP endpoint over the whole daemon, as a host on the home
+// network would try them (internal/web tries each on the handler alone).
 
 // rawGet sends a GET on a fresh connection from the local address from
 // and returns the connection, not reading the answer.

@@ -2,17 +2,14 @@
 
 package app_test
 
-// The status page in a real headless Chromium against the whole daemon on
-// the simulated cloud: every device of the catalogue by name, today's
-// requests as bridge/stats and the cloud count them, a change made at the
-// cloud shown without a reload within 5 s, an action refused without the
-// token when HTTP_ADDR is not loopback, and not one console error. Run
-// with
+// The status page in a real headless Chromium against the whole daemon: every
+// device by name, today's requests as bridge/stats and the cloud count them, a
+// cloud change shown without a reload, an action refused without the token off
+// loopback, and no console error. Run with
 //
 //	go test -tags browser -run Browser ./internal/app
 //
-// and -args -screenshots ../../docs/screenshots to renew the screenshots
-// of docs/status-page.md (the demo's catalogue, its real figures).
+// and -args -screenshots ../../docs/screenshots to renew the docs' screenshots.
 
 import (
 	"encoding/json"
@@ -160,13 +157,10 @@ func TestBrowserActionNeedsTheToken(t *testing.T) {
 	b.NoErrors(t)
 }
 
-// TestBrowserIngress: the page in Home Assistant's sidebar, through a
-// stand-in for the Supervisor's ingress proxy (web_ingress_test.go), in a
-// frame of Home Assistant's page as the sidebar shows it: every device, a
-// change at the cloud without a reload, an action without HTTP_TOKEN, not
-// one request outside the ingress path (neither at the proxy nor in the
-// browser's own list), no console error (the frame allowed by the page's
-// policy); the ingress port straight from another address is refused.
+// TestBrowserIngress: the page in a frame of Home Assistant's page, through a
+// stand-in for the ingress proxy: every device, a live change, an action without
+// HTTP_TOKEN, no request outside the ingress path and no console error; the
+// ingress port reached from another address is refused.
 func TestBrowserIngress(t *testing.T) {
 	t.Parallel()
 	h, proxy := startIngress(t, harnessOptions{env: map[string]string{"POLL_INTERVAL": "2s"},

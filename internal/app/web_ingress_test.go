@@ -21,10 +21,9 @@ import (
 	"cloud2mqtt/internal/cloudsim"
 )
 
-// Home Assistant's ingress (issue 27 §3) over the whole daemon: a
-// stand-in for the Supervisor's proxy forwards /api/hassio_ingress/<token>/
-// to the daemon's ingress listener from its own address, as the real one
-// does from 172.30.32.2.
+// Home Assistant's ingress over the whole daemon: a stand-in for the
+// Supervisor's proxy forwards /api/hassio_ingress/<token>/ to the ingress
+// listener from its own address, as the real one does from 172.30.32.2.
 
 const (
 	ingressPeer   = "127.0.0.3" // the stand-in proxy's address

@@ -10,11 +10,10 @@ import (
 	"cloud2mqtt/internal/cloudsim"
 )
 
-// The status page over the whole daemon says what the user meant (issue
-// 41 §7): its chart goes on with the day's count after a restart, an
-// error is made good by a success of its kind, the command that clears a
-// retained command is no error, and a change made on the page is logged
-// as made there.
+// The status page over the whole daemon says what the user meant: the chart
+// goes on after a restart, an error is cleared by a success of its kind,
+// clearing a retained command is no error, and a change on the page is logged as
+// made there.
 
 // TestStatusPageChartAfterARestart: after a restart over the same state
 // directory, "Requests today" (the count requests.json keeps) and the

@@ -14,7 +14,7 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// Issue 20, bounded input: whoever can publish to the broker can send the
+// Bounded input: whoever can publish to the broker can send the
 // bridge anything; what it answers and logs stays small.
 
 // TestPayloadOverTheLimitIsRefusedUnread: a command over 64 KiB is answered
@@ -90,10 +90,9 @@ func TestRejectedValuesAreClipped(t *testing.T) {
 	}
 }
 
-// TestUnknownIDAndExtraLevelsAreAnswered: a command for an id no device has
-// is answered without its payload on bridge/error, the id shortened (issue
-// 40 §7: no topic is made of an id the sender chose); a topic with extra
-// levels is answered (not ignored) with the topic to use.
+// TestUnknownIDAndExtraLevelsAreAnswered: a command for an unknown id is answered
+// on bridge/error without its payload and with the id shortened, so no topic is
+// made of it; a topic with extra levels is answered with the topic to use.
 func TestUnknownIDAndExtraLevelsAreAnswered(t *testing.T) {
 	b, pub, cmd, _ := newTestBridge(t, false)
 	pub.take()

@@ -1,14 +1,9 @@
-// Package bridge is the MQTT side of the daemon, both ways. The Mirror
-// keeps the broker's retained topics (device list, Home Assistant
-// discovery, state, availability, stats) in step with the registry, whose
-// observer it is. The Bridge takes every MQTT message: it turns commands into
-// validated cloud control requests for the scheduler, records what the
-// cloud accepted in the registry, and answers the bridge's requests.
-//
-// It knows topics and payloads but not the broker: it publishes through a
-// Publisher and receives every message through Handle, so tests drive it
-// without one. It does not decide when the cloud is asked (the poller and
-// the scheduler do), and it keeps no device state (the registry does).
+// Package bridge is the MQTT side of the daemon, both ways. The Mirror keeps
+// the broker's retained topics in step with the registry; the Bridge takes
+// every MQTT message, turns commands into validated cloud requests for the
+// scheduler, and answers the bridge's requests.
+// It publishes through a Publisher and receives through Handle, so tests need
+// no broker; it keeps no device state and does not decide when the cloud is asked.
 package bridge
 
 import (
@@ -31,11 +26,9 @@ type Publisher interface {
 	Publish(topic string, payload []byte, retained bool, qos byte) error
 }
 
-// BulkPublisher is a Publisher that can send some messages after all the
-// others queued (mqtt.Client): the mirror sends Home Assistant's discovery
-// configs through PublishBulk, so that a start's or a reconnect's thousands
-// of them do not hold back the states, the device list and the bridge's
-// own topics. Each topic always takes the same one of the two methods.
+// BulkPublisher can send some messages after all others queued. The mirror
+// sends discovery configs through PublishBulk so that thousands of them do not
+// hold back the states; each topic always takes the same method.
 type BulkPublisher interface {
 	Publisher
 	PublishBulk(topic string, payload []byte, retained bool, qos byte) error
@@ -54,9 +47,8 @@ type Reader interface {
 	RefreshScenes(sku, device string, done func(error)) error
 }
 
-// Registry is what the bridge asks of the registry: the device a command
-// is for, the value a partial command completes, and what the cloud
-// accepted.
+// Registry is what the bridge asks of the registry: the device a command is
+// for, the value a partial command completes, and what the cloud accepted.
 type Registry interface {
 	Devices() []capability.Device
 	Listed() bool
@@ -66,10 +58,9 @@ type Registry interface {
 	SetOptimistic(k capability.Key, instance string, value any)
 }
 
-// Operator changes the bridge's settings at run time (internal/app does):
-// raw is the request's "options" object. What it returns is the response's
-// data, or the error that says what is wrong and how to fix it (nothing is
-// changed then).
+// Operator changes the bridge's settings at run time; raw is the request's
+// "options" object. It returns the response's data, or an error that says what
+// to fix (and nothing changes).
 type Operator interface {
 	SetOptions(raw json.RawMessage) (any, error)
 	SetDeviceOptions(id string, k capability.Key, raw json.RawMessage) (any, error)
@@ -89,17 +80,13 @@ type Options struct {
 	Health func() (ok bool, reasons []string, details any)
 	// OnCommand, when set, sees every command's outcome (for metrics).
 	OnCommand func(scheduler.CommandResult)
-	// OnError, when set, sees every answer published on <id>/error for a
-	// device the mirror knows: its key, the instance the answer names (""
-	// when none), whether it answers a read on request (<id>/get) and the
-	// error's text (the status page's last error, which a later success
-	// of the same kind clears). Answers for ids that name no device are
-	// not passed on.
+	// OnError, when set, sees every answer on <id>/error for a known device: its
+	// instance (or ""), whether it answers a <id>/get read, and the text. The
+	// status page keeps it as the device's last error.
 	OnError func(k capability.Key, instance string, read bool, msg string)
-	// RejectRate and RejectBurst bound the answers on <id>/error per device
-	// (zero: DefaultRejectRate, DefaultRejectBurst); the rejections over it
-	// are answered together in one message. RejectLogRate and
-	// RejectLogBurst bound the log lines of rejections for the whole bridge.
+	// RejectRate and RejectBurst bound the answers on <id>/error per device (zero:
+	// the defaults), the rest answered together; RejectLogRate and RejectLogBurst
+	// bound the rejection log lines of the whole bridge.
 	RejectRate, RejectLogRate   rate.Limit
 	RejectBurst, RejectLogBurst int
 	// Clock times the corrections of the bridge's retained topics
@@ -108,9 +95,8 @@ type Options struct {
 	Log   zerolog.Logger
 }
 
-// mirrorSide is all the Bridge asks of the Mirror (which owns the published
-// topics, their lock and the id of every device): it never takes the
-// Mirror's lock or reads its entries itself.
+// mirrorSide is all the Bridge asks of the Mirror, which owns the published
+// topics and their lock.
 type mirrorSide interface {
 	keyOf(id string) (capability.Key, string, bool)
 	disabled(k capability.Key) bool
@@ -142,18 +128,15 @@ type Bridge struct {
 	retained  retainedSeen // topics of retained commands logged (commands.go)
 }
 
-// New returns a bridge that answers through mirror, looks devices up in
-// and records commands in reg, asks read for reads and refreshes, commands
-// through cmd and has op change settings (nil: settings requests are
-// refused).
+// New returns a bridge over mirror and reg that reads through read, commands
+// through cmd and changes settings through op (nil: settings requests are refused).
 func New(mirror *Mirror, reg Registry, read Reader, cmd Commander, op Operator) *Bridge {
 	return &Bridge{opt: mirror.opt, log: mirror.log, mirror: mirror, reg: reg, read: read, cmd: cmd, op: op, heldKick: make(chan struct{}, 1),
 		rejects: newRejects(mirror.opt)}
 }
 
-// Subscriptions lists the topic filters whose messages must reach Handle:
-// the commands and requests, the bridge's own retained topics it keeps
-// true (keep.go), and Home Assistant's status.
+// Subscriptions lists the filters whose messages must reach Handle: commands,
+// requests, the bridge's own retained topics it keeps true, and Home Assistant's status.
 func (b *Bridge) Subscriptions() []string {
 	subs := append(b.opt.Layout.Inbound(), b.opt.Layout.Watched()...)
 	if b.opt.DiscoveryEnabled {

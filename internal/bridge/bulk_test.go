@@ -30,12 +30,9 @@ func (p *bulkPub) PublishBulk(t string, _ []byte, _ bool, _ byte) error {
 	return p.record(t, true)
 }
 
-// TestConfigsInBulkTheRestFirst: the mirror sends every discovery config
-// (a device's, the bridge's own, and the empty ones that remove entities)
-// through PublishBulk and everything else (states, availability, the
-// device list, stats) through Publish, each topic always the same way:
-// with the MQTT client that puts the states before a start's thousands of
-// configs, and keeps each topic's order.
+// TestConfigsInBulkTheRestFirst: every discovery config, removals included, goes
+// through PublishBulk and everything else through Publish, each topic always the
+// same way, so that states are not held behind thousands of configs.
 func TestConfigsInBulkTheRestFirst(t *testing.T) {
 	for _, prefix := range []string{"homeassistant", "ha/discovery"} {
 		t.Run(prefix, func(t *testing.T) {

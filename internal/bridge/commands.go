@@ -12,21 +12,14 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// Handle takes one MQTT message on any of Subscriptions. It decodes and
-// validates, hands work over without waiting for the cloud, and never panics
-// on bad input: every rejection is answered on <id>/error (bridge/error for
-// an id no device has) and logged, both bounded (see reject.go). A payload
-// over MaxPayload is refused unread. A message on one of the bridge's own
-// retained topics goes to the mirror, which keeps them true (keep.go).
+// Handle takes one MQTT message on any of Subscriptions. It decodes, validates
+// and hands work over without waiting for the cloud, and never panics on bad
+// input; every rejection is answered and logged, both bounded (reject.go).
+// Messages on the bridge's own retained topics go to the mirror (keep.go).
 //
-// retained says the broker sent the message because the bridge subscribed
-// after it was published with the retain flag (mqtt.Handler): a command or
-// request left on the broker, perhaps long ago. It is not acted on (a
-// retained <id>/set would overwrite every change made since, at every
-// start); the first one on each topic is logged as a warning that says how
-// to clear it. The empty message that clears it reaches the bridge too, not
-// retained: an empty payload on a command topic asks for nothing and is no
-// error.
+// retained says the broker sent a message left retained, perhaps long ago. It is
+// not acted on, since a retained <id>/set would undo every later change at each
+// start; the first on each topic is logged with how to clear it.
 func (b *Bridge) Handle(t string, payload []byte, retained bool) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -61,9 +54,8 @@ func (b *Bridge) Handle(t string, payload []byte, retained bool) {
 		b.handleRequest(r.Action, payload)
 		return
 	case err == nil && len(payload) == 0 && r.Kind != topic.KindGet:
-		// The empty message that deletes a retained command (mosquitto_pub
-		// -r -n, as ignoreRetained tells users) reaches the subscribers
-		// too: it asks for nothing, and is no error.
+		// The empty message that clears a retained command reaches us too; it asks
+		// for nothing and is no error.
 		b.log.Debug().Str("topic", clip(t, maxErrorText)).Msg("empty command: a retained command was cleared; nothing to do")
 		return
 	}
@@ -125,9 +117,8 @@ func (b *Bridge) handleDevice(r topic.Route, payload []byte) {
 	case topic.KindSetInstance:
 		b.command(id, dev, r.Instance, parsePayload(payload))
 	case topic.KindGet:
-		// A read that fails once accepted (a 429 or 401 after it was
-		// queued, the cloud unreachable) is answered like one refused at
-		// once: never silence.
+		// A read that fails after it was queued is answered like one refused at
+		// once, never with silence.
 		err := b.read.ReadNow(dev.SKU, dev.Device, func(err error) {
 			if err != nil {
 				b.reject(id, dev, "", nil, readFailure{err})
@@ -205,10 +196,8 @@ func (b *Bridge) command(id string, dev capability.Device, instance string, inpu
 }
 
 // completeStruct lays a partial struct value over the last known one, so
-// {"sensitivity":80} keeps the music mode and colour already set. With no
-// value known yet (music mode is never reported by the cloud) the base is
-// a valid example built from the definition, so the first partial command
-// works too; capability.Decode still validates the result.
+// {"sensitivity":80} keeps the mode and colour already set. With no value known
+// (the cloud never reports music mode) the base is a valid example from the definition.
 func (b *Bridge) completeStruct(dev capability.Device, c capability.Capability, partial map[string]any) any {
 	last, _ := b.reg.Value(dev.Key(), c.Instance)
 	if _, ok := last.(map[string]any); !ok {
@@ -229,9 +218,8 @@ func (b *Bridge) commandDone(id string, dev capability.Device, r scheduler.Comma
 		b.reg.SetOptimistic(dev.Key(), r.Request.Instance, r.Request.Value)
 		b.read.Confirm(dev.SKU, dev.Device)
 	case errors.Is(r.Err, capability.ErrSuperseded):
-		// A newer value for the same instance took its place; that one
-		// reports. Said at debug, so that a value that never reached the
-		// cloud can be told from a lost one.
+		// A newer value for the same instance replaced it and reports instead. Logged
+		// at debug to tell a superseded value from a lost one.
 		b.log.Debug().Str("device", dev.String()).Str("instance", r.Request.Instance).
 			Interface("value", r.Request.Value).Msg("command superseded by a newer one before it was sent")
 	default:

@@ -16,22 +16,17 @@ import (
 )
 
 // The fuzz targets feed arbitrary payloads to every command topic of every
-// device of the demo catalogue and of the recorded device lists in testdata/, on
-// a bridge wired to fakes (no broker, no scheduler, no poller). Beyond "no
-// panic" (Handle recovers a panic and logs "bug:", which fails the target)
-// they check what a user relies on:
-//   - a command either reaches the scheduler or is answered on <id>/error,
-//     with an error text and the code 400, 404 or 503;
-//   - every control request that reaches the scheduler names the topic's
-//     device and passes capability.Validate for its capability;
-//   - every bridge request is answered exactly once on its response topic
-//     (bridge/response/unknown, naming the action, for one it does not
-//     know);
-//   - (FuzzInboundTopic) nothing is published on a topic of the sender's
-//     choosing.
+// device of the demo catalogue and the recorded device lists, on a bridge wired
+// to fakes. Beyond "no panic" (a recovered panic logs "bug:", which fails) they
+// check what a user relies on:
+//   - a command reaches the scheduler or is answered on <id>/error with a text
+//     and the code 400, 404 or 503;
+//   - a control request that reaches the scheduler names the topic's device and
+//     passes capability.Validate;
+//   - every bridge request is answered exactly once on its response topic;
+//   - (FuzzInboundTopic) nothing is published on a topic of the sender's choosing.
 //
-// The seed corpus is in testdata/fuzz; the in-code seeds give each topic a
-// valid and a broken payload.
+// The seed corpus is in testdata/fuzz.
 
 // fuzzMode is what the fakes do with a command: bit 0 makes the scheduler
 // refuse it (overloaded); once queued, bit 1 makes the cloud refuse it

@@ -34,11 +34,9 @@ var (
 	fuzzErr     error
 )
 
-// fixtureDevices decodes the demo catalogue, every recorded device list
-// (testkit.DeviceLists) and the heater ranged in Fahrenheit and the kettle
-// of testdata/temperature_units.json with the real cloud client (served
-// from a loopback test server), so the bridge sees exactly what it sees in
-// production.
+// fixtureDevices decodes the demo catalogue, every recorded device list and the
+// temperature-unit devices with the real cloud client, so that the bridge sees
+// exactly what it sees in production.
 func fixtureDevices(t testing.TB) ([]capability.Device, []capability.Option) {
 	t.Helper()
 	lists := append(testkit.DeviceLists(t, "../../testdata"), testkit.ReadFixture(t, "testdata", "temperature_units.json"))
@@ -275,14 +273,10 @@ func sharedWorld(t testing.TB, withDiscovery bool) *fuzzWorld {
 	return fuzzWorlds[i].w
 }
 
-// newFuzzBridge is a bridge for one input: the shared world's Mirror, and
-// a Bridge, a registry and fakes of its own, so that what an input leaves
-// behind (the values of commands the cloud accepted, which complete later
-// partial commands; messages held) cannot change what the next input does,
-// and a failing input fails alone too. The Mirror keeps only what it
-// published; the registry it was built with is not the bridge's, so the
-// values an input records never reach it. The scene lists are merged into
-// the definitions beforehand (as Bridge.Scenes would).
+// newFuzzBridge is a bridge for one input: the shared world's Mirror, with its
+// own Bridge, registry and fakes, so that what one input leaves behind cannot
+// change what the next does and a failing input fails alone. The scene lists are
+// merged into the definitions beforehand, as Bridge.Scenes would.
 func newFuzzBridge(t testing.TB, withDiscovery bool) *fuzzBridge {
 	w := sharedWorld(t, withDiscovery)
 	fb := &fuzzBridge{pub: w.pub, cmd: &fakeCmd{}, read: &fakeReader{}, log: w.log, devs: w.devs}

@@ -9,9 +9,8 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// HoldFor is how long a command that arrived before the first device list
-// waits for it: a broker delivers the commands queued for the bridge's
-// session as soon as it connects, before the cloud has answered.
+// HoldFor is how long a command that arrives before the first device list
+// waits for it; the broker delivers queued commands as soon as it connects.
 const HoldFor = 2 * time.Minute
 
 // Bounds of what waits for the first device list; what comes on top is
@@ -28,9 +27,8 @@ type heldMessage struct {
 	at      time.Time
 }
 
-// hold keeps a device message for later while the first device list is
-// not in (or while held ones are being replayed, so that order is kept),
-// and reports whether it did.
+// hold keeps a device message for later while the first device list is not in
+// (or held ones are being replayed, to keep order), and reports whether it did.
 func (b *Bridge) hold(r topic.Route, payload []byte) bool {
 	b.heldMu.Lock()
 	if b.released {

@@ -7,10 +7,9 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// TestIDsInAnyCase (issue 41 §5): an id typed in capitals, or the cloud's
-// "sku/device" in another case, names the device when no other matches:
-// a command on H6072_AABB…/set reaches the lamp instead of a bare 404,
-// and the answer goes to the lamp's own topics.
+// TestIDsInAnyCase: an id typed in capitals, or the cloud's "sku/device" in
+// another case, names the device when no other matches, and the answer goes to
+// the device's own topics.
 func TestIDsInAnyCase(t *testing.T) {
 	b, pub, cmd, _ := newTestBridge(t, false)
 	pub.take()

@@ -80,13 +80,10 @@ type nullPub struct{}
 
 func (nullPub) Publish(string, []byte, bool, byte) error { return nil }
 
-// BenchmarkIntake is the bridge's intake of a flood of commands: topic,
-// payload, validation, and the scheduler's queue, where each new value
-// of a device's instance takes the place of the one not yet sent (the
-// cloud never answers here). 13 devices, as in issue 20's flood. Run it
-// with -cpu 1 (the daemon's one P); ops/cpu-s is the intake a core
-// sustains, the whole process's CPU time counted (the scheduler's loop and
-// the collector included).
+// BenchmarkIntake is the bridge's intake of a flood of commands: topic, payload,
+// validation, and the scheduler's queue, where a new value replaces an unsent one
+// (the cloud never answers here), over 13 devices. Run it with -cpu 1, the
+// daemon's one P; ops/cpu-s is what a core sustains, counting the whole process.
 func BenchmarkIntake(b *testing.B) {
 	for _, bc := range []struct {
 		name    string

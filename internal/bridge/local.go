@@ -10,10 +10,9 @@ import (
 	"cloud2mqtt/internal/scheduler"
 )
 
-// Local sends a command over the vendor's LAN interface when it can
-// (internal/local): true means it took the command and calls report once,
-// nil when a status answer confirmed it; false, or a report with an error,
-// means the cloud's turn.
+// Local sends a command over the vendor's LAN interface when it can. true means
+// it took the command and will call report once (nil when a status answer
+// confirmed it); false, or an error report, leaves it to the cloud.
 type Local interface {
 	Command(k capability.Key, instance string, value any, report func(error)) bool
 }
@@ -22,12 +21,9 @@ type Local interface {
 // before the first message.
 func (b *Bridge) SetLocal(l Local) { b.local = l }
 
-// localCommand offers a validated command to the LAN. Optimistic
-// publishing, coalescing and the <id>/error contract stay as on the cloud
-// path: the value is recorded once confirmed, a newer value for the same
-// setting supersedes a waiting one, and a command the LAN could not
-// confirm goes to the cloud, so an error is published only when the cloud
-// fails too and no command is lost.
+// localCommand offers a validated command to the LAN with the cloud path's
+// contract: the value is recorded once confirmed, a newer value supersedes a
+// waiting one, and an unconfirmed command goes to the cloud, so none is lost.
 func (b *Bridge) localCommand(id string, dev capability.Device, req cloud.ControlRequest) bool {
 	if b.local == nil {
 		return false
@@ -74,9 +70,8 @@ func localOf(l registry.Location) *localJSON {
 	return &localJSON{Address: l.Addr, Reachable: l.Local}
 }
 
-// locatedLocked records where the device is reached; a change goes out
-// with the next stats (a light found or lost is news; it happens once a
-// LAN poll at most).
+// locatedLocked records where the device is reached; a change, which is rare,
+// goes out with the next stats.
 func (m *Mirror) locatedLocked(e *entry, l registry.Location) {
 	if e.location == l {
 		return

@@ -60,7 +60,7 @@ func TestLocalCommands(t *testing.T) {
 	if len(cmd.reqs) != 1 || cmd.reqs[0].Instance != "powerSwitch" || len(on(msgs, "c2m/"+lampID+"/error")) != 0 {
 		t.Errorf("cloud requests %+v, messages %+v", cmd.reqs, msgs)
 	}
-	// The cloud fails too: now the error is published.
+	// When the cloud fails too, the error is published.
 	cmd.err = errors.New("cloud: control: unreachable")
 	b.Handle("c2m/"+lampID+"/set/powerSwitch", []byte(`0`), false)
 	if errs := on(pub.take(), "c2m/"+lampID+"/error"); len(errs) != 1 {

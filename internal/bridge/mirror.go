@@ -19,12 +19,10 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// Mirror keeps the broker's retained topics in step with the registry: it is
-// one of the registry's observers (Observer). It publishes the device list, Home Assistant
-// discovery, each device's state, light state and availability, and the
-// bridge's stats, and republishes them all on every (re)connection. It
-// keeps what it published (hashes of configs, the last payloads) to publish
-// only what changed, and names each device's topics (its id).
+// Mirror keeps the broker's retained topics in step with the registry, as one
+// of its observers: device list, discovery, state, availability and stats,
+// all republished on every connection. It remembers what it published so that
+// it sends only what changed.
 type Mirror struct {
 	opt Options
 	log zerolog.Logger
@@ -84,11 +82,8 @@ func (m *Mirror) send(msgs []message) {
 	m.sendLocked(msgs)
 }
 
-// sendLocked publishes msgs while the caller holds m.mu, so messages leave
-// in the order they were computed: two updates of one retained topic made
-// on different goroutines can never reach the broker swapped (the older one
-// would stay retained while the bridge believes the newer one was sent).
-// Publish only queues; it never waits for the network.
+// sendLocked queues msgs while the caller holds m.mu, so that two updates of
+// one retained topic can never reach the broker swapped. It never waits.
 func (m *Mirror) sendLocked(msgs []message) {
 	if m.pub == nil {
 		return
@@ -106,21 +101,16 @@ func (m *Mirror) sendLocked(msgs []message) {
 	}
 }
 
-// isConfig reports whether t is a discovery config's topic
-// (<prefix>/…/config), which the mirror publishes in bulk: after the
-// states, the device list and the bridge's own topics queued with them. A
-// state published before its config still reaches Home Assistant: it is
-// retained, and Home Assistant subscribes to it when the config comes.
+// isConfig reports whether t is a discovery config topic, which goes out in
+// bulk after the states; a retained state still reaches Home Assistant once
+// its config arrives.
 func (m *Mirror) isConfig(t string) bool {
 	rest, ok := strings.CutPrefix(t, m.opt.Discovery.Prefix+"/")
 	return ok && strings.HasSuffix(rest, "/config")
 }
 
-// Observer is the mirror's hooks as the registry's observer: the device
-// list, each device's state, availability and scene lists. The registry
-// calls them in the order its changes happened, under its lock; the
-// mirror publishes under its own, so the retained topics end as the
-// registry's last change.
+// Observer returns the registry observer hooks. The registry calls them in
+// order under its lock, so the retained topics end as its last change.
 func (m *Mirror) Observer() registry.Observer {
 	return registry.Observer{Devices: m.onDevices, State: m.onState, Unreachable: m.onUnreachable, Scenes: m.onScenes}
 }
@@ -149,9 +139,8 @@ func (m *Mirror) onDevices(all, added, removed []capability.Device) {
 		e := m.devices[id]
 		e.dev = d
 		m.order = append(m.order, id)
-		// Sent device by device: the connection drains them while the
-		// next are built, so a large account's first list (thousands of
-		// configs, megabytes of JSON) is never all in memory at once.
+		// Sent device by device so that a large account's configs are never all in
+		// memory at once.
 		m.sendLocked(m.discoveryLocked(e, false))
 	}
 	m.sendLocked([]message{m.deviceListLocked()})
@@ -252,9 +241,8 @@ type optionsJSON struct {
 	Name         string `json:"name,omitempty"`
 }
 
-// DeviceOptions are a user's settings of one device, as the mirror shows
-// them: a disabled device has no discovery configs, and a display name
-// replaces the cloud's name in Home Assistant (ids and topics stay).
+// DeviceOptions are a user's settings of one device: a disabled device has no
+// discovery configs, and a name replaces the cloud's (ids and topics stay).
 type DeviceOptions struct {
 	PollInterval time.Duration
 	Disabled     bool
@@ -287,9 +275,8 @@ func (m *Mirror) disabled(k capability.Key) bool {
 	return m.options[k].Disabled
 }
 
-// deviceListEvery spaces the republishes of the device list that only scene
-// lists changed: at start every light's scenes arrive over the first poll
-// interval, and on a large account each republish is over a megabyte.
+// deviceListEvery spaces republishes of the device list when only scene lists
+// changed, since on a large account each one is over a megabyte.
 const deviceListEvery = 30 * time.Second
 
 // ListPending reports whether a republish of the device list waits for its
@@ -309,10 +296,8 @@ func (m *Mirror) deviceListLocked() message {
 
 // deviceListJSONLocked is the device list as JSON.
 func (m *Mirror) deviceListJSONLocked() []byte {
-	// Marshalled one device at a time into a buffer of our own: json.Marshal
-	// of the whole list (over a megabyte on a large account) would leave a
-	// buffer that size in encoding/json's pool, alive for as long as
-	// anything keeps marshalling.
+	// Marshalled one device at a time into our own buffer, so that encoding/json's
+	// pool does not keep a megabyte-sized buffer alive.
 	buf := make([]byte, 0, 1024*len(m.order)+2)
 	buf = append(buf, '[')
 	for _, id := range m.order {
@@ -366,9 +351,8 @@ func (m *Mirror) discoveryLocked(e *entry, force bool) []message {
 	return msgs
 }
 
-// configHashes remembers the discovery configs published, by topic, as
-// hashes of their payloads: enough to tell what changed without keeping
-// thousands of payloads in memory on a large account.
+// configHashes remembers the published discovery configs by topic as hashes,
+// which is enough to tell what changed without keeping the payloads.
 type configHashes map[string]uint64
 
 func hashOf(p []byte) uint64 {
@@ -377,9 +361,8 @@ func hashOf(p []byte) uint64 {
 	return h.Sum64()
 }
 
-// update returns the messages that bring the published configs to next
-// (every one of them when force is set; an empty retained payload for each
-// that disappeared), sorted by topic, and the hashes of next.
+// update returns the messages that bring the published configs to next (all
+// when force is set, an empty payload for each removed one), sorted by topic.
 func (old configHashes) update(next map[string][]byte, force bool) ([]message, configHashes) {
 	now := make(configHashes, len(next))
 	var msgs []message
@@ -408,9 +391,8 @@ func (m *Mirror) onScenes(v registry.View) {
 		return
 	}
 	e.dev = v.Device
-	// The device list (large on a large account) goes out with a later
-	// stats, at most every deviceListEvery, once for every scene list that
-	// arrived meanwhile.
+	// The large device list goes out with a later stats, at most every
+	// deviceListEvery.
 	m.listDirty = true
 	m.sendLocked(m.discoveryLocked(e, false))
 }
@@ -447,9 +429,8 @@ func (m *Mirror) PublishLog(p []byte) {
 	m.send([]message{{m.opt.Layout.BridgeLogging(), p, false}})
 }
 
-// SetDailyLimit sets the daily limit Home Assistant's "Quota left today"
-// sensor is published for (0: no limit, no sensor); the bridge's configs
-// follow with the next stats.
+// SetDailyLimit sets the limit behind Home Assistant's "Quota left today"
+// sensor (0: no sensor); the configs follow with the next stats.
 func (m *Mirror) SetDailyLimit(n int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

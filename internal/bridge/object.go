@@ -7,13 +7,10 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// orderedObject decodes the JSON object of <id>/set keeping its members in
-// the order written (duplicates too: each is applied in turn), values
-// normalised. It checks the whole payload once (json.Valid) and then only
-// cuts the members out of it: a command is on the path from the broker to
-// its acknowledgement, and during a flood the broker's window of 20
-// unacknowledged messages moves no faster than the bridge handles them
-// (decoding with json.Decoder's tokens cost four times as much).
+// orderedObject decodes the JSON object of <id>/set keeping its members in the
+// order written, duplicates included, with values normalised. It validates once
+// and then cuts members out, because during a flood the broker moves no faster
+// than the bridge handles commands, and json.Decoder's tokens cost four times as much.
 func orderedObject(payload []byte) ([]string, []any, error) {
 	if !json.Valid(payload) {
 		return nil, nil, errNotObject
@@ -92,9 +89,8 @@ func valueEnd(b []byte, i int) int {
 	return i
 }
 
-// unquote is a JSON string's text: the bytes between the quotes when there
-// is nothing to decode, else what encoding/json makes of it (escapes, and
-// invalid UTF-8 replaced).
+// unquote is a JSON string's text: the bytes between the quotes when nothing
+// needs decoding, else encoding/json's result.
 func unquote(q []byte) (string, error) {
 	plain := true
 	for _, c := range q[1 : len(q)-1] {

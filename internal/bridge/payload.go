@@ -7,11 +7,9 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// parsePayload reads an MQTT payload: the normalised JSON value when the
-// trimmed bytes are one JSON value, else the trimmed text, so that `on`,
-// `#ff0000` and `Sunrise` arrive as strings and `40` or `{"r":255,…}` as
-// JSON. An empty payload is the empty string; bytes that are not UTF-8
-// become U+FFFD, as encoding/json does inside JSON strings.
+// parsePayload reads an MQTT payload as a normalised JSON value when it is one,
+// else as trimmed text, so that `on` and `#ff0000` arrive as strings and `40`
+// as a number. Bytes that are not UTF-8 become U+FFFD, as in encoding/json.
 func parsePayload(b []byte) any {
 	t := bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(b), []byte("\ufeff")))
 	if len(t) > 0 {

@@ -6,9 +6,8 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// Polling is how often the bridge reads a device from the cloud and why
-// (the poller's words: "changes often", "quiet", "own interval", "local",
-// …), shown in bridge/devices as "poll".
+// Polling is how often the bridge reads a device from the cloud and the
+// poller's reason, shown in bridge/devices as "poll".
 type Polling struct {
 	Every time.Duration
 	Why   string
@@ -20,11 +19,9 @@ type pollJSON struct {
 	Why      string `json:"why"`
 }
 
-// SetPolling sets how often the device is read and why (also before it is
-// listed). A change goes out with the device list at the next stats: the
-// list is large on a large account, so the poller tells only a new reason
-// or an interval moved by a quarter, all at once and at most every 5
-// minutes but after a change of the settings.
+// SetPolling sets how often the device is read and why. Since the device list is
+// large, the poller reports only a new reason or an interval moved by a quarter,
+// and the change goes out with the list at the next stats.
 func (m *Mirror) SetPolling(k capability.Key, p Polling) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

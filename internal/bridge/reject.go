@@ -1,12 +1,9 @@
 package bridge
 
-// Rejections: what goes to <id>/error (bridge/error for an id no device
-// has) and the log when a command is refused or fails. Both are bounded,
-// because whoever can publish to the broker can send commands: a rejected
-// value is clipped to a few hundred bytes, each device's answers are rate
-// limited (the rest summed up in one "N more rejected" answer), the log
-// lines are rate limited for the whole bridge, and no topic is made of an
-// id the sender chose.
+// Rejections go to <id>/error (bridge/error for an unknown id) and the log.
+// Anyone who can publish can send commands, so both are bounded: values are
+// clipped, answers and log lines rate limited, and no topic is named by an id
+// the sender chose.
 
 import (
 	"encoding/json"
@@ -35,9 +32,8 @@ const (
 	// maxErrorText bounds an error's text in <id>/error and the log (a
 	// message may quote the value or list a device's instances).
 	maxErrorText = 512
-	// maxEchoedID bounds the id of an unknown device in the answer on
-	// bridge/error and in the log: the sender chose it. (A device id is
-	// the model and the device's address, about 25 characters.)
+	// maxEchoedID bounds an unknown device's id in answers and logs, since the
+	// sender chose it; real ids are about 25 characters.
 	maxEchoedID = 64
 )
 
@@ -49,10 +45,9 @@ const (
 	DefaultRejectLogBurst = 20
 )
 
-// errorJSON is the <id>/error payload, and bridge/error's for an id no
-// device has (Device, shortened: the sender chose it). Rejected, when not
-// zero, says that this answer stands for that many rejections (the others
-// were not answered one by one); the fields are those of the last one.
+// errorJSON is the <id>/error payload, and bridge/error's for an unknown id
+// (Device shortened). A non-zero Rejected means it stands for that many
+// rejections, with the fields of the last.
 type errorJSON struct {
 	Device   string `json:"device,omitempty"`
 	Instance string `json:"instance"`
@@ -180,10 +175,8 @@ func (b *Bridge) summarize(key string) {
 	}
 }
 
-// answer publishes one rejection, clipped: on <id>/error for a device the
-// mirror knows, else on bridge/error with the id shortened (the bridge
-// publishes on no topic named by an id it does not know); n > 0 makes it
-// the summary of n rejections.
+// answer publishes one clipped rejection: on <id>/error for a known device,
+// else on bridge/error with the id shortened; n > 0 makes it a summary of n.
 func (b *Bridge) answer(rj rejection, n int) {
 	e := errorJSON{Instance: clip(rj.instance, maxEchoedValue), Value: clipValue(rj.value),
 		Error: clip(UserText(rj.err), maxErrorText), Code: errorCode(rj.err)}
@@ -206,23 +199,19 @@ func (b *Bridge) answer(rj rejection, n int) {
 	}
 }
 
-// readFailure marks the answer to a read on request (<id>/get), which a
-// later good read makes good (Options.OnError): its text and code are the
-// error's.
+// readFailure marks the answer to a <id>/get read, which a later good read
+// clears (Options.OnError).
 type readFailure struct{ error }
 
 func (r readFailure) Unwrap() error { return r.error }
 
-// goPrefixes are the prefixes our packages give their errors ("cloud: ",
-// "scheduler: "): they tell a developer where an error was wrapped, and a
-// user nothing.
+// goPrefixes are our packages' error prefixes, which help a developer but
+// mean nothing to a user.
 var goPrefixes = []string{"bridge: ", "capability: ", "cloud: ", "discovery: ", "lan: ", "local: ",
 	"poller: ", "registry: ", "scheduler: ", "settings: "}
 
-// UserText is an error as a user reads it on <id>/error, on
-// bridge/response and in the log line of a rejection: its text without
-// our packages' prefixes, at its start or after another part's ": ", "; "
-// or "(" (a wrapped error's). The error itself keeps them.
+// UserText is an error as a user reads it: its text without our packages'
+// prefixes, wherever a wrapped error starts. The error itself keeps them.
 func UserText(err error) string {
 	if _, ok := err.(*capability.ValueError); ok {
 		return err.Error() // the value language's own words: no prefix

@@ -22,8 +22,7 @@ type requestJSON struct {
 }
 
 // responseJSON is the body of <base>/bridge/response/<action>, and of
-// bridge/response/unknown for an action the bridge does not know (Action,
-// shortened: the sender chose it).
+// bridge/response/unknown for an unknown action (Action shortened).
 type responseJSON struct {
 	Status      string  `json:"status"`           // "ok" or "error"
 	Action      *string `json:"action,omitempty"` // "" is an unknown action too
@@ -41,10 +40,8 @@ func (b *Bridge) respond(action string, req requestJSON, data any, err error) {
 	b.sendResponse(b.opt.Layout.BridgeResponse(action), responseOf(req, data, err))
 }
 
-// respondUnknown answers a request for an action that is none of requests'
-// on bridge/response/unknown, naming the action shortened: a topic made of
-// whatever action was asked would let any client choose where the bridge
-// publishes.
+// respondUnknown answers an unknown action on bridge/response/unknown, so that
+// no client can choose a topic the bridge publishes on.
 func (b *Bridge) respondUnknown(action string, req requestJSON, err error) {
 	r := responseOf(req, nil, err)
 	a := clip(action, maxEchoedAction)

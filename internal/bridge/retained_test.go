@@ -30,9 +30,9 @@ func (o *fakeOp) SetDeviceOptions(string, capability.Key, json.RawMessage) (any,
 }
 
 // TestRetainedCommandsAreNotActedOn: a command or request the broker sends
-// because it was left retained (issue 28 §3) changes nothing, is answered
-// nowhere, and is logged once per topic with the command that clears it;
-// the same message sent live is carried out.
+// because it was left retained changes nothing, is answered nowhere, and is
+// logged once per topic with how to clear it; the same message sent live is
+// carried out.
 func TestRetainedCommandsAreNotActedOn(t *testing.T) {
 	pub, cmd, rd, op := &fakePub{}, &fakeCmd{}, &fakeReader{}, &fakeOp{}
 	var logs strings.Builder

@@ -86,10 +86,9 @@ func stateJSON(v registry.View) []byte {
 	return buf.Bytes()
 }
 
-// republish sends everything retained again: after a reconnect (the broker
-// may have lost it) or Home Assistant's birth. The configs go out after the
-// rest (sendLocked: PublishBulk); the states they point to are retained, so
-// Home Assistant gets them when it subscribes on seeing each config.
+// republish sends everything retained again, after a reconnect or Home
+// Assistant's birth. Configs go last; the states they point to are retained,
+// so Home Assistant still gets them.
 func (m *Mirror) republish(withConfigs bool) {
 	m.mu.Lock()
 	var msgs []message
@@ -127,9 +126,8 @@ func (m *Mirror) republish(withConfigs bool) {
 	m.mu.Unlock()
 }
 
-// Connected is called on every (re)connection to the broker with the
-// connection to publish through: everything retained is published again,
-// configs included.
+// Connected is called on every connection to the broker with the publisher to
+// use; everything retained is published again, configs included.
 func (m *Mirror) Connected(p Publisher) {
 	m.mu.Lock()
 	m.pub = p
@@ -137,11 +135,9 @@ func (m *Mirror) Connected(p Publisher) {
 	m.republish(true)
 }
 
-// PublishStats publishes the bridge's figures whenever any of them changed;
-// the bridge device's diagnostic entities read them. The caller gathers the
-// changes (internal/app: at most one message a second), so a figure is
-// never shown stale for longer. The first stats with a quota (QuotaSource
-// set) bring the bridge's quota entities; they stay for the rest of the run.
+// PublishStats publishes the bridge's figures when any changed; the caller
+// batches the changes. The first stats with a quota bring the quota entities,
+// which then stay for the run.
 func (m *Mirror) PublishStats(s discovery.BridgeStats) {
 	p, err := json.Marshal(s)
 	if err != nil {

@@ -69,9 +69,9 @@ func outcome(t *testing.T, b *testBridge, pub *fakePub, cmd *fakeCmd, dev capabi
 	return sent, e
 }
 
-// TestTemperaturesMeanWhatTheUserMeant: a temperature is checked in the
-// unit of the device's range and sent in it; a bare number is in the
-// device's unit; every range message names its unit (issue 41, §1).
+// TestTemperaturesMeanWhatTheUserMeant: a temperature is checked and sent in
+// the unit of the device's range, a bare number is in that unit, and every
+// range message names its unit.
 func TestTemperaturesMeanWhatTheUserMeant(t *testing.T) {
 	heaterF, kettle, heaterC := unitDevices(t)
 	b, pub, cmd := unitBridge(t, heaterF, kettle, heaterC)
@@ -132,9 +132,8 @@ func TestTemperaturesMeanWhatTheUserMeant(t *testing.T) {
 	}
 }
 
-// TestLightSetRefusesOutOfRangeLikeSet: light/set refuses what set
-// refuses, with the same words on <id>/error, and sends nothing of the
-// command (issue 41, §6).
+// TestLightSetRefusesOutOfRangeLikeSet: light/set refuses what set refuses,
+// with the same words on <id>/error, and sends nothing of the command.
 func TestLightSetRefusesOutOfRangeLikeSet(t *testing.T) {
 	b, pub, cmd := unitBridge(t, lamp)
 	_, viaSet := outcome(t, b, pub, cmd, lamp, "set", `{"brightness":300}`)
@@ -166,8 +165,8 @@ func TestLightSetRefusesOutOfRangeLikeSet(t *testing.T) {
 	}
 }
 
-// TestErrorsInPlainWords: what goes on <id>/error and bridge/error names
-// no Go package (issue 41, §5); the errors keep their wrapping.
+// TestErrorsInPlainWords: what goes on <id>/error and bridge/error names no Go
+// package; the errors keep their wrapping.
 func TestErrorsInPlainWords(t *testing.T) {
 	b, pub, cmd := unitBridge(t, lamp)
 	b.Handle("c2m/nobody/set/brightness", []byte("5"), false)

@@ -11,9 +11,8 @@ import (
 	"cloud2mqtt/internal/topic"
 )
 
-// printInstructions tells how to watch and drive the demo, with the ids of
-// its own devices, so every command it prints works as printed. brokerURL
-// is the embedded broker's.
+// printInstructions tells how to watch and drive the demo with its own device
+// ids, so that every printed command works as printed.
 func (d *Demo) printInstructions(w io.Writer, base, brokerURL string) {
 	printDemo(w, base, brokerURL, d.srv.URL, d.sim.Devices(), d.lights)
 }

@@ -1,14 +1,8 @@
-// Package demo runs the daemon against a simulated account (cloud2mqtt
-// -demo): the cloud of internal/cloudsim on a free loopback port, its
-// first lights also on the LAN simulator (internal/lansim, on 127.0.0.2, …
-// at free ports), the embedded MQTT broker, the status page, and the
-// instructions printed once the first device list is in. The -check and
-// devices commands of the demo read the simulated account too.
-//
-// It is the only production code that links the simulators: internal/app
-// imports none and is handed the demo's cloud address, LAN client and
-// events through app.Main's fields. It is not for tests, which start their
-// own simulators.
+// Package demo runs the daemon against a simulated account (cloud2mqtt -demo):
+// the simulated cloud and LAN lights on loopback, the embedded broker, the
+// status page, and instructions once the first device list is in.
+// It is the only production code that links the simulators; internal/app gets
+// the demo's cloud, LAN client and events through app.Main's fields.
 package demo
 
 import (
@@ -67,8 +61,7 @@ func startCloud() (*Demo, error) {
 }
 
 // Start starts the simulated cloud and runs its first lights on the LAN
-// simulator, linked to it (a change either way shows in both); log is the
-// LAN simulator's.
+// simulator, linked so that a change either way shows in both.
 func Start(log zerolog.Logger) (*Demo, error) {
 	d, err := startCloud()
 	if err != nil {
@@ -81,9 +74,8 @@ func Start(log zerolog.Logger) (*Demo, error) {
 	return d, nil
 }
 
-// startLAN runs the first demo lights on the LAN simulator, on 127.0.0.2,
-// … at free ports, and points the LAN client there: the newcomer sees
-// local control work without touching the real network.
+// startLAN runs the first demo lights on the LAN simulator (127.0.0.2, … at free
+// ports), so that a newcomer sees local control without touching the network.
 func (d *Demo) startLAN(log zerolog.Logger) error {
 	var specs []lansim.Spec
 	for _, dev := range d.sim.Devices() {
@@ -120,11 +112,9 @@ func (d *Demo) withCloud(cfg config.Config) config.Config {
 	return cfg
 }
 
-// Prepare makes m run against the demo: the simulated cloud, the embedded
-// broker on MQTT_LISTEN, local control of the lights on the LAN simulator,
-// the status page on HTTP_ADDR (127.0.0.1:8080, or a free loopback port
-// when that is taken, unless set), the simulator's events, and the
-// instructions on stdout once the first device list is in.
+// Prepare makes m run against the demo: simulated cloud, embedded broker,
+// simulated LAN lights, the status page (127.0.0.1:8080 or a free port unless
+// HTTP_ADDR is set), events, and instructions on stdout once devices are listed.
 func (d *Demo) Prepare(m *app.Main, stdout io.Writer) {
 	cfg := d.withCloud(m.Config)
 	cfg.MQTT.URL = config.EmbeddedBroker
@@ -181,9 +171,8 @@ func Devices(ctx context.Context, cfg config.Config, out io.Writer, log zerolog.
 	return app.Devices(ctx, d.withCloud(cfg), out, log)
 }
 
-// events feeds the simulator's events to the daemon, in the live
-// service's payload shape through the same decoder as pushed ones, and
-// raises one on a random demo device now and then.
+// events feeds the simulator's events to the daemon through the live decoder,
+// and raises one on a random demo device from time to time.
 func (d *Demo) events(ctx context.Context, deliver func(events.Event)) {
 	remove := d.sim.OnEvent(func(ev cloudsim.Event) {
 		for _, e := range events.Parse(ev.Payload) {

@@ -32,9 +32,8 @@ type Event struct {
 	Message                 string // its message, e.g. Lack of Water
 }
 
-// Parse decodes one pushed payload into its events. Anything it cannot read
-// yields no event rather than an error: a malformed push must not stop the
-// stream.
+// Parse decodes one pushed payload into its events. What it cannot read yields
+// no event rather than an error, so that a malformed push cannot stop the stream.
 func Parse(payload []byte) []Event {
 	var msg struct {
 		SKU          string `json:"sku"`
@@ -91,9 +90,8 @@ func Parse(payload []byte) []Event {
 type Config struct {
 	URL    string // CLOUD_EVENTS_URL, e.g. mqtts://host:8883
 	APIKey string // user name, password and topic suffix; never logged
-	// Logger is the daemon's: Subscribe names its own lines
-	// component=events; the MQTT client's lines name themselves
-	// (component=mqtt) and say setting=CLOUD_EVENTS_URL.
+	// Logger is the daemon's; Subscribe's lines say component=events, the MQTT
+	// client's component=mqtt with setting=CLOUD_EVENTS_URL.
 	Logger zerolog.Logger
 }
 

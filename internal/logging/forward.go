@@ -9,16 +9,11 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Forwarder passes the daemon's warnings and errors on, as JSON objects
-// {"level":"warning"|"error"|"fatal"|"panic","message":…,…fields}, to a
-// publisher (the bridge's <base>/bridge/logging topic) for Node-RED alerts
-// and dashboards. It is an io.Writer of zerolog's JSON lines: put it beside
-// the log output (zerolog.MultiLevelWriter), behind Redact like the output.
-//
-// It never blocks the logger: lines are handed to Run through a small
-// buffer, and a fault that logs in a loop cannot flood the broker: at most
-// PerSecond lines a second go out (Burst at once); the ones dropped are
-// counted in the next one sent ("dropped": n).
+// Forwarder passes the daemon's warnings and errors as JSON objects to a
+// publisher (<base>/bridge/logging) for Node-RED alerts and dashboards. It is
+// an io.Writer of zerolog's JSON lines, put beside the log output behind Redact.
+// It never blocks the logger, and a fault that logs in a loop cannot flood the
+// broker: at most PerSecond lines go out, with the dropped ones counted in the next.
 type Forwarder struct {
 	ch      chan []byte
 	limit   *rate.Limiter

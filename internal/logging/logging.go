@@ -1,14 +1,8 @@
 // Package logging builds the daemon's zerolog logger from LOG_LEVEL and
-// LOG_FORMAT: human-readable console output on a terminal, lines with their
-// syslog priority under systemd's journal, one JSON object per line
-// otherwise (Docker, log shippers).
-//
-// It sets one zerolog global, the same for every logger of the process:
-// a duration field is written as Go's duration text with its unit
-// ("holdoff":"1m0s", "elapsed":"1.2ms"), never as a bare number of
-// milliseconds. Everything else is per logger, so two loggers (two bridges
-// in one test) do not interfere. Redact is a last line of defence against secrets in log lines;
-// the config and the clients redact their own.
+// LOG_FORMAT: console on a terminal, syslog-prefixed lines under systemd's
+// journal, JSON otherwise. Its only global makes duration fields read "1m0s";
+// everything else is per logger, so two bridges in one test do not interfere.
+// Redact is a last line of defence; the config and the clients redact their own secrets.
 package logging
 
 import (
@@ -22,10 +16,8 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// init makes every .Dur field of the process read as "1m0s": zerolog
-// keeps the format in a global (read when an event is written), so it is
-// set once, before any logger exists, by every binary that builds its
-// logger here.
+// init makes every .Dur field read as "1m0s". zerolog keeps that format in a
+// global, so it is set once, before any logger exists.
 func init() {
 	zerolog.DurationFieldFormat = zerolog.DurationFormatString
 }
@@ -35,10 +27,8 @@ const (
 	FormatAuto    = "auto"
 	FormatConsole = "console"
 	FormatJSON    = "json"
-	// FormatJournal is for systemd's journal: each line starts with its
-	// syslog priority (<3> error, <4> warning, <6> info, <7> debug), which
-	// journald reads, so journalctl -p warning filters by level; no colour
-	// and no timestamp (the journal has its own).
+	// FormatJournal starts each line with its syslog priority, so that
+	// journalctl -p filters by level; no colour and no timestamp (the journal has its own).
 	FormatJournal = "journal"
 )
 
@@ -83,11 +73,8 @@ type Where struct {
 }
 
 // NewFor returns a logger writing to w at level in format. Format auto means
-// console on a terminal (where.Terminal: the caller checks its output with
-// IsTerminal), journal on systemd's journal, JSON otherwise. Console output
-// is coloured only on a terminal. Every line but the journal's has a
-// timestamp (the journal has its own). also receive every event as
-// zerolog's JSON line, whatever the format (a Forwarder).
+// console when where.Terminal, journal under systemd, JSON otherwise. also
+// receive every event as a JSON line whatever the format (a Forwarder).
 func NewFor(w io.Writer, level, format string, where Where, also ...io.Writer) (zerolog.Logger, error) {
 	isTerminal := where.Terminal
 	lvl, err := ParseLevel(level)

@@ -177,8 +177,8 @@ func TestIsTerminal(t *testing.T) {
 	}
 }
 
-// TestDurationsCarryTheirUnit (issue 41 §5): a duration field reads
-// "1m0s", not 60000 (zerolog's default milliseconds).
+// TestDurationsCarryTheirUnit: a duration field reads "1m0s", not zerolog's
+// default 60000 milliseconds.
 func TestDurationsCarryTheirUnit(t *testing.T) {
 	var buf bytes.Buffer
 	log, err := NewFor(&buf, "info", FormatJSON, Where{})

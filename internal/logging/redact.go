@@ -9,11 +9,9 @@ import (
 // out ordinary words.
 const minSecret = 4
 
-// Redact returns a writer that replaces every occurrence of each secret
-// with "***" before writing to w. It is the last line of defence: code is
-// expected not to log secrets at all (and tests prove it does not), but a
-// library error quoting a topic or URL that contains the API key is caught
-// here. Each Write must carry whole log lines, as zerolog's writes do.
+// Redact returns a writer that replaces each secret with "***" before writing to
+// w, as a last line of defence against a library error quoting the API key. Each
+// Write must carry whole log lines, as zerolog's do.
 func Redact(w io.Writer, secrets ...string) io.Writer {
 	var keep [][]byte
 	for _, s := range secrets {

@@ -1,14 +1,9 @@
-// Package settings are the bridge's settings a user changes at run time
-// over MQTT (bridge/request/options, bridge/request/device/options) or on
-// the status page: the environment's poll intervals, daily limit and log
-// level overridden, and each device's own interval, disabled flag and
-// display name. It validates them with the environment's own rules and
-// messages (internal/config), applies them to the poller and the Mirror,
-// and keeps them in STATE_DIR (options.json) for the next start.
-//
-// It is not the configuration (internal/config reads the environment
-// once) and it publishes nothing itself: the Mirror shows a device's
-// options, bridge/info the effective options (internal/app).
+// Package settings holds what a user changes at run time over MQTT or on the
+// status page: the poll intervals, daily limit and log level, and each
+// device's interval, disabled flag and name. It validates them with the
+// environment's rules (internal/config), applies them to the poller and the
+// Mirror, and keeps them in STATE_DIR (options.json) for the next start.
+// It publishes nothing itself.
 package settings
 
 import (
@@ -33,12 +28,8 @@ import (
 	"cloud2mqtt/internal/statedir"
 )
 
-// options are the settings a user changes at run time with
-// <base>/bridge/request/options, by option name: the variables with an
-// option tag in config.Config. config reads a value and lays it over a
-// configuration (Config.Set), Validate holds the result to the
-// environment's rules, and applyLocked makes it take effect. A new option
-// is that tag, and its effect in applyLocked.
+// options are the variables with an option tag in config.Config, by option
+// name. A new option is that tag plus its effect in applyLocked.
 var options = func() map[string]config.Var {
 	m := map[string]config.Var{}
 	for _, v := range config.Vars() {
@@ -89,10 +80,8 @@ type Mirror interface {
 	SetDeviceOptions(k capability.Key, o bridge.DeviceOptions)
 }
 
-// Settings are the bridge's settings that may change at run time: the
-// environment's values, overridden by what a user set over MQTT (kept in
-// the state directory). It is the bridge's Operator (bridge.Operator).
-// Its methods are safe for concurrent use.
+// Settings are the environment's values overridden by what a user set at run
+// time; it is the bridge's Operator and safe for concurrent use.
 type Settings struct {
 	env    config.Config
 	dir    statedir.Dir
@@ -106,9 +95,9 @@ type Settings struct {
 	changes int           // counts the changes, so readers can tell one happened
 }
 
-// New returns the settings of the environment env with what a previous
-// run kept in dir (options.json; a bad or no longer valid file is a
-// warning and the environment applies). Nothing applies until Apply.
+// New returns the settings of env with what a previous run kept in dir; a bad
+// or invalid options.json is a warning and the environment applies. Nothing
+// applies until Apply.
 func New(env config.Config, dir statedir.Dir, log zerolog.Logger, poll Poller, mirror Mirror) *Settings {
 	s := &Settings{env: env, dir: dir, log: log, poll: poll, mirror: mirror,
 		saved: savedOptions{Options: map[string]string{}, Devices: map[string]Device{}}, applied: env}
@@ -136,9 +125,8 @@ func New(env config.Config, dir statedir.Dir, log zerolog.Logger, poll Poller, m
 	return s
 }
 
-// Apply makes the settings take effect: the poller's intervals, the log
-// level and every device's options; it logs them with where each comes
-// from.
+// Apply makes the settings take effect (poller intervals, log level, device
+// options) and logs each with where it comes from.
 func (s *Settings) Apply() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -173,9 +161,8 @@ func (s *Settings) applyDevice(d Device) {
 	s.mirror.SetDeviceOptions(k, bridge.DeviceOptions{PollInterval: iv, Disabled: d.Disabled, Name: d.Name})
 }
 
-// withOptions is the environment's configuration with the options laid
-// over it, validated with the environment's own rules and messages. The
-// error names every bad option, not only the first.
+// withOptions lays opts over env and validates the result with the
+// environment's rules; the error names every bad option, not only the first.
 func withOptions(env config.Config, opts map[string]string) (config.Config, error) {
 	c, problems := overlayOptions(env, opts)
 	if len(problems) > 0 {
@@ -184,10 +171,8 @@ func withOptions(env config.Config, opts map[string]string) (config.Config, erro
 	return c, nil
 }
 
-// overlayOptions lays the options over env and lists every problem: values
-// that do not parse (by option, in name order), then what Validate says of
-// the result. An option whose value does not parse keeps env's value, so
-// Validate does not report it a second time.
+// overlayOptions lays opts over env and lists every problem. An option that
+// does not parse keeps env's value, so Validate does not report it twice.
 func overlayOptions(env config.Config, opts map[string]string) (config.Config, []string) {
 	c := env
 	var problems []string
@@ -229,10 +214,8 @@ func optionsError(problems []string) error {
 	return fmt.Errorf("bridge: options rejected: %s", strings.Join(problems, "; "))
 }
 
-// optionString is a JSON option value as a string: a string as is, a
-// number as its text, for a duration with the unit of seconds (the number
-// Home Assistant sends; "60" means the same by config.ParseDuration's rule),
-// ok false for null (back to the environment).
+// optionString is a JSON option value as text; a number for a duration means
+// seconds, as Home Assistant sends it. ok is false for null (the environment's value).
 func optionString(name string, raw json.RawMessage) (s string, ok bool, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -257,9 +240,8 @@ func excerpt(raw []byte) string {
 	return config.Clip(strings.ToValidUTF8(string(raw), "?"))
 }
 
-// SetOptions implements bridge.Operator: {"poll_interval":"5m", ...}; null
-// returns an option to the environment's value. All or nothing; the error
-// names every bad option.
+// SetOptions implements bridge.Operator: {"poll_interval":"5m", ...}, where null
+// returns an option to the environment's value. All or nothing.
 func (s *Settings) SetOptions(raw json.RawMessage) (any, error) {
 	var in map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &in); err != nil || in == nil {
@@ -324,10 +306,9 @@ func (s *Settings) SetDeviceOptions(id string, k capability.Key, raw json.RawMes
 	return s.SetDeviceOptionsFrom(OverMQTT, id, k, raw)
 }
 
-// SetDeviceOptionsFrom sets a device's options, {"poll_interval":"2m",
-// "disabled":true,"name":"Hall light"}, made where from says; null (or ""
-// for the name) returns an option to its default. All or nothing; the
-// error names every bad option.
+// SetDeviceOptionsFrom sets a device's options ({"poll_interval":"2m",
+// "disabled":true,"name":"Hall light"}), null or "" restoring a default.
+// All or nothing; from says where the change was made.
 func (s *Settings) SetDeviceOptionsFrom(from Origin, id string, k capability.Key, raw json.RawMessage) (any, error) {
 	var in map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &in); err != nil || in == nil {
@@ -448,9 +429,8 @@ type Snapshot struct {
 	Config config.Config
 	// Devices are the devices' options by topic id.
 	Devices map[string]Device
-	// Options are the effective options by name, as the environment
-	// spells them (a whole number as a number), and Sources where each comes
-	// from: "environment" or "mqtt".
+	// Options are the effective options by name, as the environment spells them,
+	// and Sources says where each comes from: "environment" or "mqtt".
 	Options map[string]any
 	Sources map[string]string
 }

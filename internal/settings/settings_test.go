@@ -73,10 +73,9 @@ func TestOptionValues(t *testing.T) {
 	}
 }
 
-// TestOptionNamesSuggested (issue 30): an option name over MQTT that is
-// none gets the one meant, as the environment's variables do; a name or a
-// value over 64 characters is cut in the error, saying how long it was
-// (issue 28).
+// TestOptionNamesSuggested: an unknown option name over MQTT gets the one
+// meant, as the environment's variables do, and a name or value over 64
+// characters is cut in the error, which says how long it was.
 func TestOptionNamesSuggested(t *testing.T) {
 	s := &Settings{env: envConfig(t), saved: savedOptions{Options: map[string]string{}, Devices: map[string]Device{}}}
 	s.applied = s.env

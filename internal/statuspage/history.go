@@ -10,19 +10,16 @@ import (
 	"cloud2mqtt/internal/web"
 )
 
-// The chart's hours in the state directory (STATE_DIR), beside the day's
-// count (requests.json): a restart keeps both, so that "Requests today"
-// and the chart go on agreeing.
+// The chart's hours are kept beside the day's count (requests.json), so that
+// after a restart "Requests today" and the chart still agree.
 const (
 	historyFile    = "history.json"
 	historyFormat  = "cloud2mqtt/history"
 	historyVersion = 1
 )
 
-// RestoreHistory adds the hours a previous run saved to the chart. It is
-// called once at the start, before the first request is counted; a missing
-// file is a first start, a bad one a warning (the chart then starts
-// empty).
+// RestoreHistory adds the hours a previous run saved, once at the start. A
+// missing file is a first start; a bad one is a warning and an empty chart.
 func (p *Page) RestoreHistory(dir statedir.Dir, log zerolog.Logger) {
 	if dir == "" {
 		return
@@ -37,9 +34,8 @@ func (p *Page) RestoreHistory(dir statedir.Dir, log zerolog.Logger) {
 	}
 }
 
-// SaveHistory writes the chart's hours to the state directory. The app
-// calls it where it saves the day's count (when the count moved, and at
-// the stop), so that an idle bridge wakes for neither.
+// SaveHistory writes the chart's hours. The app calls it where it saves the
+// day's count, so that an idle bridge wakes for neither.
 func (p *Page) SaveHistory(dir statedir.Dir, log zerolog.Logger) {
 	if dir == "" {
 		return

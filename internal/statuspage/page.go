@@ -1,14 +1,8 @@
-// Package statuspage is the status page (internal/web) over the running
-// daemon: it fills web.Source from what the registry, the poller, the
-// scheduler, the settings and the bridge's Mirror know, carries the page's
-// buttons out through web.Actions on the same code paths as the MQTT
-// requests, and keeps what the page shows that nothing else keeps: the
-// requests by hour (web.History), the recent problems (web.ProblemLog) and
-// each device's last error (web.DeviceErrors).
-//
-// It serves nothing itself (internal/app runs the HTTP endpoint) and
-// publishes nothing. Its parts are declared as the small interfaces below;
-// internal/app hands it the real ones.
+// Package statuspage connects the status page (internal/web) to the running
+// daemon: it fills web.Source from the registry, poller, scheduler, settings
+// and Mirror, carries out web.Actions on the same code paths as the MQTT
+// requests, and keeps what only the page shows: requests by hour, recent
+// problems and each device's last error. It serves and publishes nothing.
 package statuspage
 
 import (
@@ -71,18 +65,15 @@ type Parts struct {
 	Settings  Settings
 	// Limits are the scheduler's configuration: its buckets' capacities.
 	Limits scheduler.Config
-	// LANPoll is how often the LAN reads a device it reaches
-	// (LAN_POLL_INTERVAL; 0: LAN control off): such a device shows it as
-	// its poll interval.
+	// LANPoll is how often the LAN reads a device it reaches (LAN_POLL_INTERVAL;
+	// 0: off); the page shows it as such a device's poll interval.
 	LANPoll time.Duration
 }
 
-// Page is what the page keeps from the start, before the parts exist: the
-// requests by hour (kept across restarts: RestoreHistory, SaveHistory),
-// the recent problems and the devices' last errors. Feed it with
-// OnCounted (the scheduler's), AddLog (the log forwarder's), Observer (the
-// registry's), CommandDone and ErrorAnswered (the bridge's OnCommand and
-// OnError); Handler makes the page once the parts exist.
+// Page is what the page keeps from the start, before the parts exist: requests
+// by hour (kept across restarts), recent problems and last errors. It is fed
+// by OnCounted, AddLog, Observer, CommandDone and ErrorAnswered; Handler makes
+// the page once the parts exist.
 type Page struct {
 	now      func() time.Time
 	history  *web.History
@@ -90,9 +81,8 @@ type Page struct {
 	errs     *web.DeviceErrors
 }
 
-// New returns an empty page's record, its history starting now. now is
-// the daemon's clock (nil: time.Now): the history's hours, the errors' and
-// the problems' instants, the quota's windows and the page's day.
+// New returns an empty record whose history starts now. now is the daemon's
+// clock (nil: time.Now).
 func New(now func() time.Time) *Page {
 	if now == nil {
 		now = time.Now
@@ -104,9 +94,8 @@ func New(now func() time.Time) *Page {
 // count counts.
 func (p *Page) OnCounted(endpoint string, at time.Time) { p.history.Observe(endpoint, at) }
 
-// AddLog keeps a log record the forwarder publishes on bridge/logging
-// (JSON) among the recent problems: the page and the topic show the same
-// records.
+// AddLog keeps a log record published on bridge/logging among the recent
+// problems, so that the page and the topic show the same records.
 func (p *Page) AddLog(record []byte) { p.problems.AddJSON(record) }
 
 // Observer is the page's hooks as the registry's observer: the read error
@@ -119,18 +108,16 @@ func (p *Page) Observer() registry.Observer {
 	}}
 }
 
-// CommandDone hears every command's outcome (bridge.Options.OnCommand):
-// a command the cloud (or the LAN) accepted clears the error of its
-// instance's last command.
+// CommandDone hears every command's outcome; an accepted command clears the
+// error of its instance's last command.
 func (p *Page) CommandDone(r scheduler.CommandResult) {
 	if r.Err == nil {
 		p.errs.CommandAccepted(capability.Key{SKU: r.Request.SKU, Device: r.Request.Device}, r.Request.Instance)
 	}
 }
 
-// ErrorAnswered is bridge.Options.OnError: an answer on the device's
-// <id>/error, of a read on request (until a good read) or of a command of
-// instance ("" none; until a command of it is accepted).
+// ErrorAnswered is bridge.Options.OnError: it records an answer on <id>/error,
+// which stands until a good read or an accepted command of that instance.
 func (p *Page) ErrorAnswered(k capability.Key, instance string, read bool, msg string) {
 	if read {
 		p.errs.ReadFailed(k, msg)
@@ -139,10 +126,8 @@ func (p *Page) ErrorAnswered(k capability.Key, instance string, read bool, msg s
 	p.errs.CommandFailed(k, instance, msg)
 }
 
-// Handler is the page over the parts. o are the handler's settings
-// (HTTP_ADDR as the page judges it, HTTP_HOSTS, HTTP_TOKEN, /healthz and
-// /metrics); the page fills its Source, Actions, History and Log (log's,
-// as the "http" component). log also takes the actions' warnings.
+// Handler builds the page over the parts with the handler's options o; log
+// takes the page's log as the "http" component and the actions' warnings.
 func (p *Page) Handler(o web.Options, parts Parts, log zerolog.Logger) (*web.Handler, error) {
 	o.Source = &source{Parts: parts, problems: p.problems, errs: p.errs, now: p.now}
 	o.Actions = &actions{Parts: parts, errs: p.errs, log: log}

@@ -132,9 +132,8 @@ func quota(s scheduler.Stats, dailyLimit int, now time.Time) *web.Quota {
 	return w
 }
 
-// Problems implements web.Source: the device each problem is about is
-// named as the page names it (a log line names it by sku/device or topic
-// id).
+// Problems implements web.Source, naming each problem's device as the page
+// does rather than by sku/device or topic id.
 func (s *source) Problems() []web.Problem {
 	ps := s.problems.Problems()
 	var opts map[string]settings.Device

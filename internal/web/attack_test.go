@@ -20,9 +20,8 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// The attacks of issue 28 on the page and its API, each tried as an
-// attacker on the home network (or a web page a resident opens) would:
-// each test fails on the handler before the guards were added.
+// Attacks on the page and its API, each tried as an attacker on the home
+// network (or a web page a resident opens) would.
 
 // attackHandler is a handler bound to addr over the fake source, with
 // /healthz and /metrics, its log in a buffer and a clock the test moves.
@@ -164,11 +163,9 @@ func TestRebindingRefused(t *testing.T) {
 	}
 }
 
-// TestTokenGuessingSlowed: wrong bearer tokens (18,270 in 3 s were all
-// answered 403), wrong logins and /api/session's "authenticated" as an
-// oracle: after a few wrong tokens an address gets 429 with Retry-After,
-// whatever it sends (the right token too), while another address is
-// served; the wait ends.
+// TestTokenGuessingSlowed: wrong bearer tokens, wrong logins and /api/session
+// used as an oracle: after a few wrong tokens an address gets 429 with
+// Retry-After whatever it sends, while another address is served; the wait ends.
 func TestTokenGuessingSlowed(t *testing.T) {
 	const token = "right-token-0123456789"
 	for _, c := range []struct {
@@ -270,10 +267,8 @@ func TestBodyTooLarge(t *testing.T) {
 	}
 }
 
-// TestStreamsPerClient: 16 event streams from one address that never
-// read no longer hold every slot: that address gets 4, the others 503
-// with Retry-After, and a page from another address still gets its
-// stream with every device.
+// TestStreamsPerClient: 16 unread event streams from one address get 4 slots
+// and the rest 503 with Retry-After, and another address still gets its stream.
 func TestStreamsPerClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newAttackHandler(t, Options{Addr: ":8080", Interval: time.Millisecond})

@@ -2,17 +2,13 @@
 
 package web
 
-// A real headless Chromium loads the page from a test server over the fake
-// source: every device shown, the budget's figures as the source gave
-// them, a change appearing without a reload, the actions working through
-// the page (CSRF token, login), and not one console error (which includes
-// every Content-Security-Policy violation). Run with
+// A real headless Chromium loads the page over the fake source: every device
+// shown, the budget as given, a change without a reload, the actions working
+// (CSRF token, login), and no console error, CSP violations included. Run with
 //
 //	go test -tags browser ./internal/web/...
 //
-// (-args -screenshots DIR keeps its screenshots; those of docs/status-page.md are
-// taken over the whole daemon by internal/app's browser test).
-// Chromium: Debian's chromium package, or $CHROMIUM (see internal/web/webtest).
+// (-args -screenshots DIR keeps screenshots). Chromium: Debian's chromium, or $CHROMIUM.
 
 import (
 	"flag"

@@ -7,19 +7,10 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// DeviceErrors keeps each device's errors still standing for the page's
-// "last error" (Device.LastError). An error stands until a success of its
-// kind after it:
-//   - a read's (the one that made the device unreachable, a read on request
-//     refused or failed, from the page or <id>/get): until a good read;
-//   - a command's naming an instance (an answer on <id>/error): until a
-//     command of that instance is accepted (by the cloud or the LAN);
-//   - a command's naming none (a set object that is not one, a disabled
-//     device): until any command of the device is accepted.
-//
-// The page shows the latest error still standing. Its methods are safe for
-// concurrent use; the registry's observer and the bridge's hooks feed it
-// (internal/statuspage).
+// DeviceErrors keeps each device's standing errors for Device.LastError. A
+// read's error stands until a good read; a command's until a command of its
+// instance is accepted (any command, when it named no instance). The page shows
+// the latest; it is safe for concurrent use.
 type DeviceErrors struct {
 	mu   sync.Mutex
 	errs map[capability.Key]*standing
@@ -39,9 +30,8 @@ type deviceError struct {
 	seq uint64
 }
 
-// maxInstanceErrors bounds the command errors kept per device: whoever
-// can publish to the broker names the instances (unknown ones too), so the
-// oldest is forgotten beyond it.
+// maxInstanceErrors bounds the command errors kept per device, since whoever
+// can publish names the instances; the oldest is forgotten.
 const maxInstanceErrors = 16
 
 // NewDeviceErrors returns an empty record; now stamps the errors (nil:
@@ -95,9 +85,8 @@ func (e *DeviceErrors) CommandFailed(k capability.Key, instance, msg string) {
 	}
 }
 
-// CommandAccepted notes a command of the device's instance the cloud (or
-// the LAN) accepted: it clears that instance's error and the error of a
-// command that named none.
+// CommandAccepted clears the error of the accepted command's instance and that
+// of a command that named none.
 func (e *DeviceErrors) CommandAccepted(k capability.Key, instance string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

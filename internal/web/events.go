@@ -8,12 +8,9 @@ import (
 	"time"
 )
 
-// GET /api/events is a stream of server-sent events. It starts with
-// "snapshot" (everything the page shows) and then, once an Interval,
-// sends what changed: "devices" ({"upsert":[…],"remove":[ids]}),
-// "budget" (as /api/budget) and "problems" (as /api/problems). Each
-// stream reads the Source only while it is open: nothing is computed
-// while nobody watches.
+// GET /api/events is a stream of server-sent events: a "snapshot", then once an
+// Interval what changed ("devices", "budget", "problems"). The Source is read
+// only while a stream is open, so nothing is computed while nobody watches.
 
 // snapshotJSON is the first event of a stream.
 type snapshotJSON struct {
@@ -87,11 +84,8 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// eventWriter writes a stream's events, each within a deadline: a client
-// that does not read loses the stream (and its slot) once the
-// connection's buffers stay full that long. (The server's ReadTimeout
-// does not end a stream: net/http lifts the read deadline while the
-// handler runs.)
+// eventWriter writes each event within a deadline, so that a client that does
+// not read loses its stream and slot; the server's ReadTimeout does not apply.
 type eventWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController

@@ -30,9 +30,8 @@ type Options struct {
 	Actions Actions
 	// History feeds the budget's chart and pace; nil shows no chart.
 	History *History
-	// Health and Metrics, when set, answer GET /healthz (to any Host: a
-	// probe may use any name) and GET /metrics, behind the same headers
-	// and Host rule as the page.
+	// Health and Metrics, when set, answer GET /healthz (to any Host, since a probe
+	// may use any name) and GET /metrics, with the page's headers.
 	Health, Metrics http.Handler
 	// Addr is the configured HTTP_ADDR: actions without a token need it
 	// to be a loopback address, and the Host rule admits its host.
@@ -53,13 +52,11 @@ type Options struct {
 	// MaxStreams bounds the event streams open at once (default 16), and
 	// MaxStreamsPerClient those of one source address (default 4).
 	MaxStreams, MaxStreamsPerClient int
-	// WriteTimeout bounds each write of an event stream: a client that
-	// stops reading loses its stream once the connection's buffers are
-	// full for that long (default 10 s).
+	// WriteTimeout bounds each write of an event stream, so that a client that
+	// stops reading loses its stream (default 10 s).
 	WriteTimeout time.Duration
-	// Fallback is how often the page reads the API while it has no event
-	// stream (refused, or lost), trying the stream again each time
-	// (default 5 s).
+	// Fallback is how often the page polls the API while it has no event stream,
+	// retrying the stream each time (default 5 s).
 	Fallback time.Duration
 	// Now is the clock (default time.Now); its location is the day's.
 	Now func() time.Time
@@ -178,9 +175,8 @@ func (h *Handler) routes() {
 	})
 }
 
-// ServeHTTP serves the page and the API (and /healthz and /metrics) on
-// HTTP_ADDR: a Host that is not one of the bridge's names is answered 421
-// (but on /healthz).
+// ServeHTTP serves the page, the API, /healthz and /metrics on HTTP_ADDR; a
+// Host that is not one of the bridge's names gets 421 (except /healthz).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setSecurityHeaders(w, false)
 	if r.URL.Path != "/healthz" && !h.hosts.allows(r.Host) {
@@ -305,9 +301,8 @@ type budgetJSON struct {
 	Budget
 	Now      time.Time `json:"now"`
 	Midnight time.Time `json:"midnight"`
-	// PacePerHour is the steady pace (History.PerHour: the start's burst
-	// and the quiet until the second reads left out); null until a whole
-	// steady minute has passed.
+	// PacePerHour is the steady pace (History.PerHour), null until a whole steady
+	// minute has passed.
 	PacePerHour *float64 `json:"pace_per_hour"`
 	// Projected is RequestsToday plus the pace until midnight.
 	Projected *int `json:"projected_today"`

@@ -8,12 +8,10 @@ import (
 	"cloud2mqtt/internal/cloud"
 )
 
-// History counts the cloud requests of the last 24 hours per clock hour
-// and endpoint group, for the budget's chart, and of the last hour per
-// minute, for the pace. The app feeds it from where requests are counted
-// (Observe) and keeps its hours across a restart (Saved, Restore: the
-// chart goes on with the day's count); its methods are safe for
-// concurrent use and cost a lock and an increment.
+// History counts the cloud requests of the last 24 hours per clock hour and
+// endpoint group, for the budget's chart, and of the last hour per minute, for
+// the pace. Its hours survive a restart (Saved, Restore); it is safe for
+// concurrent use and costs a lock and an increment.
 type History struct {
 	mu      sync.Mutex
 	started time.Time
@@ -113,13 +111,10 @@ func (h *History) Hours(now time.Time) []Hour {
 	return out
 }
 
-// PerHour is the steady pace: the requests of the last 60 whole minutes
-// per hour, counting only the minutes that begin at least steadyAfter
-// after the start (capped at an hour). A start reads every device at once
-// and then nothing until the second reads, one poll interval later
-// (steadyAfter is that interval): the minutes between are neither the
-// pace nor a part of it. ok is false before a whole steady minute has
-// passed.
+// PerHour is the steady pace: the last 60 whole minutes' requests per hour,
+// counting only minutes that begin at least steadyAfter after the start, since
+// a start's burst and the quiet before the second reads are not the pace.
+// ok is false before a whole steady minute has passed.
 func (h *History) PerHour(now time.Time, steadyAfter time.Duration) (rate float64, ok bool) {
 	cur := now.Unix() / 60 // the minute under way, not counted
 	h.mu.Lock()
@@ -138,10 +133,8 @@ func (h *History) PerHour(now time.Time, steadyAfter time.Duration) (rate float6
 	return float64(n) * 60 / float64(cur-from), true
 }
 
-// SavedHistory is what the state directory keeps of the history across a
-// restart: the hours that counted requests, so that the chart goes on with
-// the day's count (requests.json). The pace is not kept: a start measures
-// it again.
+// SavedHistory is what requests.json keeps across a restart so that the chart
+// goes on with the day's count; the pace is measured again.
 type SavedHistory struct {
 	Hours []Hour `json:"hours"`
 }
@@ -167,10 +160,8 @@ func (h *History) Saved() SavedHistory {
 // day, and far from an overflow of a 32-bit int when added to.
 const maxSavedCount = 1 << 29
 
-// Restore adds the hours a previous run saved: those not on a whole hour,
-// after the start's hour or older than what a slot holds are ignored, a
-// negative count is none and an hour's count is at most maxSavedCount (a state
-// file is input like any other).
+// Restore adds the hours a previous run saved, ignoring hours it cannot hold and
+// clamping counts, since a state file is input like any other.
 func (h *History) Restore(s SavedHistory) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -6,25 +6,12 @@ import (
 	"strings"
 )
 
-// DNS rebinding: a web page on another name (evil.example) whose DNS
-// answer turns to the bridge's address may send requests to the bridge
-// that its script can read, the browser holding them for same-origin. Such
-// requests carry the attacker's name in Host. hostRule admits only names
-// the bridge is known by:
-//   - loopback names and addresses (localhost, *.localhost, 127.0.0.0/8,
-//     ::1);
-//   - HTTP_ADDR's own host: its name, or its IP address; when it binds
-//     every interface (":8080", 0.0.0.0, [::]), any IP address: a browser
-//     sends an IP address as Host only for a page whose own origin is that
-//     address, which no other site's page is, and the machine's addresses
-//     change (DHCP, containers' port mappings) while a check of the
-//     interfaces would not;
-//   - this machine's host name (its first label too, and with .local):
-//     names the household's DNS or mDNS resolves, not an attacker's;
-//   - HTTP_HOSTS: names given by the user (a reverse proxy's, a
-//     container's), "*.example.org" for every name under example.org.
-//
-// The port is not compared: a rebinding page uses the bridge's port too.
+// DNS rebinding lets another site's page reach the bridge under the attacker's
+// name, which shows in Host. hostRule admits only names the bridge is known by:
+// loopback, HTTP_ADDR's host (any IP address when it binds every interface),
+// this machine's host name (also its first label and .local), and HTTP_HOSTS
+// ("*.example.org" for every name under it). The port is not compared, since a
+// rebinding page uses the bridge's port too.
 
 // hostRule says which Host headers are served.
 type hostRule struct {

@@ -6,23 +6,12 @@ import (
 	"net/netip"
 )
 
-// Home Assistant's ingress (docs/status-page.md): in app
-// mode the Supervisor's proxy (one address, 172.30.32.2) forwards the
-// sidebar's page from /api/hassio_ingress/<token>/ to a listener of the
-// daemon's own, stripping that prefix and naming it in X-Ingress-Path. The
-// page's URLs are all relative, so they stay under the prefix with no help
-// from the server. On that listener:
-//   - a connection from any other address is answered 403 before anything
-//     is served (with host_network the port is open to the LAN);
-//   - the Host is not checked (the proxy sends the container's name), nor
-//     are actions behind HTTP_TOKEN (Home Assistant authenticated the
-//     user); the CSRF guard stays, and an action's Origin must name the
-//     host the browser reached Home Assistant by (X-Forwarded-Host, which
-//     Home Assistant's proxy always sends): without either it is refused;
-//   - the page may be framed by its own origin (Home Assistant shows it
-//     in an iframe of its page);
-//   - event streams have a pool of their own (every user of Home
-//     Assistant comes from the proxy's one address).
+// Home Assistant's ingress: in app mode the Supervisor's proxy (172.30.32.2)
+// forwards the sidebar page to a listener of its own, and the page's relative
+// URLs keep it under the prefix. There, other addresses get 403 (host_network
+// exposes the port); Host and HTTP_TOKEN are not checked, since Home Assistant
+// authenticated the user, but an action's Origin must match X-Forwarded-Host.
+// The page may be framed by its own origin, and streams have their own pool.
 
 type ingressKey struct{}
 

@@ -11,9 +11,8 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Per-client bounds: what one source address may cost the others. A
-// client is its IP address; an IPv6 client its /64 (a host there picks
-// any address of its network).
+// Per-client bounds, so that one source address cannot cost the others. A
+// client is its IP address, or its /64 for IPv6, where a host may pick any address.
 
 // maxClients bounds each per-client table; past it, the clients not in it
 // share one entry (the overflow).
@@ -48,21 +47,11 @@ func clientText(p netip.Prefix) string {
 	return p.String()
 }
 
-// Wrong tokens (bearer, login, and /api/session's "authenticated" with a
-// bearer): each client may guess tokenTries times, then one more every
-// tokenEvery; beyond, every request with a token from it is answered 429
-// with Retry-After before the token is even compared (the right one too,
-// until its wait is over).
-//
-// The clients together may guess globalTries times, then one more every
-// globalEvery: an attacker with many addresses (a /24 of the LAN, or
-// loopback's whole 127.0.0.0/8) must not multiply the per-client rate.
-// While that budget is spent a wrong token costs its client all its
-// tries, so each address has one guess per tokenTries×tokenEvery. The
-// budget of all decides only the cost, never whether a token is compared:
-// a client with its tries whole (no wrong token of its own for that long)
-// still has its token compared, so the right token passes whatever
-// others guessed, and nobody can lock a resident out but the resident.
+// Wrong tokens: each client may guess tokenTries times, then one more every
+// tokenEvery, and all clients together globalTries times, then one every
+// globalEvery, so that many addresses do not multiply the rate. The shared
+// budget only raises the cost: a client with its own tries whole always has its
+// token compared, so nobody else can lock a resident out.
 const (
 	tokenTries  = 5
 	tokenEvery  = 10 * time.Second
@@ -70,9 +59,8 @@ const (
 	globalEvery = 10 * time.Second
 )
 
-// guesses counts wrong tokens, each client's and all of them, on the
-// handler's clock (read under the lock: a limiter's instants must not go
-// back).
+// guesses counts wrong tokens, per client and in all, on the handler's clock,
+// read under the lock so that a limiter's instants never go back.
 type guesses struct {
 	now func() time.Time
 	mu  sync.Mutex
@@ -106,12 +94,10 @@ func (g *guesses) tries(k netip.Prefix, now time.Time) float64 {
 	return tokenTries
 }
 
-// try accounts a token client c presents now, right telling whether it is
-// HTTP_TOKEN. wait is 0 when the token counts as compared (right:
-// accepted; wrong: counted against c and all), else how long c must wait
-// (the request is refused as if the token had not been compared: its
-// answer must not depend on right). all says that the wait is longer
-// because the wrong tokens of every client spent their budget.
+// try accounts a token that client c presents now; right says whether it is
+// HTTP_TOKEN. wait is 0 when the token counts as compared, else how long c must
+// wait, and the answer must then not depend on right. all says the shared
+// budget is what made the wait longer.
 func (g *guesses) try(c netip.Prefix, right bool) (wait time.Duration, all bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -162,10 +148,8 @@ func retryAfter(d time.Duration) string {
 	return strconv.Itoa(max(1, int((d+time.Second-1)/time.Second)))
 }
 
-// rejectLog logs refused requests, at most one line a second per client
-// whatever the log level, each with the count of those not logged since
-// (an attack must not flood the log, the page's problems or
-// bridge/logging).
+// rejectLog logs refused requests at most once a second per client, with the
+// count not logged since, so that an attack cannot flood the log or the page.
 type rejectLog struct {
 	log   zerolog.Logger
 	every time.Duration
@@ -227,10 +211,9 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// streamSlots bounds the open event streams: in all, and per client (a
-// client holding many streams it never reads cannot take every slot).
-// Streams through the ingress listener have their own pool: they all come
-// from the one proxy, whose users Home Assistant authenticated.
+// streamSlots bounds the open event streams in all and per client, so that one
+// client cannot take every slot; ingress streams, all from Home Assistant's
+// proxy, have a pool of their own.
 type streamSlots struct {
 	max, perClient int
 	mu             sync.Mutex

@@ -11,11 +11,9 @@ import (
 	"time"
 )
 
-// The attacks of issue 40 on the page's guards, each tried over real
-// connections on loopback: a listener on 127.0.0.1 takes connections from
-// any 127.0.0.0/8 source, so each client binds the address it attacks
-// from (net.Dialer.LocalAddr). Time is the attack handler's clock: the
-// tests move it, they never wait for it.
+// Attacks on the page's guards over real loopback connections; each client binds
+// the 127.0.0.0/8 address it attacks from. The tests move the handler's clock,
+// never wait for it.
 
 // clientFrom is an HTTP client whose connections come from src, an
 // address of 127.0.0.0/8.
@@ -65,13 +63,9 @@ func post(t *testing.T, c *http.Client, url, body string, hdr map[string]string)
 	return resp.StatusCode, b.String()
 }
 
-// TestTokenGuessingFromManyAddresses: 250 addresses guessing 8 bearer
-// tokens each were all compared, 5 per address (1,250 answered 401 in
-// under a second, not one 429: the limit was per address only). The wrong
-// tokens of every address together now have a budget too: once it is
-// spent each address has one guess per tokenTries×tokenEvery, so at most
-// globalTries plus one per address are compared; the right token from an
-// address that did not guess still passes at once, and from a guessing one
+// TestTokenGuessingFromManyAddresses: 250 addresses guessing 8 tokens each share
+// one budget, so at most globalTries plus one per address are compared; the right
+// token from an address that did not guess passes at once, from a guessing one
 // once its wait is over.
 func TestTokenGuessingFromManyAddresses(t *testing.T) {
 	const (
@@ -139,9 +133,8 @@ func TestTokenGuessingFromManyAddresses(t *testing.T) {
 	}
 }
 
-// TestContentTypeMustBeJSON: an action with Content-Type
-// application/jsonx (or any type that merely starts like JSON's) was
-// taken as JSON; now only application/json is, with parameters or not.
+// TestContentTypeMustBeJSON: only application/json, with parameters or not, is
+// taken as JSON, not a type that merely starts alike.
 func TestContentTypeMustBeJSON(t *testing.T) {
 	a := newAttackHandler(t, Options{Addr: "127.0.0.1:8080"})
 	url := serveLoopback(t, a.h) + "/api/actions/read"
@@ -169,12 +162,8 @@ func TestContentTypeMustBeJSON(t *testing.T) {
 	}
 }
 
-// TestIngressOriginChecked: through the ingress listener an action's
-// Origin was compared with X-Forwarded-Host only when the proxy sent one;
-// a request without it was served whatever its Origin said. Now the
-// Origin must name the host the browser reached Home Assistant by, or the
-// action is refused: a missing X-Forwarded-Host, or a missing Origin,
-// refuses it too.
+// TestIngressOriginChecked: through ingress an action's Origin must name the host
+// in X-Forwarded-Host; a missing header or Origin refuses it.
 func TestIngressOriginChecked(t *testing.T) {
 	const proxy = "127.0.0.3"
 	a := newAttackHandler(t, Options{Addr: "127.0.0.1:8080", Token: "the-http-token-0123456789"})

@@ -12,11 +12,9 @@ import (
 	"cloud2mqtt/internal/web/webtest"
 )
 
-// TestBrowserValuesAsMeant: what a person sees of a device's values and
-// of the problems (issue 41 §7): a colour as a swatch of it and its hex
-// code (not 16746496), temperatures with their unit, modes by their
-// names; a problem as a sentence naming the device, with what to do, and
-// none of the log line's code or component in sight.
+// TestBrowserValuesAsMeant: a person sees a colour as a swatch and hex code (not
+// 16746496), temperatures with their unit, modes by name, and a problem as a
+// sentence naming the device, without the log line's code or component.
 func TestBrowserValuesAsMeant(t *testing.T) {
 	now := time.Now()
 	src, hist := demoSource(now)

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// What the page gets reads as a person means it (issue 41 §7): values with
-// their units and names, problems as sentences naming the device, and a
-// projection that does not take a start's burst for the pace.
+// What the page gets reads as a person means it: values with units and names,
+// problems as sentences naming the device, and a projection that does not take
+// a start's burst for the pace.
 
 // TestDeviceReadings: /api/devices/{id} gives each value as a person
 // reads it: a colour as its hex code (and the colour, for a swatch), a

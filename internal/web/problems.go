@@ -10,9 +10,8 @@ import (
 	"unicode/utf8"
 )
 
-// ProblemLog keeps the last warnings and errors for the page. The app adds
-// what logging.Forwarder publishes on bridge/logging (AddJSON), so the
-// page and the topic show the same records, redacted alike.
+// ProblemLog keeps the last warnings and errors for the page, fed with what
+// bridge/logging publishes so that both show the same, redacted records.
 type ProblemLog struct {
 	mu   sync.Mutex
 	max  int
@@ -45,8 +44,7 @@ func (l *ProblemLog) Add(p Problem) {
 	l.next = (l.next + 1) % l.max
 }
 
-// AddJSON adds a bridge/logging payload: {"level":…,"message":…,
-// "time":RFC 3339,…fields}. A payload that is not a JSON object is
+// AddJSON adds a bridge/logging payload; one that is not a JSON object is
 // ignored (false).
 func (l *ProblemLog) AddJSON(payload []byte) bool {
 	var m map[string]any
@@ -94,10 +92,8 @@ func sortProblems(ps []Problem) {
 	slices.SortStableFunc(ps, func(a, b Problem) int { return b.Time.Compare(a.Time) })
 }
 
-// describe writes a problem in a person's words (Problem.Text and Hint):
-// the device's name rather than its id, what happened, and why (the
-// error, its id replaced by the name too); the other fields (the code,
-// the component) are for the curious, not the sentence.
+// describe writes a problem in a person's words: the device's name rather than
+// its id, what happened and why. Other fields are for the curious.
 func describe(p Problem) (text, hint string) {
 	ref, _ := p.Fields["device"].(string)
 	subject := p.DeviceName

@@ -11,10 +11,8 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// Reading is one current value as a person reads it (DeviceDetail's
-// readings): a colour as its hex code beside a swatch, a temperature or a
-// level with its unit, a mode by the name the device's definition gives
-// it. The raw values stay in DeviceDetail.Values for scripts.
+// Reading is one current value as a person reads it: a colour as hex beside a
+// swatch, a level with its unit, a mode by its name. Scripts use DeviceDetail.Values.
 type Reading struct {
 	Instance string `json:"instance"`
 	// Text is the value in words and units: "#FF8800", "21.5 °C",
@@ -38,10 +36,8 @@ func readings(caps []capability.Capability, values map[string]any) []Reading {
 	return out
 }
 
-// sensorUnits are the units of the known sensor readings (properties,
-// whose definitions give none): those Home Assistant shows them in
-// (internal/discovery's sensors), so that the page and Home Assistant
-// read alike.
+// sensorUnits are the units Home Assistant shows the known sensor readings in,
+// so that the page and Home Assistant read alike.
 var sensorUnits = map[string]string{
 	capability.InstanceSensorTemperature: "°C",
 	capability.InstanceSensorHumidity:    "%",
@@ -122,9 +118,8 @@ func temperature(c capability.Capability, v any) string {
 	return strings.Join(parts, " · ")
 }
 
-// workMode is a work_mode's value, {"workMode":1,"modeValue":2}, by the
-// names of the definition: the mode, and the value where the mode has
-// values to choose from ("gearMode · Low", "FanSpeed · 3", "Sleep").
+// workMode writes a work_mode value by the definition's names: the mode, and
+// its value where it has some ("gearMode · Low", "Sleep").
 func workMode(p *capability.Parameters, v any) string {
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -151,9 +146,8 @@ func workMode(p *capability.Parameters, v any) string {
 	return mode + " · " + plain(mv)
 }
 
-// music is a music_setting's value, {"musicMode":1,"sensitivity":80,
-// "autoColor":0,"rgb":255}: "Energic · sensitivity 80 % · #0000FF", with
-// the colour for a swatch.
+// music writes a music_setting value ("Energic · sensitivity 80 % · #0000FF")
+// and returns its colour for a swatch.
 func music(p *capability.Parameters, v any) (text, swatch string) {
 	m, ok := v.(map[string]any)
 	if !ok {

@@ -15,33 +15,16 @@ import (
 	"time"
 )
 
-// The page's security, in one place (docs/security.md, "The status page"):
-//   - every response (/healthz and /metrics too) carries a strict
-//     Content-Security-Policy (no inline script or style, nothing from
-//     another origin), nosniff and no framing (but by Home Assistant's
-//     own page, through ingress);
-//   - a Host that is not a name of the bridge is answered 421 (hosts.go:
-//     DNS rebinding), every path but /healthz;
-//   - actions are POSTs with a JSON body (Content-Type application/json,
-//     exactly), refused unless same-origin (Origin and Sec-Fetch-Site,
-//     when the browser sends them; through ingress the Origin is
-//     required) and carrying the process's CSRF token in X-CSRF-Token,
-//     which only a same-origin page can read (/api/session); a request
-//     with the bearer token needs no CSRF token (no browser adds it by
-//     itself);
-//   - actions need HTTP_TOKEN (bearer, or the cookie of /api/login)
-//     whenever it is set, or when the page is not reached over loopback
-//     (HTTP_ADDR not a loopback address, or a Host header that is not one);
-//     without a token configured they are then off. Through ingress they
-//     need none: Home Assistant authenticated the user;
-//   - wrong tokens are counted per client and of all clients together,
-//     and answered 429 after a few (limits.go; the right token of a
-//     client that did not guess is always compared), and every refusal is
-//     logged, at most once a second per client.
+// The page's guards, all in this file and limits.go (docs/security.md, "The status page"):
+//   - every response carries a strict Content-Security-Policy, nosniff and no framing;
+//   - a Host that is not one of the bridge's names gets 421 (DNS rebinding), except /healthz;
+//   - actions are same-origin JSON POSTs carrying the CSRF token, or the bearer token;
+//   - actions need HTTP_TOKEN when it is set or the page is not on loopback; through
+//     ingress Home Assistant has already authenticated the user;
+//   - wrong tokens are slowed per client and in all, and refusals are logged sparingly.
 
-// csp is the Content-Security-Policy of every response; cspIngress that
-// of the ingress listener, whose page Home Assistant shows in a frame of
-// its own page (the same origin, through its proxy).
+// csp is the Content-Security-Policy of every response; cspIngress lets Home
+// Assistant's own page frame the ingress listener.
 const (
 	csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
 		"frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
@@ -96,9 +79,8 @@ func newGuard(addr, token string) (*guard, error) {
 		csrf: hex.EncodeToString(csrf), cookie: hex.EncodeToString(mac.Sum(nil))}, nil
 }
 
-// isLoopbackAddr reports whether a listen address (host:port) binds
-// loopback only. An empty host or a wildcard binds every interface; a
-// host name other than localhost is not trusted to stay local.
+// isLoopbackAddr reports whether a listen address binds loopback only. A host
+// name other than localhost is not trusted to stay local.
 func isLoopbackAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -162,15 +144,10 @@ func (g *guard) loggedIn(r *http.Request) bool {
 	return err == nil && g.token != "" && equalSecret(c.Value, g.cookie)
 }
 
-// sameOrigin refuses what a browser marks as coming from another site:
-// Sec-Fetch-Site other than same-origin (or none: typed by the user), or
-// an Origin whose host is not the request's. On HTTP_ADDR clients that
-// send neither (scripts) pass; they still need the CSRF token or the
-// bearer token. Through ingress every action comes from a browser (Home
-// Assistant authenticated its user), which sends an Origin with every
-// POST: it must name the host the browser reached Home Assistant by,
-// which the proxy passes in X-Forwarded-Host; without either the request
-// is refused.
+// sameOrigin refuses what a browser marks as cross-site (Sec-Fetch-Site, or an
+// Origin whose host is not the request's). Scripts that send neither pass on
+// HTTP_ADDR but still need a token; through ingress the Origin is required and
+// must match X-Forwarded-Host, because every action there comes from a browser.
 func sameOrigin(r *http.Request) bool {
 	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
 		return false
@@ -223,10 +200,8 @@ type refusal struct {
 	retry  time.Duration
 }
 
-// tokenOK checks the request's bearer token, if any, against HTTP_TOKEN:
-// ok when it matches; a refusal when it does not, or while the client may
-// not guess (limits.go). Without HTTP_TOKEN configured bearers are
-// ignored.
+// tokenOK checks the bearer token, if any, against HTTP_TOKEN; it refuses a
+// wrong one or a client that must wait. Without HTTP_TOKEN bearers are ignored.
 func (h *Handler) tokenOK(r *http.Request) (bool, *refusal) {
 	v, has := bearerOf(r)
 	if !has || h.guard.token == "" {
@@ -238,10 +213,8 @@ func (h *Handler) tokenOK(r *http.Request) (bool, *refusal) {
 	return true, nil
 }
 
-// checkToken compares a token the client sent (bearer or login) with
-// HTTP_TOKEN: nil when it is the token, 401 saying wrong when not, 429
-// while the client must wait before guessing again (whatever it sent: the
-// answer tells nothing of the token then).
+// checkToken compares a sent token with HTTP_TOKEN: nil when right, 401 when
+// wrong, 429 while the client must wait (whatever it sent, so nothing leaks).
 func (h *Handler) checkToken(r *http.Request, token, wrong string) *refusal {
 	right := equalSecret(token, h.guard.token)
 	wait, all := h.guesses.try(clientOf(r), right)
@@ -289,9 +262,8 @@ func (h *Handler) checkPost(r *http.Request, login bool) *refusal {
 	return nil
 }
 
-// jsonType reports whether a Content-Type names JSON: application/json,
-// with parameters (charset) or not; not a type that only starts alike
-// (application/jsonx).
+// jsonType reports whether a Content-Type is application/json, with or without
+// parameters, and not a type that merely starts alike.
 func jsonType(ct string) bool {
 	t, _, err := mime.ParseMediaType(ct)
 	return err == nil && t == "application/json"

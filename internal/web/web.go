@@ -1,21 +1,12 @@
-// Package web is the bridge's status page and the small JSON API behind it:
-// devices, the day's request budget, recent problems, live updates (server-
-// sent events) and a few actions, on the HTTP_ADDR endpoint beside /healthz
-// and /metrics, and in app mode in Home Assistant's sidebar (Ingress). It
-// also guards the whole endpoint against a hostile home network (security.go:
-// the Host rule, wrong tokens slowed, streams bounded per address, the
-// headers of every answer, refusals logged sparingly).
+// Package web is the bridge's status page and the JSON API behind it (devices,
+// the request budget, recent problems, live updates and a few actions) on
+// HTTP_ADDR beside /healthz and /metrics, and in Home Assistant's sidebar. It
+// also guards the whole endpoint against a hostile home network (security.go).
 //
-// It knows nothing of MQTT, the scheduler or the registry:
-// internal/statuspage fills the types below through Source and carries the
-// actions out through Actions, with the same code paths as the MQTT
-// requests; DeviceErrors is the record of each device's last error it
-// keeps for the page. The page is one
-// HTML file, a style sheet and a script, embedded (no CDN, no build chain),
-// served under a strict Content-Security-Policy.
-//
-// It is not a configuration editor: settings beyond a device's enabled flag
-// and poll interval stay with the environment and the MQTT options.
+// It knows nothing of MQTT: internal/statuspage fills Source and carries out
+// Actions on the same code paths as the MQTT requests. The page is one embedded
+// HTML file, style sheet and script, with no CDN and no build chain. It edits
+// no settings beyond a device's enabled flag and poll interval.
 package web
 
 import (
@@ -26,10 +17,9 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
-// Source is what the page shows, read by the handler when a client asks
-// (a GET, or once a tick while an event stream is open): nothing is read
-// while nobody watches. Methods are called from HTTP goroutines and must be
-// safe for concurrent use; they should return copies.
+// Source is what the page shows, read only when a client asks, so nothing is
+// read while nobody watches. Methods must be safe for concurrent use and should
+// return copies.
 type Source interface {
 	// Devices lists the account's devices in the cloud's order.
 	Devices() []Device
@@ -44,10 +34,9 @@ type Source interface {
 	Problems() []Problem
 }
 
-// Actions are the page's buttons. Each must take the same path as the
-// equivalent MQTT request so that both behave alike; an error's text is
-// shown to the user, so it should say what to do. A device that id does
-// not name is ErrUnknownDevice (wrapped or not): 404.
+// Actions are the page's buttons, each taking the same path as the equivalent
+// MQTT request. An error's text is shown to the user, so it should say what to
+// do; ErrUnknownDevice (wrapped or not) becomes 404.
 type Actions interface {
 	// ReadNow queues a state read of the device (<id>/get over MQTT); it
 	// returns once queued, the result arrives as a change of the device.
@@ -55,10 +44,8 @@ type Actions interface {
 	// SetEnabled enables or disables polling and discovery of a device
 	// (device/options {"disabled": !enabled}).
 	SetEnabled(id string, enabled bool) error
-	// SetPollInterval sets the device's own poll interval, a Go duration
-	// such as "2m" as the user typed it (device/options
-	// {"poll_interval": interval}); "" returns it to the bridge's
-	// interval (null).
+	// SetPollInterval sets the device's own poll interval as typed ("2m"); ""
+	// returns it to the bridge's interval.
 	SetPollInterval(id string, interval string) error
 	// RefreshDevices reads the device list again (bridge/request/refresh).
 	RefreshDevices() error
@@ -88,16 +75,12 @@ type Device struct {
 	Path string `json:"path"`
 	// LastRead is when a read last succeeded; nil when never.
 	LastRead *time.Time `json:"last_read"`
-	// PollInterval is the interval in force (with any back-off), and
-	// OwnInterval true when it is the device's own setting; PollWhy says
-	// why it is read at that interval (the poller's words: "changes
-	// often", "quiet", "own interval", "local", …).
+	// PollInterval is the interval in force (with any back-off), OwnInterval
+	// whether it is the device's own setting, and PollWhy the poller's reason.
 	PollInterval Duration `json:"poll_interval"`
 	OwnInterval  bool     `json:"own_interval"`
 	PollWhy      string   `json:"poll_why,omitempty"`
-	// LastError is the latest error still standing (DeviceErrors): of a
-	// read until a good read, of a command until a command of its
-	// instance is accepted; "" when none stands.
+	// LastError is the latest error still standing (DeviceErrors); "" when none.
 	LastError string `json:"last_error"`
 }
 
@@ -139,9 +122,8 @@ type Budget struct {
 	PollInterval Duration `json:"poll_interval"`
 	// Buckets are the token buckets' fill.
 	Buckets []Bucket `json:"buckets"`
-	// Quota is the account's request quota as the bridge knows it (the
-	// cloud's, learned from its answers, or CLOUD_DAILY_LIMIT, the smaller
-	// winning) and its forecast; nil while none is known.
+	// Quota is the account's binding quota (the cloud's or CLOUD_DAILY_LIMIT,
+	// whichever is smaller) with its forecast; nil while none is known.
 	Quota *Quota `json:"quota"`
 }
 
@@ -155,9 +137,8 @@ type Quota struct {
 	// Source is "learned" (the cloud's rate-limit headers) or
 	// "configured" (CLOUD_DAILY_LIMIT).
 	Source string `json:"source"`
-	// Fits says whether the requests at the pace of the last ten minutes
-	// fit what is left until Reset (nil until that pace is measured);
-	// RunsOut is when it runs out at that pace when they do not.
+	// Fits says whether the last ten minutes' pace fits what is left until Reset
+	// (nil until measured); RunsOut is when it runs out if not.
 	Fits        *bool      `json:"fits"`
 	RunsOut     *time.Time `json:"runs_out"`
 	PacePerHour float64    `json:"pace_per_hour"`
@@ -179,16 +160,14 @@ type Problem struct {
 	Message string    `json:"message"`
 	// Fields are the log line's other fields (device, error, ...).
 	Fields map[string]any `json:"fields,omitempty"`
-	// DeviceName is the name of the device its "device" field refers to
-	// (an id or sku/device), as the page shows it; "" when it names none
-	// the Source knows.
+	// DeviceName is the name of the device the "device" field refers to, as the
+	// page shows it; "" when the Source knows none.
 	DeviceName string `json:"device_name,omitempty"`
 	// DeviceRefs are what the log line may call that device instead (its
 	// sku/device, its topic id): the sentence names it by DeviceName.
 	DeviceRefs []string `json:"-"`
-	// Text is the problem in a person's words, which the handler writes:
-	// the device's name, what happened and why ("Hall lamp: command
-	// rejected — brightness: 250 is above the maximum 100").
+	// Text is the problem in a person's words ("Hall lamp: command rejected —
+	// brightness: 250 is above the maximum 100").
 	Text string `json:"text"`
 	// Hint is what to do where the log line says it (its clear_with or
 	// hint field): a command to run, a setting to change.
