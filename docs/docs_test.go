@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
-	"unicode"
+
+	"cloud2mqtt/internal/testkit"
 )
 
 // root is the repository, seen from this package's directory.
@@ -184,38 +186,15 @@ func anchors(text string) map[string]bool {
 		if m == nil {
 			continue
 		}
-		s := slug(m[1])
+		s := testkit.Anchor(m[1])
 		if n := seen[s]; n > 0 {
-			out[s+"-"+itoa(n)] = true
+			out[s+"-"+strconv.Itoa(n)] = true
 		} else {
 			out[s] = true
 		}
 		seen[s]++
 	}
 	return out
-}
-
-// slug is GitHub's anchor of a heading: lower case, letters, digits,
-// hyphens and underscores kept, spaces as hyphens, the rest dropped.
-func slug(heading string) string {
-	heading = strings.NewReplacer("`", "", "*", "").Replace(heading)
-	var b strings.Builder
-	for _, r := range strings.ToLower(heading) {
-		switch {
-		case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
-			b.WriteRune(r)
-		case r == ' ':
-			b.WriteRune('-')
-		}
-	}
-	return b.String()
-}
-
-func itoa(n int) string {
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + itoa(n%10)
 }
 
 func isExternal(link string) bool {
@@ -227,8 +206,8 @@ func isExternal(link string) bool {
 	return false
 }
 
-// TestSlug holds slug to GitHub's anchors of headings these pages use.
-func TestSlug(t *testing.T) {
+// TestAnchor holds testkit.Anchor to GitHub's anchors of headings these pages use.
+func TestAnchor(t *testing.T) {
 	for heading, want := range map[string]string{
 		"Why is my light not local?": "why-is-my-light-not-local",
 		"`warn quota`":               "warn-quota",
@@ -236,8 +215,8 @@ func TestSlug(t *testing.T) {
 		"Home Assistant app":         "home-assistant-app",
 		"What goes over the LAN":     "what-goes-over-the-lan",
 	} {
-		if got := slug(heading); got != want {
-			t.Errorf("slug(%q) = %q, want %q", heading, got, want)
+		if got := testkit.Anchor(heading); got != want {
+			t.Errorf("Anchor(%q) = %q, want %q", heading, got, want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"cloud2mqtt/internal/testkit"
 	"cloud2mqtt/internal/topic"
 )
 
@@ -88,7 +89,7 @@ To watch everything: ` + "`mosquitto_sub -v -t '" + topic.DefaultBase + "/#'`" +
 		for _, d := range s.topics {
 			first, _, _ := strings.Cut(d.payload, ". ")
 			first, _, _ = strings.Cut(first, ": ")
-			fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s | %s |\n", d.topic, anchorOf(d.topic), d.direction(), d.retainedCell(), strings.TrimSuffix(first, "."))
+			fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s | %s |\n", d.topic, testkit.Anchor(d.topic), d.direction(), d.retainedCell(), strings.TrimSuffix(first, "."))
 		}
 	}
 	for _, s := range topicSections() {
@@ -125,7 +126,7 @@ Send a request to ` + "`" + docLayout.BridgeRequest("<action>") + "`" + `; the a
 |---|---|
 `)
 	for _, r := range requestDocs() {
-		fmt.Fprintf(&b, "| [`%s`](#%s) | %s |\n", r.action, anchorOf("request "+r.action), r.does)
+		fmt.Fprintf(&b, "| [`%s`](#%s) | %s |\n", r.action, testkit.Anchor("request "+r.action), r.does)
 	}
 	for _, r := range requestDocs() {
 		b.WriteString("\n### Request `" + r.action + "`\n\n" + r.does + "\n")
@@ -133,20 +134,6 @@ Send a request to ` + "`" + docLayout.BridgeRequest("<action>") + "`" + `; the a
 		fmt.Fprintf(&b, "\n```\n%s\n%s\n```\n", docLayout.BridgeResponse(r.action), shown(run.responses[r.action]))
 	}
 	return []byte(b.String())
-}
-
-// anchorOf is the fragment GitHub gives a heading of code.
-func anchorOf(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(heading) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
-			b.WriteRune(r)
-		case r == ' ':
-			b.WriteRune('-')
-		}
-	}
-	return b.String()
 }
 
 func upper(s string) string {

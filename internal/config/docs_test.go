@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cloud2mqtt/internal/testkit"
 )
 
 // configurationPath is the generated reference page of every setting.
@@ -198,7 +200,7 @@ A column *Option* names the setting's option in the Home Assistant app
 	groups := groupsOf(Vars())
 	for _, g := range groups {
 		title, _ := splitGroup(g.name)
-		b.WriteString("- [" + title + "](#" + anchor(title) + ")\n")
+		b.WriteString("- [" + title + "](#" + testkit.Anchor(title) + ")\n")
 	}
 	for _, g := range groups {
 		title, note := splitGroup(g.name)
@@ -256,20 +258,6 @@ func splitGroup(g string) (title, note string) {
 		return g, ""
 	}
 	return title, strings.TrimSuffix(note, ")")
-}
-
-// anchor is the fragment GitHub gives a heading.
-func anchor(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(heading) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
-			b.WriteRune(r)
-		case r == ' ':
-			b.WriteRune('-')
-		}
-	}
-	return b.String()
 }
 
 func upperFirst(s string) string {
