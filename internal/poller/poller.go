@@ -392,13 +392,14 @@ func (p *Poller) Run(ctx context.Context) error {
 		return errors.New("poller: Run called twice; create a new poller instead")
 	}
 	p.running = true
-	now := p.cfg.Clock.Now()
+	clk := p.cfg.Clock // read under the lock: SetConfig replaces p.cfg
+	now := clk.Now()
 	p.progress = now
 	p.nextList = now
 	p.nextSave = now.Add(activitySaveEvery)
 	p.mu.Unlock()
 
-	timer := p.cfg.Clock.NewTimer(0)
+	timer := clk.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {

@@ -208,7 +208,8 @@ func (p *Poller) why(d *device) string {
 // interval moved by toldChange since it was last told. Called with p.mu
 // held; the calls are made after it is released.
 func (p *Poller) tell() {
-	if p.cfg.OnInterval == nil {
+	on := p.cfg.OnInterval // read under the lock: SetConfig replaces p.cfg
+	if on == nil {
 		return
 	}
 	for k, d := range p.devices {
@@ -217,7 +218,7 @@ func (p *Poller) tell() {
 			continue
 		}
 		d.told = iv
-		p.emit(func() { p.cfg.OnInterval(k, iv) })
+		p.emit(func() { on(k, iv) })
 	}
 }
 
