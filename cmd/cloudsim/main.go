@@ -4,9 +4,11 @@
 //	cloudsim -addr 127.0.0.1:8081 -key mykey [-catalogue devices.json] [-errors-as-200]
 //	         [-events-addr 127.0.0.1:8883 -event-every 30s]
 //	         [-quota 10000 -quota-window 24h -quota-reset seconds] [-short-quota 100 -short-window 1m]
-//	         [-latency 5ms]
+//	         [-latency 5ms] [-tls-cert cert.pem -tls-key key.pem]
 //
 // With -latency every answer is delayed by that much, like a distant cloud.
+// With -tls-cert and -tls-key it serves HTTPS and HTTP/2, as the live cloud
+// does; the bridge trusts the certificate through SSL_CERT_FILE.
 //
 // With -quota the account has a request quota, told in the API-RateLimit-*
 // headers and enforced with 429; -short-quota adds a second window in
@@ -19,6 +21,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,8 +51,8 @@ func main() {
 
 // bridgeEnv is the bridge's environment for this simulator, to copy into a
 // shell (the key is the simulator's, not a secret).
-func bridgeEnv(addr, header, key string) string {
-	s := "CLOUD_BASE_URL=http://" + addr + " CLOUD_API_KEY=" + key
+func bridgeEnv(url, header, key string) string {
+	s := "CLOUD_BASE_URL=" + url + " CLOUD_API_KEY=" + key
 	if header != cloudsim.DefaultKeyHeader {
 		s += " CLOUD_API_KEY_HEADER=" + header
 	}
@@ -92,8 +95,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		short.Window, err = config.ParseDurationFor("-short-window", v)
 		return err
 	})
+	certFile := fs.String("tls-cert", "", "serve HTTPS (and HTTP/2, like the live cloud) with this PEM certificate; with -tls-key")
+	keyFile := fs.String("tls-key", "", "the PEM private key of -tls-cert")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if (*certFile == "") != (*keyFile == "") {
+		return errors.New("cloudsim: -tls-cert and -tls-key go together: give both files for HTTPS, or neither for plain HTTP")
 	}
 	format, ok := cloudsim.ParseResetFormat(*resetFormat)
 	if !ok {
@@ -148,8 +156,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("cloudsim: listen on %s: %w; choose another -addr", *addr, err)
 	}
 	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stdout, "cloudsim: serving %d devices at http://%s\n", len(sim.Devices()), ln.Addr())
-	fmt.Fprintf(stdout, "cloudsim: for the bridge: %s\n", bridgeEnv(ln.Addr().String(), *header, *key))
+	serve, url := srv.Serve, "http://"+ln.Addr().String()
+	if *certFile != "" {
+		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+		if err != nil {
+			return fmt.Errorf("cloudsim: -tls-cert/-tls-key: %w", err)
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+		serve, url = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }, "https://"+ln.Addr().String()
+	}
+	fmt.Fprintf(stdout, "cloudsim: serving %d devices at %s\n", len(sim.Devices()), url)
+	fmt.Fprintf(stdout, "cloudsim: for the bridge: %s\n", bridgeEnv(url, *header, *key))
 	if latency > 0 {
 		fmt.Fprintf(stdout, "cloudsim: every answer delayed by %s\n", config.FormatDuration(latency))
 	}
@@ -169,7 +186,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- serve(ln) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("cloudsim: serve: %w", err)

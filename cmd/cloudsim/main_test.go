@@ -3,8 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -13,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"cloud2mqtt/internal/mqtttest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -34,7 +39,7 @@ func serve(t *testing.T, args ...string) (string, func() error) {
 	sc := bufio.NewScanner(pr)
 	var out strings.Builder
 	url := ""
-	re := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+)`)
+	re := regexp.MustCompile(`at (https?://127\.0\.0\.1:\d+)`)
 	for url == "" && sc.Scan() {
 		out.WriteString(sc.Text() + "\n")
 		if m := re.FindStringSubmatch(sc.Text()); m != nil {
@@ -165,6 +170,40 @@ func TestRunLatency(t *testing.T) {
 	}
 }
 
+// -tls-cert and -tls-key: HTTPS and HTTP/2, as the live cloud serves, for a
+// client that trusts the certificate.
+func TestRunTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := mqtttest.WriteCerts(t, dir)
+	url, stop := serve(t, "-key", "k5", "-tls-cert", filepath.Join(dir, "server.pem"), "-tls-key", filepath.Join(dir, "server.key"))
+	if !strings.HasPrefix(url, "https://") {
+		t.Fatalf("served at %s, want https://", url)
+	}
+	pem, err := os.ReadFile(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodGet, url+"/router/api/v1/user/devices", nil)
+	req.Header.Set("Service-API-Key", "k5")
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Proto != "HTTP/2.0" {
+		t.Errorf("device list: %d over %s, want 200 over HTTP/2.0", resp.StatusCode, resp.Proto)
+	}
+	tr.CloseIdleConnections()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRunErrors(t *testing.T) {
 	cases := map[string][]string{
 		"unknown flag":      {"-nope"},
@@ -179,6 +218,8 @@ func TestRunErrors(t *testing.T) {
 		"bad reset format":  {"-quota", "10", "-quota-reset", "fortnights"},
 		"negative latency":  {"-latency", "-5ms"},
 		"bad latency":       {"-latency", "soon"},
+		"cert without key":  {"-tls-cert", "cert.pem"},
+		"missing cert":      {"-tls-cert", filepath.Join(t.TempDir(), "none.pem"), "-tls-key", filepath.Join(t.TempDir(), "none.key")},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -17,10 +17,10 @@ import (
 	"time"
 )
 
-// writeCerts writes ca.pem, server.pem and server.key (ECDSA P-256, the
+// WriteCerts writes ca.pem, server.pem and server.key (ECDSA P-256, the
 // server certificate valid for 127.0.0.1 and localhost for one day) into dir
 // and returns the CA file's path.
-func writeCerts(t testing.TB, dir string) string {
+func WriteCerts(t testing.TB, dir string) string {
 	t.Helper()
 	fail := func(what string, err error) {
 		t.Helper()
@@ -82,7 +82,7 @@ func writeCerts(t testing.TB, dir string) string {
 	return filepath.Join(dir, "ca.pem")
 }
 
-// serverTLS loads the server certificate written by writeCerts.
+// serverTLS loads the server certificate written by WriteCerts.
 func serverTLS(dir string) (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key"))
 	if err != nil {

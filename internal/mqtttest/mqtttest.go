@@ -154,7 +154,7 @@ func Start(t testing.TB, opts ...Option) *Broker {
 		t.Fatalf("mqtttest: WithACL needs mosquitto (the %s broker has no ACL file)", b.opts.kind)
 	}
 	if b.opts.tls {
-		b.ca = writeCerts(t, b.dir)
+		b.ca = WriteCerts(t, b.dir)
 	}
 	if b.opts.kind == Mosquitto && (b.opts.user != "" || len(b.opts.users) > 0) {
 		b.writePasswordFile()

@@ -25,6 +25,7 @@ var (
 	firstSizes   = flag.String("first-devices", "18,100,1000", "TestFirstStates: account sizes (lights), comma-separated")
 	firstRuns    = flag.Int("first-runs", 5, "TestFirstStates: starts of each binary at each size")
 	firstLatency = flag.String("first-latency", "0,5ms", "TestFirstStates: the simulated cloud's delay before each answer (cmd/cloudsim -latency), comma-separated: each is a series of its own")
+	firstSchemes = flag.String("first-scheme", "http,https", "TestFirstStates: plain HTTP and/or HTTPS (HTTP/2, as the live cloud serves), comma-separated: each is a series of its own")
 	firstTimeout = flag.Duration("first-timeout", 60*time.Second, "TestFirstStates: how long a start may take before the run fails")
 )
 
@@ -53,10 +54,11 @@ type firstRun struct {
 //	    -args -bins=/tmp/before/bridge,/tmp/after/bridge -first-runs=5
 //
 // Each start gets a fresh simulator and broker (nothing retained from the
-// run before). -first-latency delays every answer of the simulator: the
-// issue asks for the figure against a cloud that answers in a few ms, where
-// the number of reads in flight at once shows; 0 shows the bridge's own
-// part. It also counts the TCP connections the bridge opened to the
+// run before). -first-latency delays every answer of the simulator: against
+// a cloud that answers in a few ms the number of reads in flight at once
+// shows; 0 shows the bridge's own part. -first-scheme serves plain HTTP, or
+// HTTPS with HTTP/2 as the live cloud does (the daemon trusts a test
+// certificate through SSL_CERT_FILE). It also counts the TCP connections the bridge opened to the
 // cloud from its exec to its last first state (ss -E at the simulator's
 // port) and those still open then.
 func TestFirstStates(t *testing.T) {
@@ -79,20 +81,39 @@ func TestFirstStates(t *testing.T) {
 		}
 		latencies = append(latencies, d)
 	}
+	var tlsDirs []string // "" for plain HTTP, else the directory of the certificates
+	for s := range strings.SplitSeq(*firstSchemes, ",") {
+		switch strings.TrimSpace(s) {
+		case "http":
+			tlsDirs = append(tlsDirs, "")
+		case "https":
+			dir := t.TempDir()
+			mqtttest.WriteCerts(t, dir)
+			tlsDirs = append(tlsDirs, dir)
+		default:
+			t.Fatalf("-first-scheme %q: give http, https or both", *firstSchemes)
+		}
+	}
 	t.Logf("load average at the start: %s", loadAverages())
-	for _, lat := range latencies {
-		for _, n := range sizes {
-			firstStatesOf(t, paths, labels, simBin, filepath.Join(tools, fmt.Sprintf("lights-%d.json", n)), n, lat)
+	for _, tlsDir := range tlsDirs {
+		for _, lat := range latencies {
+			for _, n := range sizes {
+				firstStatesOf(t, paths, labels, simBin, filepath.Join(tools, fmt.Sprintf("lights-%d.json", n)), n, lat, tlsDir)
+			}
 		}
 	}
 	t.Logf("load average at the end: %s", loadAverages())
 }
 
 // firstStatesOf alternates the binaries' starts on an account of n lights
-// with the simulator's latency, and logs each start and each binary's
-// spread.
-func firstStatesOf(t *testing.T, paths, labels []string, simBin, catalogue string, n int, latency time.Duration) {
+// with the simulator's latency, over HTTPS when tlsDir holds the
+// certificates, and logs each start and each binary's spread.
+func firstStatesOf(t *testing.T, paths, labels []string, simBin, catalogue string, n int, latency time.Duration, tlsDir string) {
 	t.Helper()
+	scheme := "http"
+	if tlsDir != "" {
+		scheme = "https"
+	}
 	writeCatalogue(t, lightsCatalogue(t, n), catalogue)
 	runs := make([][]firstRun, len(paths))
 	for r := range *firstRuns {
@@ -102,10 +123,10 @@ func firstStatesOf(t *testing.T, paths, labels []string, simBin, catalogue strin
 			if r%2 == 1 {
 				b = len(paths) - 1 - k
 			}
-			fr := startOnce(t, paths[b], simBin, catalogue, n, latency, fmt.Sprintf("%s-%d-%s-%d", strings.ReplaceAll(labels[b], "/", "_"), n, latency, r))
+			fr := startOnce(t, paths[b], simBin, catalogue, n, latency, tlsDir, fmt.Sprintf("%s-%d-%s-%s-%d", strings.ReplaceAll(labels[b], "/", "_"), n, latency, scheme, r))
 			runs[b] = append(runs[b], fr)
-			t.Logf("%d lights, latency %s, %s, start %d: device list %.3f s, first state %.3f s, last first state %.3f s after exec (%.3f s after the list), every discovery config %.3f s; %d connections opened, %d open; %s; load %s",
-				n, latency, labels[b], r+1, fr.list.Seconds(), fr.first.Seconds(), fr.last.Seconds(), (fr.last - fr.list).Seconds(), fr.configs.Seconds(), fr.conns, fr.open, fr.requests, fr.load)
+			t.Logf("%d lights, %s, latency %s, %s, start %d: device list %.3f s, first state %.3f s, last first state %.3f s after exec (%.3f s after the list), every discovery config %.3f s; %d connections opened, %d open; %s; load %s",
+				n, scheme, latency, labels[b], r+1, fr.list.Seconds(), fr.first.Seconds(), fr.last.Seconds(), (fr.last - fr.list).Seconds(), fr.configs.Seconds(), fr.conns, fr.open, fr.requests, fr.load)
 		}
 	}
 	for b := range paths {
@@ -122,16 +143,20 @@ func firstStatesOf(t *testing.T, paths, labels []string, simBin, catalogue strin
 		c0, _, c2 := spread(conns)
 		_, d1, _ := spread(list)
 		g0, g1, g2 := spread(configs)
-		t.Logf("SUMMARY %d lights, latency %s, %s, %d starts: last first state after exec min %.3f / median %.3f / max %.3f s; after the device list %.3f / %.3f / %.3f s (the list: median %.3f s after exec); every discovery config %.3f / %.3f / %.3f s; connections %.0f–%.0f",
-			n, latency, labels[b], len(runs[b]), l0, l1, l2, a0, a1, a2, d1, g0, g1, g2, c0, c2)
+		t.Logf("SUMMARY %d lights, %s, latency %s, %s, %d starts: last first state after exec min %.3f / median %.3f / max %.3f s; after the device list %.3f / %.3f / %.3f s (the list: median %.3f s after exec); every discovery config %.3f / %.3f / %.3f s; connections %.0f–%.0f",
+			n, scheme, latency, labels[b], len(runs[b]), l0, l1, l2, a0, a1, a2, d1, g0, g1, g2, c0, c2)
 	}
 }
 
 // startOnce starts one bridge against a fresh simulator and broker and
 // times its first states.
-func startOnce(t *testing.T, bin, simBin, catalogue string, n int, latency time.Duration, name string) firstRun {
+func startOnce(t *testing.T, bin, simBin, catalogue string, n int, latency time.Duration, tlsDir, name string) firstRun {
 	t.Helper()
-	sim := startCloudsim(t, simBin, catalogue, "-latency", latency.String())
+	args := []string{"-latency", latency.String()}
+	if tlsDir != "" {
+		args = append(args, "-tls-cert", filepath.Join(tlsDir, "server.pem"), "-tls-key", filepath.Join(tlsDir, "server.key"))
+	}
+	sim := startCloudsim(t, simBin, catalogue, args...)
 	defer sim.stop()
 	broker := mqtttest.Start(t)
 	defer broker.Stop()
@@ -146,6 +171,9 @@ func startOnce(t *testing.T, bin, simBin, catalogue string, n int, latency time.
 		"MQTT_URL":       broker.URL(),
 		"MQTT_CLIENT_ID": "soak-bridge",
 		"POLL_INTERVAL":  "60s",
+	}
+	if tlsDir != "" {
+		env["SSL_CERT_FILE"] = filepath.Join(tlsDir, "ca.pem")
 	}
 	d := startDaemonBin(t, bin, env, filepath.Join(artifacts(t), name+".log"))
 	select {
