@@ -163,6 +163,18 @@ func TestNewcomerMistakes(t *testing.T) {
 			if tc.exit != runsOn && code != tc.exit {
 				t.Errorf("the daemon's exit code %d, want %d\n%s", code, tc.exit, said)
 			}
+			// A warning is said once, however many parts look at it.
+			for _, w := range tc.daemon {
+				n := 0
+				for _, line := range strings.Split(said, "\n") {
+					if strings.Contains(line, " level=warn") && strings.Contains(line, replaceAll(w, subst)) {
+						n++
+					}
+				}
+				if n > 1 {
+					t.Errorf("the daemon warns %q %d times:\n%s", replaceAll(w, subst), n, said)
+				}
+			}
 			for _, text := range []string{out, said} {
 				if strings.Contains(text, "k-31337") || strings.Contains(text, sim.APIKey()) {
 					t.Errorf("the key is shown:\n%s", text)

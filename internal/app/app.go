@@ -84,7 +84,7 @@ type Ready struct {
 func (m *Main) Run(ctx context.Context) error {
 	cfg := m.Config
 	m.Log.Info().Str("version", m.Version).Object("config", cfg).Msg("starting cloud2mqtt")
-	warnUnknown(cfg, m.Log)
+	logWarnings(Problems(cfg, nil), m.Log)
 	ready := m.readyChan()
 
 	var wg sync.WaitGroup
@@ -133,22 +133,6 @@ func (m *Main) Run(ctx context.Context) error {
 	<-ctx.Done()
 	d.shutdown()
 	return nil
-}
-
-// warnUnknown warns about each variable that looks like a setting but is none,
-// so that a typo such as POLL_INTERVALL is not silently ignored.
-func warnUnknown(cfg config.Config, log zerolog.Logger) {
-	for _, u := range cfg.UnknownVars() {
-		ev := log.Warn().Str("variable", config.Clip(u.Name))
-		if u.Suggestion != "" {
-			ev = ev.Str("did_you_mean", u.Suggestion)
-		}
-		ev.Msg(u.String())
-	}
-	// What Load took other than as written (a value wrapped in quotes).
-	for _, w := range cfg.Warnings() {
-		log.Warn().Msg(w)
-	}
 }
 
 // pageURL is the URL a user on this machine opens for the listener; one on

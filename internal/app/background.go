@@ -16,15 +16,18 @@ import (
 const statsSpacing = 5
 
 // infoEvery is how often bridge/info is refreshed when only its counters
-// (requests today, quota left) moved; a change of settings goes out at once.
+// (requests today, quota left) moved; a change of settings goes out at once
+// (setKick).
 const infoEvery = time.Minute
 
 // background publishes the bridge's stats and info, reports progress to
 // systemd, and marks the daemon ready once the first device list is in.
 // Stats go out on the poller's read grid, at least statsDelay after a change
 // and at most every statsSpacing × statsDelay, so that an idle daemon wakes
-// only for its reads and a large one does not publish on every read.
-func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listener, p parts) {
+// only for its reads and a large one does not publish on every read. A
+// change of settings (setKick) is looked at at once: whoever made it waits
+// to see it in bridge/info.
+func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listener, setKick *clock.Wake, p parts) {
 	clk := m.clock()
 	b := &backgroundLoop{m: m, p: p, clk: clk, ready: ready, sd: Systemd{Log: m.Log, Clock: clk}}
 	look := clk.NewTimer(quietLook)
@@ -61,6 +64,10 @@ func (m *Main) background(ctx context.Context, ready chan struct{}, kick *listen
 			fast.Done()
 		case <-look.C():
 			check()
+		case <-setKick.C():
+			woken := setKick.Take()
+			check()
+			woken()
 		case <-kick.c.C():
 			woken := kick.c.Take()
 			if !gathering {

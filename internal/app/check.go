@@ -141,9 +141,9 @@ func listDevices(ctx context.Context, cfg config.Config, log zerolog.Logger, lim
 }
 
 // Devices prints the account's devices and their capabilities as a table.
-// The environment's unknown variables are warnings in log.
+// The configuration's warnings (an unknown variable) are logged.
 func Devices(ctx context.Context, cfg config.Config, out io.Writer, log zerolog.Logger) error {
-	warnUnknown(cfg, log)
+	logWarnings(cfg.Problems(nil), log)
 	devs, err := listDevices(ctx, cfg, log, nil)
 	if err != nil {
 		return err

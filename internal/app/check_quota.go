@@ -101,7 +101,7 @@ func (v quotaVerdict) write(out io.Writer) {
 func checkPolling(cfg config.Config, devs []capability.Device, out io.Writer) {
 	dir := statedir.Dir(cfg.State.Dir)
 	opts := map[capability.Key]poller.DeviceOptions{}
-	for _, d := range settings.New(cfg, dir, zerolog.Nop(), nil, nil).Devices() {
+	for _, d := range settings.New(cfg, dir, zerolog.Nop(), nil, nil, nil).Devices() {
 		iv, _ := config.ParseDuration(d.PollInterval) // validated when set
 		opts[capability.Key{SKU: d.SKU, Device: d.Device}] = poller.DeviceOptions{Interval: iv, Disabled: d.Disabled}
 	}

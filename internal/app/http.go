@@ -61,10 +61,6 @@ func (m *Main) serve(ctx context.Context, wg *sync.WaitGroup, d *running) error 
 			return fmt.Errorf("app: the ingress proxy's address %q is not an IP address (ADDON_INGRESS_PEER; default 172.30.32.2)", m.Ingress.Peer)
 		}
 	}
-	if addr != "" && exposedAddr(addr) {
-		d.log.Warn().Str("HTTP_ADDR", addr).
-			Msg(exposedWarning) // -check's words (verdict.go)
-	}
 	h, err := d.page.Handler(web.Options{Addr: addr, Hosts: d.cfg.HTTP.HostNames(), Token: d.cfg.HTTP.Token.Reveal(),
 		Health: http.HandlerFunc(m.serveHealth), Metrics: metricsHandler(d.met)},
 		statuspage.Parts{Mirror: d.mirror, Registry: d.reg, Poller: d.poll, Scheduler: d.sched, Settings: d.set,

@@ -278,3 +278,31 @@ func TestWarningsOnBridgeLogging(t *testing.T) {
 		t.Errorf("bridge/logging %v, want the rejection's fields (code 404)", m)
 	}
 }
+
+// TestSettingsInInfoAtOnce: a change of settings, global or a device's,
+// shows in bridge/info with no time passing on the daemon's clock. Whoever
+// made it (Home Assistant's number entity, a script) reads it back at once
+// instead of at the background loop's next look, up to 15 s and a read grid
+// later.
+func TestSettingsInInfoAtOnce(t *testing.T) {
+	t.Parallel()
+	h := startHarness(t, harnessOptions{sim: cloudsim.Options{Catalogue: firstDevices(2)}, env: map[string]string{"POLL_INTERVAL": "60s"}, frozen: true})
+	interval := func(m map[string]any) any { return m["poll"].(map[string]any)["interval_seconds"] }
+	info(h, func(m map[string]any) bool { return interval(m) == float64(60) })
+	start := h.clock.Now()
+	if r := h.request("options", `{"options":{"poll_interval":"5m"}}`); r["status"] != "ok" {
+		t.Fatalf("poll_interval 5m: %v", r)
+	}
+	info(h, func(m map[string]any) bool { return interval(m) == float64(300) })
+	_, id := h.firstLight()
+	if r := h.request("device/options", `{"device":"`+id+`","options":{"poll_interval":"10m"}}`); r["status"] != "ok" {
+		t.Fatalf("device poll_interval 10m: %v", r)
+	}
+	info(h, func(m map[string]any) bool {
+		dev, ok := m["devices"].(map[string]any)[id].(map[string]any)
+		return ok && dev["poll_interval_seconds"] == float64(600)
+	})
+	if now := h.clock.Now(); !now.Equal(start) {
+		t.Fatalf("the clock moved by %s: the test shows nothing", now.Sub(start))
+	}
+}

@@ -38,6 +38,7 @@ type running struct {
 	dir       statedir.Dir
 	statsKick *listener
 	saveKick  *listener
+	setKick   *clock.Wake // a change of settings, for bridge/info at once
 	page      *statuspage.Page
 	scfg      scheduler.Config
 	mcfg      mqtt.Config
@@ -52,7 +53,6 @@ type running struct {
 // router, registry, restored state, poller, settings, bridge); nothing runs yet.
 func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	log := m.Log
-	logWarnings(cfg, log) // the verdict's own warnings (verdict.go)
 
 	var sched *scheduler.Scheduler // the answers' rate-limit headers tell it the quota
 	clk := m.clock()
@@ -90,7 +90,8 @@ func (m *Main) assemble(cfg config.Config, env *environment) (*running, error) {
 	d.reg = registry.NewOn(clk, log.With().Str("component", "registry").Logger(), append(d.observers(kicks), pcfg.Activity.Observer())...)
 	restoreState(d.dir, d.reg, log)
 	d.poll = poller.New(d.sched, d.reg, pcfg, log.With().Str("component", "poller").Logger())
-	d.set = settings.New(cfg, d.dir, log, d.poll, d.mirror)
+	d.setKick = clock.NewWake(clk, "bridge/info: a change of settings")
+	d.set = settings.New(cfg, d.dir, log, d.poll, d.mirror, d.setKick.Notify)
 	d.set.Apply()
 	d.met.dailyLimit = d.set.DailyLimit
 	d.br = bridge.New(d.mirror, d.reg, d.poll, d.sched, d.set)
@@ -251,7 +252,7 @@ func (m *Main) runBackground(ctx context.Context, wg *sync.WaitGroup, d *running
 	goWG(func() {
 		persist(ctx, d.clk, d.saveKick, d.dir, d.reg, d.sched, d.poll.Stats, d.page.SaveHistory, d.log)
 	})
-	goWG(func() { m.background(ctx, ready, d.statsKick, d.parts) })
+	goWG(func() { m.background(ctx, ready, d.statsKick, d.setKick, d.parts) })
 	goWG(func() {
 		progress := func() time.Time { return readProgress(d.poll, d.sched, d.clk.Now()) }
 		d.sd.Watchdog(ctx, progress, func() time.Duration { return staleAfter(d.poll.Stats().Interval) })

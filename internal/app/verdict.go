@@ -53,11 +53,12 @@ func httpProblems(cfg config.Config) config.Problems {
 		return nil
 	}
 	var ps config.Problems
+	at := []config.Field{{Key: "HTTP_ADDR", Value: addr}}
 	if !cfg.HTTP.Token.IsSet() {
-		ps = append(ps, config.Problem{Level: config.Warning, Text: noTokenWarning(addr)})
+		ps = append(ps, config.Problem{Level: config.Warning, Text: noTokenWarning(addr), Fields: at})
 	}
 	if exposedAddr(addr) {
-		ps = append(ps, config.Problem{Level: config.Warning, Text: exposedWarning})
+		ps = append(ps, config.Problem{Level: config.Warning, Text: exposedWarning, Fields: at})
 	}
 	return ps
 }
@@ -69,14 +70,17 @@ func noTokenWarning(addr string) string {
 		"set HTTP_TOKEN (or HTTP_TOKEN_FILE, or the systemd credential http_token), or HTTP_ADDR=127.0.0.1:%s for this machine only", config.Clip(addr), portOf(addr))
 }
 
-// exposedWarning is the warning for an HTTP_ADDR on every interface, as
-// the status page's start logs it (http.go).
+// exposedWarning is the warning for an HTTP_ADDR on every interface.
 const exposedWarning = "HTTP_ADDR listens on every interface: the status page, /metrics and /healthz are open to the network (devices, request counts, errors; actions only with HTTP_TOKEN); set HTTP_ADDR=127.0.0.1:PORT unless another host must see them"
 
-// logWarnings logs at start the verdict's warnings that neither warnUnknown nor
-// the status page's start already log.
-func logWarnings(cfg config.Config, log zerolog.Logger) {
-	if addr := cfg.HTTP.Addr; addr != "" && !loopbackListen(addr) && !cfg.HTTP.Token.IsSet() {
-		log.Warn().Str("HTTP_ADDR", addr).Msg(noTokenWarning(addr))
+// logWarnings logs the warnings of ps, each with its fields: the daemon runs
+// on them, doing what their words say.
+func logWarnings(ps config.Problems, log zerolog.Logger) {
+	for _, p := range ps.Warnings() {
+		ev := log.Warn()
+		for _, f := range p.Fields {
+			ev = ev.Str(f.Key, f.Value)
+		}
+		ev.Msg(p.Text)
 	}
 }

@@ -263,7 +263,7 @@ func runBridge(t *testing.T) docRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := settings.New(env, "", zerolog.Nop(), docPoller{}, m)
+	set := settings.New(env, "", zerolog.Nop(), docPoller{}, m, nil)
 	cmd, rd := &docCmd{}, &docReader{}
 	b := bridge.New(m, reg, rd, cmd, set)
 	run.subs = b.Subscriptions()

@@ -38,7 +38,13 @@ func (l Level) String() string {
 type Problem struct {
 	Level Level
 	Text  string
+	// Fields are what a log line of it carries beside the words, in order
+	// (the variable, a suggestion, the address), for readers of JSON logs.
+	Fields []Field
 }
+
+// Field is a named value of a Problem's log line.
+type Field struct{ Key, Value string }
 
 // Problems are the configuration's problems, errors first. As an error
 // (Err) its text is one problem a line.
@@ -104,7 +110,11 @@ func (c Config) Problems(loadErr error, others ...error) Problems {
 	ps := ProblemsOf(loadErr)
 	ps = append(ps, ProblemsOf(c.Validate(others...))...)
 	for _, u := range c.UnknownVars() {
-		ps = append(ps, Problem{Level: Warning, Text: u.String()})
+		p := Problem{Level: Warning, Text: u.String(), Fields: []Field{{"variable", Clip(u.Name)}}}
+		if u.Suggestion != "" {
+			p.Fields = append(p.Fields, Field{"did_you_mean", u.Suggestion})
+		}
+		ps = append(ps, p)
 	}
 	for _, w := range c.Warnings() {
 		ps = append(ps, Problem{Level: Warning, Text: w})

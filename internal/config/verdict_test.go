@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,17 +20,18 @@ func TestProblemsClassifyOnce(t *testing.T) {
 	cfg, err := Load(env)
 	ps := cfg.Problems(err)
 	want := []Problem{
-		{Error, `POLL_INTERVAL="soon" is not a duration`},
-		{Error, `MQTT_URL="http://broker:1883" has scheme "http": use tcp://, mqtt://, ssl://, mqtts://, tls://, ws:// or wss://, like tcp://127.0.0.1:1883`},
-		{Warning, "MQTT_PASS is not a setting of cloud2mqtt and is ignored: did you mean MQTT_PASSWORD?"},
-		{Warning, "LOG_LEVEL is wrapped in quotes"},
+		{Level: Error, Text: `POLL_INTERVAL="soon" is not a duration`},
+		{Level: Error, Text: `MQTT_URL="http://broker:1883" has scheme "http": use tcp://, mqtt://, ssl://, mqtts://, tls://, ws:// or wss://, like tcp://127.0.0.1:1883`},
+		{Level: Warning, Text: "MQTT_PASS is not a setting of cloud2mqtt and is ignored: did you mean MQTT_PASSWORD?",
+			Fields: []Field{{"variable", "MQTT_PASS"}, {"did_you_mean", "MQTT_PASSWORD"}}},
+		{Level: Warning, Text: "LOG_LEVEL is wrapped in quotes"},
 	}
 	if len(ps) != len(want) {
 		t.Fatalf("problems %d, want %d: %q", len(ps), len(want), ps)
 	}
 	for i, w := range want {
-		if ps[i].Level != w.Level || !strings.HasPrefix(ps[i].Text, w.Text) {
-			t.Errorf("problem %d: %s %q, want %s %q", i, ps[i].Level, ps[i].Text, w.Level, w.Text)
+		if ps[i].Level != w.Level || !strings.HasPrefix(ps[i].Text, w.Text) || !slices.Equal(ps[i].Fields, w.Fields) {
+			t.Errorf("problem %d: %s %q %v, want %s %q %v", i, ps[i].Level, ps[i].Text, ps[i].Fields, w.Level, w.Text, w.Fields)
 		}
 	}
 	if got := len(ps.Errors()); got != 2 {
@@ -47,7 +49,7 @@ func TestProblemsClassifyOnce(t *testing.T) {
 	if Problems(nil).Err() != nil {
 		t.Error("no problems is not nil")
 	}
-	if got := ProblemsOf(errors.New("config: a\nb")); len(got) != 2 || got[0] != (Problem{Error, "a"}) || got[1].Level != Error {
+	if got := ProblemsOf(errors.New("config: a\nb")); len(got) != 2 || got[0].Level != Error || got[0].Text != "a" || got[1].Level != Error {
 		t.Errorf("ProblemsOf: %q", got)
 	}
 }

@@ -68,7 +68,7 @@ func fuzzSettings(t *testing.T) *Settings {
 	mirror := bridge.NewMirror(bridge.Options{Layout: topic.New("cloud2mqtt"), Log: log})
 	reg := registry.New(log, mirror.Observer())
 	p := poller.New(idleScheduler{}, reg, poller.Config{Interval: poller.MinInterval}, log)
-	return New(envConfig(t), "", log, p, mirror)
+	return New(envConfig(t), "", log, p, mirror, nil)
 }
 
 // idleScheduler refuses every request: the fuzzed settings never read.

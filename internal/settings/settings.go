@@ -83,11 +83,12 @@ type Mirror interface {
 // Settings are the environment's values overridden by what a user set at run
 // time; it is the bridge's Operator and safe for concurrent use.
 type Settings struct {
-	env    config.Config
-	dir    statedir.Dir
-	log    zerolog.Logger
-	poll   Poller
-	mirror Mirror
+	env     config.Config
+	dir     statedir.Dir
+	log     zerolog.Logger
+	poll    Poller
+	mirror  Mirror
+	changed func() // told of each change, under mu; it must not block
 
 	mu      sync.Mutex
 	saved   savedOptions
@@ -97,9 +98,13 @@ type Settings struct {
 
 // New returns the settings of env with what a previous run kept in dir; a bad
 // or invalid options.json is a warning and the environment applies. Nothing
-// applies until Apply.
-func New(env config.Config, dir statedir.Dir, log zerolog.Logger, poll Poller, mirror Mirror) *Settings {
-	s := &Settings{env: env, dir: dir, log: log, poll: poll, mirror: mirror,
+// applies until Apply. changed, if not nil, is called after each change made
+// at run time (for bridge/info to show it at once); it must not block.
+func New(env config.Config, dir statedir.Dir, log zerolog.Logger, poll Poller, mirror Mirror, changed func()) *Settings {
+	if changed == nil {
+		changed = func() {}
+	}
+	s := &Settings{env: env, dir: dir, log: log, poll: poll, mirror: mirror, changed: changed,
 		saved: savedOptions{Options: map[string]string{}, Devices: map[string]Device{}}, applied: env}
 	if dir != "" {
 		var saved savedOptions
@@ -284,6 +289,7 @@ func (s *Settings) SetOptions(raw json.RawMessage) (any, error) {
 	}
 	s.saved.Options, s.applied = next, cfg
 	s.changes++
+	s.changed()
 	s.applyLocked()
 	s.saveLocked()
 	s.log.Info().Interface("options", next).Msg("options changed over MQTT")
@@ -333,6 +339,7 @@ func (s *Settings) SetDeviceOptionsFrom(from Origin, id string, k capability.Key
 		s.saved.Devices[id] = d
 	}
 	s.changes++
+	s.changed()
 	s.applyDevice(d)
 	s.saveLocked()
 	s.log.Info().Str("device", id).Interface("options", d).Msg("device options changed " + string(from))
