@@ -208,11 +208,12 @@ func (c *Client) releaseMemory() {
 		return
 	}
 	c.releasing = true
-	wait := max(time.Until(c.released.Add(releaseEvery)), 0)
-	time.AfterFunc(wait, func() {
+	clk := clock.Or(c.cfg.Clock)
+	wait := max(c.released.Add(releaseEvery).Sub(clk.Now()), 0)
+	clk.AfterFunc(wait, func() {
 		debug.FreeOSMemory()
 		c.mu.Lock()
-		c.releasing, c.released = false, time.Now()
+		c.releasing, c.released = false, clk.Now()
 		c.mu.Unlock()
 	})
 }
