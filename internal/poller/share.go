@@ -222,13 +222,6 @@ func (p *Poller) tell() {
 	}
 }
 
-// shareReads is the interval of each of len(rates) devices, changing at
-// rates (a second), that share the reads of as many devices read every
-// plain: shareBudget with their budget.
-func shareReads(rates []float64, plain time.Duration, factor int, fastest, grid time.Duration) []time.Duration {
-	return shareBudget(rates, float64(len(rates))/plain.Seconds(), plain, factor, fastest, grid)
-}
-
 // shareBudget is the interval of each of len(rates) devices, changing at
 // rates (a second), that share budget reads a second: proportional to the
 // square root of the rate, between factor × plain and fastest (both whole

@@ -8,6 +8,13 @@ import (
 	"cloud2mqtt/internal/capability"
 )
 
+// shareReads is the interval of each of len(rates) devices, changing at
+// rates (a second), that share the reads of as many devices read every
+// plain: shareBudget with their budget.
+func shareReads(rates []float64, plain time.Duration, factor int, fastest, grid time.Duration) []time.Duration {
+	return shareBudget(rates, float64(len(rates))/plain.Seconds(), plain, factor, fastest, grid)
+}
+
 // readsPerSecond is what intervals read in all.
 func readsPerSecond(iv []time.Duration) float64 {
 	r := 0.0
