@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -165,13 +166,7 @@ func TestNewcomerMistakes(t *testing.T) {
 			}
 			// A warning is said once, however many parts look at it.
 			for _, w := range tc.daemon {
-				n := 0
-				for _, line := range strings.Split(said, "\n") {
-					if strings.Contains(line, " level=warn") && strings.Contains(line, replaceAll(w, subst)) {
-						n++
-					}
-				}
-				if n > 1 {
+				if n := len(linesWith(said, " level=warn", replaceAll(w, subst))); n > 1 {
 					t.Errorf("the daemon warns %q %d times:\n%s", replaceAll(w, subst), n, said)
 				}
 			}
@@ -212,6 +207,17 @@ func holdPorts(t *testing.T) map[string]string {
 	closed.Close()
 	port := func(a net.Addr) string { _, p, _ := net.SplitHostPort(a.String()); return p }
 	return map[string]string{"{port}": port(ln.Addr()), "{udpport}": port(pc.LocalAddr()), "{closed}": port(closed.Addr())}
+}
+
+// linesWith are the lines of said that hold every one of texts.
+func linesWith(said string, texts ...string) []string {
+	var out []string
+	for _, line := range strings.Split(said, "\n") {
+		if !slices.ContainsFunc(texts, func(t string) bool { return !strings.Contains(line, t) }) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 func replaceAll(s string, subst map[string]string) string {

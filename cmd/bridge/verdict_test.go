@@ -126,19 +126,15 @@ func TestOneVerdict(t *testing.T) {
 				return
 			}
 			_, said := runDaemon(t, env, true, []string{words}, subst)
-			times := 0
-			for _, line := range strings.Split(said, "\n") {
-				if !strings.Contains(line, words) {
-					continue
-				}
-				times++
+			lines := linesWith(said, words)
+			for _, line := range lines {
 				if !strings.Contains(line, " level=warn") {
 					t.Errorf("the daemon says it at another level than a warning:\n%s", line)
 				}
 			}
 			// A setting's warning is said once, at the start.
-			if tc.subject == "configuration" && times != 1 {
-				t.Errorf("the daemon says it %d times, want once:\n%s", times, said)
+			if tc.subject == "configuration" && len(lines) != 1 {
+				t.Errorf("the daemon says it %d times, want once:\n%s", len(lines), said)
 			}
 		})
 	}
